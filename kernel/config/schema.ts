@@ -1,0 +1,147 @@
+import { z } from 'zod';
+
+/**
+ * The kernel's own part of the config schema. Plugins extend it at load time
+ * (kernel/config/compose.ts): channel fields, security types, whole sections.
+ * Field descriptions feed the docs, and later the Dashboard and OpenAPI.
+ */
+
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+export const SECTION_NAMES = [
+  'server',
+  'plugins',
+  'security',
+  'groups',
+  'channel_rest',
+  'outgoing_rest',
+  'pubsub_topic',
+  'pubsub_endpoint',
+  'pubsub_subscription',
+] as const;
+export type SectionName = (typeof SECTION_NAMES)[number];
+
+const MiB = 1024 * 1024;
+
+export const sandboxSchema = z
+  .object({
+    workers: z.number().int().min(1).max(64).default(2).describe('Sandbox processes running service isolates; a crash costs only the requests in flight on one of them.'),
+    memory_mb: z.number().int().min(8).max(4096).default(64).describe('Default isolate memory limit per service, in MB (a service may ask for less or more, up to max_memory_mb).'),
+    max_memory_mb: z.number().int().min(8).max(8192).default(512).describe('Ceiling for a service-declared memory limit, in MB.'),
+    timeout_ms: z.number().int().min(1).max(600_000).default(5_000).describe('Default wall-clock limit of one service call, in ms.'),
+    max_timeout_ms: z.number().int().min(1).max(3_600_000).default(60_000).describe('Ceiling for a service-declared time limit, in ms.'),
+    max_output_bytes: z.number().int().min(1024).max(512 * MiB).default(16 * MiB).describe('Largest service output (serialized), in bytes.'),
+  })
+  .strict()
+  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB });
+
+export const serverSchema = z
+  .object({
+    host: z.string().min(1).default('127.0.0.1').describe('Address the channel listener binds to.'),
+    port: z.number().int().min(0).max(65535).default(17010).describe('Port of the channel listener; SVC_PORT overrides it.'),
+    data_dir: z.string().min(1).default('./data').describe('Directory of the SQLite store and other state; relative to the config file.'),
+    services_dir: z.string().min(1).default('./services').describe('Directory of service files; relative to the config file.'),
+    timezone: z
+      .string()
+      .default('UTC')
+      .refine((tz) => isTimeZone(tz), { message: 'not an IANA time zone name' })
+      .describe('IANA time zone for rate-limit time ranges and calendar intervals.'),
+    trusted_proxies: z
+      .array(z.string())
+      .optional()
+      .describe('CIDR ranges whose X-Svc-Forwarded-For / X-Forwarded-For headers are honoured; absent means every peer is trusted.'),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level.'),
+    body_limit: z.number().int().min(0).max(1024 * MiB).default(MiB).describe('Default request body limit of a channel, in bytes.'),
+    drain_timeout_ms: z.number().int().min(0).default(10_000).describe('How long SIGTERM waits for in-flight requests.'),
+    sandbox: sandboxSchema,
+  })
+  .strict();
+
+export type ServerConfig = z.infer<typeof serverSchema>;
+
+const pluginEntrySchema = z.union([
+  z.boolean(),
+  z
+    .object({
+      enabled: z.boolean().default(true).describe('Whether the plugin is loaded.'),
+      module: z.string().optional().describe('Module path (relative to the config file) or package name of a third-party plugin.'),
+      config: z.unknown().optional().describe("Options validated by the plugin's configSchema."),
+    })
+    .strict(),
+]);
+
+export const pluginsSchema = z
+  .record(z.string(), pluginEntrySchema)
+  .default({})
+  .describe('Plugins by name: true/false, or {enabled, module, config}. Bundled plugins not named here are enabled.');
+
+export type PluginsConfig = z.infer<typeof pluginsSchema>;
+
+/** URL paths: `/a/{x}/b`, no query string, no empty or duplicate parameter names. */
+export const urlPathSchema = z
+  .string()
+  .startsWith('/', 'must start with /')
+  .refine((p) => !p.includes('?') && !p.includes('#'), 'must not contain a query string or fragment')
+  .refine((p) => {
+    const names = [...p.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]);
+    return names.every((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n ?? '')) && new Set(names).size === names.length;
+  }, 'parameters must be {name} with distinct identifier names');
+
+export const channelBaseShape = {
+  name: z.string().min(1).describe('Label of the channel; unique.'),
+  url_path: urlPathSchema.describe('URL path; {name} parts capture path parameters.'),
+  service: z.string().min(1).describe('Name of the service (its file name in services_dir, without extension).'),
+  method: z
+    .enum(HTTP_METHODS)
+    .optional()
+    .describe('The one HTTP method accepted; any method when absent.'),
+  data_format: z.string().default('json').describe('Data format plugin: json, xml, hl7, form, multipart or none.'),
+  security: z
+    .string({ error: "required: name a security definition or group, or say 'none' explicitly" })
+    .min(1)
+    .describe("Security definition or group name, or 'none' for no server-side authentication."),
+  url_params_pri: z
+    .enum(['qs_over_path', 'path_over_qs'])
+    .default('qs_over_path')
+    .describe('Which wins when a query-string and a path parameter share a name.'),
+  params_pri: z
+    .enum(['url_over_msg', 'msg_over_url'])
+    .default('url_over_msg')
+    .describe('Whether URL parameters beat payload fields of the same name.'),
+  use_queue: z.boolean().default(false).describe('Store each request and answer 200 at once; the service runs from the queue.'),
+  body_limit: z.number().int().min(0).optional().describe('Request body limit in bytes; server.body_limit when absent.'),
+};
+
+export const channelBaseSchema = z.object(channelBaseShape).strict();
+export type ChannelBase = z.infer<typeof channelBaseSchema>;
+/** A channel as plugins see it: the kernel's fields plus whatever plugins contributed. */
+export type Channel = ChannelBase & Record<string, unknown>;
+
+export const securityBaseShape = {
+  name: z.string().min(1).describe('Unique name of the definition.'),
+  type: z.string().min(1).describe('Security type, e.g. basic_auth or apikey.'),
+};
+export type SecurityEntry = { name: string; type: string } & Record<string, unknown>;
+
+/** The validated config as the kernel and plugins read it. */
+export interface SvcConfig {
+  server: ServerConfig;
+  plugins: PluginsConfig;
+  security: SecurityEntry[];
+  groups: Array<Record<string, unknown> & { name: string }>;
+  channel_rest: Channel[];
+  outgoing_rest: Array<Record<string, unknown>>;
+  pubsub_topic: Array<Record<string, unknown>>;
+  pubsub_endpoint: Array<Record<string, unknown>>;
+  pubsub_subscription: Array<Record<string, unknown>>;
+}
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,73 @@
+import type { Logger } from 'pino';
+import type { Channel } from './config/schema.ts';
+
+/** Who the security plugin recognised. */
+export interface AuthInfo {
+  /** Security type, e.g. basic_auth. */
+  type: string;
+  /** Name of the definition that matched. */
+  definition: string;
+  /** The Basic Auth username, or the API key definition's name. */
+  username: string;
+  /** The group through which access was granted, when the channel names a group. */
+  group?: string;
+}
+
+/** One uploaded file part (multipart channels). */
+export interface UploadedFile {
+  field: string;
+  filename: string;
+  contentType: string;
+  content: Buffer;
+}
+
+/** What the service produced, before a format plugin serializes it. */
+export interface ResponseDraft {
+  status: number;
+  headers: Record<string, string>;
+  /** Object, array, string, Buffer (bytes) or undefined. After serialize: string or Buffer. */
+  body: unknown;
+  contentType: string | undefined;
+}
+
+/**
+ * One request passing through a channel's hook chain. Plugins read and write it;
+ * the kernel turns it into the HTTP response.
+ */
+export interface Exchange {
+  readonly cid: string;
+  readonly channel: Channel;
+  /** Upper-case HTTP method. */
+  readonly method: string;
+  /** URL path without the query string. */
+  readonly path: string;
+  /** Request headers, names lower-cased. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The socket's peer address. */
+  readonly remoteAddress: string;
+  /** The client address after the forwarded-header rules (spec: rate limiting item 6, server.trusted_proxies). */
+  readonly clientAddress: string;
+  readonly pathParams: Record<string, string>;
+  readonly query: Record<string, string | string[]>;
+  /** Reads the whole body once (later calls return the same bytes); 413 past the channel's limit. */
+  readBody(): Promise<Buffer>;
+  /** The body bytes once read, for signature checks. */
+  rawBody: Buffer | undefined;
+  /** The parsed document as a whole (JSON value, XML tree, HL7 message, form fields). */
+  payload: unknown;
+  /** Files of a multipart body. */
+  files: UploadedFile[] | undefined;
+  /** Service input: path, query and payload fields merged by the channel's priority settings. */
+  input: Record<string, unknown>;
+  auth: AuthInfo | undefined;
+  response: ResponseDraft;
+  /** True once a reply was sent or the connection dropped: the chain stops. */
+  readonly replied: boolean;
+  /** Sends a reply now (body: object → JSON, string, Buffer); the chain stops. */
+  reply(status: number, body: unknown, headers?: Record<string, string>): void;
+  /** Closes the TCP connection with a reset and writes no response at all. */
+  drop(): void;
+  readonly log: Logger;
+  /** Scratch space for plugins, keyed by plugin name. */
+  readonly locals: Record<string, unknown>;
+}

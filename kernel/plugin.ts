@@ -1,0 +1,148 @@
+import type { z } from 'zod';
+import type { Logger } from 'pino';
+import type { HookName } from './hooks.ts';
+import type { Exchange } from './exchange.ts';
+import type { Channel, SectionName, SvcConfig, ServerConfig } from './config/schema.ts';
+import type { DataStore } from './store/types.ts';
+import type { Clock } from './clock.ts';
+import type { InvokeRequest, InvokeResult } from './sandbox/protocol.ts';
+
+export const PLUGIN_KINDS = ['format', 'security', 'limit', 'pubsub', 'outgoing', 'delivery', 'other'] as const;
+export type PluginKind = (typeof PLUGIN_KINDS)[number];
+
+/** A per-request step. Small, named and allocation-light: heavy work belongs in the factory. */
+export type HookFn = (ex: Exchange) => void | Promise<void>;
+export type ErrorHookFn = (ex: Exchange, err: unknown) => void | Promise<void>;
+
+export interface HookContext<S> {
+  channel: Channel;
+  config: SvcConfig;
+  state: S;
+  kernel: KernelApi;
+}
+
+/**
+ * Called once per channel whenever config loads. Returns the per-request function,
+ * or undefined when the plugin has nothing to do on that channel (the phase is skipped).
+ */
+export type HookFactory<S> = (ctx: HookContext<S>) => HookFn | ErrorHookFn | undefined;
+
+/** A problem found in config, with its YAML path. */
+export interface ConfigIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+export interface Contributions {
+  /** Values of `channel_rest[].data_format` this plugin handles. */
+  dataFormats?: readonly string[];
+  /** Schemas of `security[]` entries by `type` (the base keys name/type are added by the kernel). */
+  securityTypes?: Record<string, z.ZodRawShape>;
+  /** Extra keys on every `security[]` entry (e.g. rate_limiting). */
+  securityFields?: z.ZodRawShape;
+  /** Extra keys on every `channel_rest[]` entry. */
+  channelFields?: z.ZodRawShape;
+  /** Whole top-level sections this plugin owns (groups, pubsub_*, outgoing_rest). */
+  sections?: Partial<Record<SectionName, z.ZodType>>;
+  /** Names a channel's `security` may refer to besides `security[]` entries (e.g. group names). */
+  securityTargets?: (config: SvcConfig) => Iterable<string>;
+  /** Cross-reference checks once the whole config parsed. */
+  validateConfig?: (config: SvcConfig) => ConfigIssue[];
+}
+
+/** A plugin is plain data. The kernel validates it, runs setup once, then builds hooks per channel. */
+export interface Plugin<O = any, S = any> {
+  name: string;
+  kind: PluginKind;
+  version: string;
+  /** Options under `plugins.<name>.config`; failures name the plugin and the field. */
+  configSchema: z.ZodType<O>;
+  contributes?: Contributions;
+  /** Heavy setup, once: tables, caches, routes. Returns the plugin's state. */
+  setup?: (kernel: KernelApi, options: O) => S | Promise<S>;
+  /** Every accepted config, the first one included, before channels are rebuilt. */
+  onConfig?: (state: S, config: SvcConfig) => void | Promise<void>;
+  hooks: Partial<Record<HookName, HookFactory<S>>>;
+  /** Subcommands of the `svc` CLI this plugin adds (e.g. `secdef set-password`). */
+  cli?: CliCommand[];
+  stop?: (state: S) => void | Promise<void>;
+}
+
+/**
+ * An operation the running server accepts on its local control socket
+ * (`<data_dir>/control.sock`), used by CLI commands to act at once.
+ */
+export interface ControlOp<A = any> {
+  op: string;
+  args: z.ZodType<A>;
+  handler: (args: A) => Promise<unknown>;
+}
+
+export interface CliEnv {
+  config: SvcConfig;
+  configPath: string;
+  /** Opens the data store (the same file the server uses). */
+  openStore: () => Promise<DataStore>;
+  /** Sends a control op to the running server; undefined when no server is running. */
+  control: (op: string, args: unknown) => Promise<{ ok: boolean; value?: unknown; error?: string } | undefined>;
+  /** Reads all of standard input (secrets never come from argv). */
+  readStdin: () => Promise<string>;
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+export interface CliCommand {
+  /** Words after `svc`, e.g. ['secdef', 'set-password']. */
+  words: string[];
+  usage: string;
+  describe: string;
+  /** Returns the exit code: 0 ok, 1 runtime failure, 2 usage or config error. */
+  run: (args: string[], env: CliEnv) => Promise<number>;
+}
+
+export function definePlugin<O, S>(plugin: Plugin<O, S>): Plugin<O, S> {
+  return plugin;
+}
+
+/** A route a plugin serves itself (pub/sub APIs), outside the channel table. */
+export interface SystemRoute {
+  name: string;
+  method: string | string[];
+  /** find-my-way pattern; `*` at the end captures the rest of the path. */
+  url: string;
+  handler: (ex: Exchange) => void | Promise<void>;
+}
+
+/** Host functions that services reach through the SDK (publish, outgoing calls, ...). */
+export interface HostCallContext {
+  cid: string;
+  service: string;
+  channel: string | undefined;
+  log: Logger;
+}
+
+export interface HostCall<A = any> {
+  /** Operation name as the SDK sends it, e.g. `pubsub.publish`. */
+  op: string;
+  /** Checked on the host side before the handler runs. */
+  args: z.ZodType<A>;
+  handler: (args: A, ctx: HostCallContext) => Promise<unknown>;
+}
+
+/** What the kernel offers plugins. */
+export interface KernelApi {
+  readonly log: Logger;
+  readonly store: DataStore;
+  readonly clock: Clock;
+  readonly dataDir: string;
+  server(): ServerConfig;
+  config(): SvcConfig;
+  addRoute(route: SystemRoute): void;
+  addHostCall(call: HostCall): void;
+  addControl(op: ControlOp): void;
+  /** Runs a deployed service outside an HTTP request (queue workers, background work). */
+  invoke(request: InvokeRequest): Promise<InvokeResult>;
+  /** Named capabilities plugins share without importing each other's internals. */
+  provide<T>(name: string, value: T): void;
+  lookup<T>(name: string): T | undefined;
+}
