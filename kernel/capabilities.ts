@@ -11,7 +11,110 @@ export interface Capabilities {
    * Timing-safe, cached like channel authentication.
    */
   'security.basic.authenticate': (authorization: string | undefined) => Promise<AuthInfo | undefined>;
+  /**
+   * Adds a basic_auth definition that comes from code, not from config (provided by the basic-auth
+   * plugin, used by pub/sub for its built-in test definition and for `svc demo`). Idempotent per name.
+   * Afterwards 'security.basic.authenticate' matches it like a configured definition.
+   */
+  'security.basic.register': (definition: BasicDefinitionRegistration) => Promise<void>;
+  /** The pub/sub engine (plugins/pubsub/engine), shared by the REST variants A and B. */
+  'pubsub.engine': PubSubEngineApi;
   /** The client address rules of the kernel (forwarded headers, trusted proxies), for plugins' own routes. */
 }
 
 export type CapabilityName = keyof Capabilities;
+
+/** A basic_auth definition registered by a plugin (see 'security.basic.register'). */
+export interface BasicDefinitionRegistration {
+  name: string;
+  username: string;
+  /**
+   * 'builtin': exists in every environment. The first time it is seen, the basic-auth plugin
+   *   generates a random UUID4 password, stores it (hashed) and keeps it across restarts;
+   *   `svc secdef set-password <name>` changes it like any other definition's.
+   * 'ephemeral': uses `password` as given, held in memory only; gone at restart (`svc demo`).
+   */
+  lifetime: 'builtin' | 'ephemeral';
+  /** Required for 'ephemeral', ignored for 'builtin'. */
+  password?: string;
+}
+
+/** One message as a subscriber receives it. Times are milliseconds since the epoch. */
+export interface PubSubMessageView {
+  msgId: string;
+  topic: string;
+  data: unknown;
+  /** Bytes of data (UTF-8 of a string, or of its JSON text). */
+  size: number;
+  mimeType: string;
+  priority: number;
+  /** Seconds; undefined when the message never expires. */
+  expiration: number | undefined;
+  expiresAt: number | undefined;
+  pubTime: number;
+  /** When the server received the publication. */
+  recvTime: number;
+  correlId: string | undefined;
+  inReplyTo: string | undefined;
+  extClientId: string | undefined;
+  hasGd: boolean;
+  subKey: string;
+  /** Earlier deliveries that failed (the response could not be written). */
+  deliveryCount: number;
+}
+
+export interface PubSubPublishRequest {
+  topic: string;
+  data: unknown;
+  mimeType: string;
+  /** 0 (lowest) to 9. */
+  priority: number;
+  /** Seconds; undefined = never expires. */
+  expiration: number | undefined;
+  correlId?: string | undefined;
+  inReplyTo?: string | undefined;
+  extClientId?: string | undefined;
+  hasGd: boolean;
+  /** Publication time claimed by the publisher; the receive time when undefined. */
+  pubTime?: number | undefined;
+  /** Endpoint name, or `service:<name>` for SDK publishes (logs and audit). */
+  publisher: string;
+}
+
+/**
+ * Messages taken from queues by one get. They are gone from the queues for every other getter;
+ * ack() once the response was written deletes them, nack() puts them back with deliveryCount + 1.
+ * Exactly one of the two must be called, once.
+ */
+export interface PubSubDelivery {
+  readonly messages: readonly PubSubMessageView[];
+  ack(): void;
+  nack(): void;
+}
+
+export interface PubSubEndpointView {
+  name: string;
+  canPublish(topic: string): boolean;
+  canSubscribe(topic: string): boolean;
+}
+
+export interface PubSubEngineApi {
+  /** The endpoint whose `security` names this basic_auth definition. */
+  endpointBySecurity(definition: string): PubSubEndpointView | undefined;
+  hasTopic(topic: string): boolean;
+  /** Resolves once the message is queued (GD: once it is on stable storage). Throws SvcError (QUEUE_FULL...). */
+  publish(request: PubSubPublishRequest): Promise<{ msgId: string }>;
+  /** Idempotent: `created` false and the existing key when already subscribed. */
+  subscribe(endpoint: string, topic: string): Promise<{ subKey: string; created: boolean; queueDepth: number }>;
+  /** Resolves whether a subscription existed. */
+  unsubscribe(endpoint: string, topic: string): Promise<boolean>;
+  subscriptionKey(endpoint: string, topic: string): string | undefined;
+  /** Keys of every subscription of the endpoint (variant B: one queue per user). */
+  subscriptionKeys(endpoint: string): string[];
+  /**
+   * Takes messages from the given subscriptions, synchronously (concurrent getters never share one).
+   * 'lifo': most recently published first; 'priority': highest priority first, oldest first within one.
+   * Messages whose data would push the total past maxBytes are left for a later get.
+   */
+  take(subKeys: readonly string[], options: { order: 'lifo' | 'priority'; maxMessages: number; maxBytes: number }): PubSubDelivery;
+}

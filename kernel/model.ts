@@ -1,0 +1,69 @@
+import type { FieldDescriptor } from './sandbox/protocol.ts';
+
+/**
+ * Checks a request's input against a service's typed model, before the service runs.
+ * Values that came from the URL are text, so they are converted to the declared type;
+ * values from the payload must already have it. Defaults fill absent optional fields.
+ * Returns the problem (naming the field) or undefined.
+ */
+export type InputChecker = (input: Record<string, unknown>, fromUrl: ReadonlySet<string>) => string | undefined;
+
+export function compileModel(model: Record<string, FieldDescriptor> | null): InputChecker | undefined {
+  if (!model) return undefined;
+  const fields = Object.entries(model);
+  return function checkInput(input, fromUrl) {
+    for (const [name, field] of fields) {
+      let value = input[name];
+      if (value === undefined || value === null) {
+        if (field.required) return `missing required field '${name}'`;
+        if (field.default !== undefined) input[name] = structuredClone(field.default);
+        continue;
+      }
+      if (fromUrl.has(name) && typeof value === 'string') {
+        const converted = fromText(value, field.type);
+        if (converted === INVALID) return `field '${name}' must be ${article(field.type)}`;
+        input[name] = value = converted;
+      }
+      if (!hasType(value, field.type)) return `field '${name}' must be ${article(field.type)}`;
+    }
+    return undefined;
+  };
+}
+
+const INVALID = Symbol('invalid');
+
+function fromText(text: string, type: FieldDescriptor['type']): unknown {
+  switch (type) {
+    case 'integer':
+      return /^[-+]?\d+$/.test(text) ? Number(text) : INVALID;
+    case 'number':
+      return text.trim() !== '' && Number.isFinite(Number(text)) ? Number(text) : INVALID;
+    case 'boolean':
+      return text === 'true' || text === '1' ? true : text === 'false' || text === '0' ? false : INVALID;
+    default:
+      return text;
+  }
+}
+
+function hasType(value: unknown, type: FieldDescriptor['type']): boolean {
+  switch (type) {
+    case 'string':
+      return typeof value === 'string';
+    case 'integer':
+      return typeof value === 'number' && Number.isSafeInteger(value);
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'object':
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+    case 'array':
+      return Array.isArray(value);
+    default:
+      return true;
+  }
+}
+
+function article(type: string): string {
+  return type === 'integer' || type === 'object' || type === 'array' || type === 'any' ? `an ${type}` : `a ${type}`;
+}

@@ -1,0 +1,210 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { SvcError, type ErrorCode } from '../errors.ts';
+import { Wire } from './wire.ts';
+import type { InvokeRequest, InvokeResult, ServiceMeta } from './protocol.ts';
+
+export interface SandboxCaps {
+  defaultMemoryMb: number;
+  maxMemoryMb: number;
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
+  maxOutputBytes: number;
+}
+
+/** Answers a host call the sandbox forwarded; resolves with the reply envelope as JSON, never rejects. */
+export type HostCallHandler = (op: string, argsJson: string, invocation: InvokeRequest) => Promise<string>;
+
+export type DeployOutcome = { ok: true; meta: ServiceMeta } | { ok: false; error: string };
+
+const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** Past this many deaths a minute a worker is restarted with a delay, so a crash loop cannot spin a core. */
+const CRASH_BURST = 5;
+
+interface Pending {
+  request: InvokeRequest;
+  resolve: (r: InvokeResult) => void;
+  reject: (e: unknown) => void;
+}
+
+class SandboxWorker {
+  readonly wire: Wire;
+  readonly inflight = new Map<number, Pending>();
+  readonly deploys = new Map<string, (o: DeployOutcome) => void>();
+  ready: Promise<void>;
+  alive = true;
+  private markReady!: () => void;
+
+  constructor(
+    readonly index: number,
+    readonly child: ChildProcess,
+    onMessage: (w: SandboxWorker, header: Record<string, unknown>, body: string) => void,
+  ) {
+    this.ready = new Promise((r) => (this.markReady = r));
+    this.wire = new Wire(child.stdio[3] as Socket, (h, b) => {
+      if (h.t === 'ready') this.markReady();
+      else onMessage(this, h, b);
+    });
+  }
+}
+
+/**
+ * A supervised pool of sandbox processes. Requests go to the least busy live worker;
+ * a worker that dies fails only the calls it was running and is replaced, and every
+ * deployed service is deployed to its replacement.
+ */
+export class SandboxPool {
+  private readonly workers: Array<SandboxWorker | undefined> = [];
+  private readonly services = new Map<string, { file: string; code: string }>();
+  private readonly deaths: number[] = [];
+  private nextId = 1;
+  private closing = false;
+  private sdkCode = '';
+
+  constructor(
+    private readonly size: number,
+    private readonly caps: SandboxCaps,
+    private readonly log: Logger,
+    private readonly hostCall: HostCallHandler,
+  ) {}
+
+  async start(sdkCode: string): Promise<void> {
+    this.sdkCode = sdkCode;
+    for (let i = 0; i < this.size; i++) this.workers[i] = this.spawn(i);
+    await Promise.all(this.workers.map((w) => w!.ready));
+  }
+
+  private spawn(index: number): SandboxWorker {
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', TSX, WORKER], {
+      stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    const worker = new SandboxWorker(index, child, (w, h, b) => this.onMessage(w, h, b));
+    worker.wire.send({ t: 'init', caps: this.caps }, JSON.stringify(this.sdkCode));
+    for (const [name, s] of this.services) worker.wire.send({ t: 'deploy', name, file: s.file }, JSON.stringify(s.code));
+    child.on('exit', (code, signal) => this.onExit(worker, code, signal));
+    return worker;
+  }
+
+  private onExit(worker: SandboxWorker, code: number | null, signal: NodeJS.Signals | null): void {
+    worker.alive = false;
+    for (const [, p] of worker.inflight) p.reject(new SvcError('SANDBOX_CRASHED'));
+    worker.inflight.clear();
+    for (const [, done] of worker.deploys) done({ ok: false, error: 'sandbox process exited during deploy' });
+    worker.deploys.clear();
+    if (this.closing) return;
+    this.log.error({ worker: worker.index, code, signal }, 'sandbox process died; restarting it');
+    const now = Date.now();
+    this.deaths.push(now);
+    while (this.deaths.length && this.deaths[0]! < now - 60_000) this.deaths.shift();
+    const delay = this.deaths.length > CRASH_BURST ? Math.min(5_000, 100 * this.deaths.length) : 0;
+    setTimeout(() => {
+      if (!this.closing) this.workers[worker.index] = this.spawn(worker.index);
+    }, delay).unref();
+  }
+
+  private onMessage(worker: SandboxWorker, header: Record<string, unknown>, body: string): void {
+    switch (header.t) {
+      case 'result': {
+        const id = header.id as number;
+        const pending = worker.inflight.get(id);
+        if (!pending) return;
+        worker.inflight.delete(id);
+        if (header.fail) pending.reject(new SvcError(header.fail as ErrorCode, (header.message as string | undefined) ?? undefined));
+        else pending.resolve(JSON.parse(body) as InvokeResult);
+        return;
+      }
+      case 'hostcall': {
+        const pending = worker.inflight.get(header.id as number);
+        const seq = header.seq as number;
+        const reply = pending
+          ? this.hostCall(header.op as string, body, pending.request)
+          : Promise.resolve(JSON.stringify({ ok: false, error: { kind: 'Error', status: 500, message: 'request already finished' } }));
+        void reply.then((json) => worker.alive && worker.wire.send({ t: 'hostreply', id: header.id, seq }, json));
+        return;
+      }
+      case 'deployed': {
+        const done = worker.deploys.get(header.name as string);
+        worker.deploys.delete(header.name as string);
+        done?.(header.ok ? { ok: true, meta: header.meta as ServiceMeta } : { ok: false, error: header.error as string });
+        return;
+      }
+    }
+  }
+
+  private live(): SandboxWorker[] {
+    return this.workers.filter((w): w is SandboxWorker => !!w && w.alive);
+  }
+
+  private async anyLive(): Promise<SandboxWorker> {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const live = this.live();
+      if (live.length) {
+        let best = live[0]!;
+        for (const w of live) if (w.inflight.size < best.inflight.size) best = w;
+        await best.ready;
+        return best;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new SvcError('SERVICE_UNAVAILABLE', 'no sandbox process is running');
+  }
+
+  private deployOn(worker: SandboxWorker, name: string, file: string, code: string): Promise<DeployOutcome> {
+    return new Promise((resolve) => {
+      worker.deploys.set(name, resolve);
+      worker.wire.send({ t: 'deploy', name, file }, JSON.stringify(code));
+    });
+  }
+
+  /**
+   * Compiles on one worker first; only a service that compiled replaces the running version
+   * everywhere. A failure leaves the last good version in place.
+   */
+  async deploy(name: string, file: string, code: string): Promise<DeployOutcome> {
+    const probe = await this.anyLive();
+    const outcome = await this.deployOn(probe, name, file, code);
+    if (!outcome.ok) return outcome;
+    this.services.set(name, { file, code });
+    await Promise.all(this.live().filter((w) => w !== probe).map((w) => w.ready.then(() => this.deployOn(w, name, file, code))));
+    return outcome;
+  }
+
+  undeploy(name: string): void {
+    this.services.delete(name);
+    for (const w of this.live()) w.wire.send({ t: 'undeploy', name });
+  }
+
+  async invoke(request: InvokeRequest): Promise<InvokeResult> {
+    const worker = await this.anyLive();
+    const id = this.nextId++;
+    const wireRequest = JSON.stringify({ ...request, callId: id });
+    return new Promise<InvokeResult>((resolve, reject) => {
+      worker.inflight.set(id, { request, resolve, reject });
+      worker.wire.send({ t: 'call', id, svc: request.service }, wireRequest);
+    });
+  }
+
+  /** Process ids of the live workers (tests and diagnostics). */
+  pids(): number[] {
+    return this.live().map((w) => w.child.pid ?? 0);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(
+      this.workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            if (!w || !w.alive) return resolve();
+            w.child.once('exit', () => resolve());
+            w.child.kill('SIGTERM');
+          }),
+      ),
+    );
+  }
+}

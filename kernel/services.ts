@@ -1,0 +1,136 @@
+import { EventEmitter } from 'node:events';
+import { readdirSync, readFileSync, watch, existsSync, type FSWatcher } from 'node:fs';
+import { basename, extname, join } from 'node:path';
+import { buildSync, transformSync, type Message } from 'esbuild';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import type { SandboxPool } from './sandbox/pool.ts';
+import type { ServiceMeta } from './sandbox/protocol.ts';
+import { compileModel, type InputChecker } from './model.ts';
+
+/** A deployed service as the kernel sees it: what it declares, and its compiled input checker. */
+export interface DeployedService {
+  name: string;
+  file: string;
+  meta: ServiceMeta;
+  checkInput: InputChecker | undefined;
+  /** Verbs with handlers, for the Allow header of a 405. */
+  allow: string;
+}
+
+const SDK_ENTRY = fileURLToPath(new URL('../sdk/index.ts', import.meta.url));
+
+/** The SDK as one ES module, compiled into every isolate as `svc/sdk`. */
+export function buildSdkBundle(): string {
+  const out = buildSync({ entryPoints: [SDK_ENTRY], bundle: true, format: 'esm', platform: 'neutral', target: 'es2022', write: false });
+  return out.outputFiles[0]!.text;
+}
+
+export function isServiceFile(file: string): boolean {
+  return /\.(ts|js|mjs)$/.test(file) && !file.endsWith('.d.ts') && !file.startsWith('.');
+}
+
+export function serviceName(file: string): string {
+  return basename(file, extname(file));
+}
+
+/** Strips TypeScript; reports errors as `file:line:col: message`. */
+export function transpile(file: string, source: string): { code: string } | { error: string } {
+  try {
+    const loader = file.endsWith('.ts') ? 'ts' : 'js';
+    return { code: transformSync(source, { loader, format: 'esm', target: 'es2022', sourcefile: file }).code };
+  } catch (err) {
+    const errors = (err as { errors?: Message[] }).errors;
+    if (errors?.length) return { error: errors.map((e) => `${file}:${e.location?.line ?? 0}:${e.location?.column ?? 0}: ${e.text}`).join('\n') };
+    return { error: `${file}: ${(err as Error).message}` };
+  }
+}
+
+/**
+ * Deploys every service file of a directory into the sandbox pool and keeps them in step
+ * with the files: add, change and remove deploy, redeploy and undeploy at once. A file that
+ * fails to compile is reported and does not replace the last good version.
+ */
+export class ServiceRegistry extends EventEmitter {
+  private readonly deployed = new Map<string, DeployedService>();
+  readonly errors = new Map<string, string>();
+  private watcher: FSWatcher | undefined;
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly dir: string,
+    private readonly pool: SandboxPool,
+    private readonly log: Logger,
+  ) {
+    super();
+  }
+
+  get(name: string): DeployedService | undefined {
+    return this.deployed.get(name);
+  }
+
+  names(): string[] {
+    return [...this.deployed.keys()];
+  }
+
+  async start(watchFiles: boolean): Promise<void> {
+    if (existsSync(this.dir)) {
+      for (const file of readdirSync(this.dir).filter(isServiceFile).sort()) await this.sync(file);
+    } else this.log.warn({ dir: this.dir }, 'services directory does not exist');
+    if (watchFiles && existsSync(this.dir)) {
+      this.watcher = watch(this.dir, (_event, file) => {
+        if (!file || !isServiceFile(file)) return;
+        clearTimeout(this.timers.get(file));
+        // Editors write in several steps; act once the file settled.
+        this.timers.set(
+          file,
+          setTimeout(() => {
+            this.timers.delete(file);
+            this.queue = this.queue.then(() => this.sync(file));
+          }, 50),
+        );
+      });
+    }
+  }
+
+  /** Waits until every file change seen so far has been deployed (tests). */
+  async settled(): Promise<void> {
+    while (this.timers.size) await new Promise((r) => setTimeout(r, 20));
+    await this.queue;
+  }
+
+  private async sync(file: string): Promise<void> {
+    const name = serviceName(file);
+    const path = join(this.dir, file);
+    if (!existsSync(path)) {
+      if (this.deployed.get(name)?.file === file) {
+        this.deployed.delete(name);
+        this.errors.delete(name);
+        this.pool.undeploy(name);
+        this.log.info({ service: name, file }, 'service undeployed');
+        this.emit('change', name);
+      }
+      return;
+    }
+    const source = readFileSync(path, 'utf8');
+    const compiled = transpile(file, source);
+    const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await this.pool.deploy(name, file, compiled.code);
+    if (!outcome.ok) {
+      this.errors.set(name, outcome.error);
+      this.log.error({ service: name, file, error: outcome.error }, this.deployed.has(name) ? 'service failed to compile; the last good version stays deployed' : 'service failed to compile');
+      this.emit('error-deploy', name, outcome.error);
+      return;
+    }
+    this.errors.delete(name);
+    const meta = outcome.meta;
+    this.deployed.set(name, { name, file, meta, checkInput: compileModel(meta.input), allow: meta.verbs.join(', ') });
+    this.log.info({ service: name, file }, 'service deployed');
+    this.emit('change', name);
+  }
+
+  close(): void {
+    this.watcher?.close();
+    for (const t of this.timers.values()) clearTimeout(t);
+  }
+}

@@ -1,0 +1,38 @@
+import { callHost } from './internal/runtime.ts';
+
+/**
+ * Signature helpers for services on channels with no security definition (signed webhooks).
+ * The host computes them (node:crypto); comparisons there are timing-safe.
+ * `data` is text (hashed as UTF-8, e.g. ctx.rawBody) or bytes (e.g. ctx.rawBytes()).
+ */
+type Data = string | Uint8Array;
+
+function wire(data: Data): { text: string } | { bytes: number[] } {
+  return typeof data === 'string' ? { text: data } : { bytes: Array.from(data) };
+}
+
+export async function hmacSha256Hex(key: string, data: Data): Promise<string> {
+  return (await callHost('crypto.hmac', { key, data: wire(data), encoding: 'hex' })) as string;
+}
+
+export async function hmacSha256Base64(key: string, data: Data): Promise<string> {
+  return (await callHost('crypto.hmac', { key, data: wire(data), encoding: 'base64' })) as string;
+}
+
+/** True when `signature` (hex) is the HMAC-SHA256 of data under key; timing-safe. */
+export async function verifyHmacSha256Hex(key: string, data: Data, signature: string): Promise<boolean> {
+  return (await callHost('crypto.verifyHmac', { key, data: wire(data), encoding: 'hex', signature })) as boolean;
+}
+
+/** True when `signature` (base64) is the HMAC-SHA256 of data under key; timing-safe. */
+export async function verifyHmacSha256Base64(key: string, data: Data, signature: string): Promise<boolean> {
+  return (await callHost('crypto.verifyHmac', { key, data: wire(data), encoding: 'base64', signature })) as boolean;
+}
+
+/** Constant-time comparison of two strings (length leaks, content does not). */
+export function timingSafeEqual(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  const n = Math.max(a.length, b.length);
+  for (let i = 0; i < n; i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
+  return diff === 0;
+}

@@ -1,0 +1,23 @@
+/**
+ * The svc SDK: the only surface a service sees.
+ *
+ *   import { service, t, BadRequest } from 'svc/sdk';
+ *   export default service({
+ *     input: { name: t.string(), times: t.integer({ default: 1 }) },
+ *     handle(ctx) { return { greeting: `hello ${ctx.input.name}`.repeat(ctx.input.times) }; },
+ *   });
+ */
+import type { Model } from './model.ts';
+import type { ServiceDefinition } from './context.ts';
+
+export { t } from './model.ts';
+export type { Field, FieldType, Model, InputOf, ValueOf } from './model.ts';
+export type { Context, Handler, Log, ResponseControl, ServiceDefinition, ServiceLimits, UploadedFile, User } from './context.ts';
+export { ServiceError, BadRequest, Unauthorized, Forbidden, NotFound, Conflict, BadGateway, ServiceUnavailable } from './errors.ts';
+export { hmacSha256Hex, hmacSha256Base64, verifyHmacSha256Hex, verifyHmacSha256Base64, timingSafeEqual } from './crypto.ts';
+export { toBase64, fromBase64, utf8Encode, utf8Decode } from './internal/bytes.ts';
+
+/** Declares a service: its input model, limits and handlers. The file's default export. */
+export function service<M extends Model = Model>(definition: ServiceDefinition<M>): ServiceDefinition<M> {
+  return definition;
+}

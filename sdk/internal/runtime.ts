@@ -1,0 +1,198 @@
+// The part of the SDK that runs inside the isolate and talks to the host.
+// Private: services never import it. It captures what it needs before any service code runs,
+// so a service that overwrites JSON or globals affects only itself.
+import type { Context, ResponseControl, ServiceDefinition, UploadedFile, User } from '../context.ts';
+import { ServiceError } from '../errors.ts';
+import { fromBase64, toBase64, utf8Encode } from './bytes.ts';
+
+/** Fire-and-forget host function; the host answers later through resolveHostCall. */
+type Send = (callId: number, seq: number, op: string, argsJson: string) => void;
+
+const G = globalThis as Record<string, unknown>;
+const send = G.__svc_send as Send | undefined;
+const waiting = new Map<number, (replyJson: string) => void>();
+let nextSeq = 0;
+
+function resolveHostCall(seq: number, replyJson: string): void {
+  const done = waiting.get(seq);
+  if (!done) return;
+  waiting.delete(seq);
+  done(replyJson);
+}
+const stringify = JSON.stringify;
+const parse = JSON.parse;
+const VERBS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
+const MAX_LOG_LINES = 200;
+const MAX_LOG_LINE = 8192;
+
+let definition: ServiceDefinition | undefined;
+let maxOutput = 16 * 1024 * 1024;
+
+/**
+ * Host calls are attributed to a request: by its CID when the caller passes one (spec D:
+ * outgoing methods take the CID first), else to the request that started last.
+ */
+let currentCallId = 0;
+const callIdByCid = new Map<string, number>();
+
+export async function callHost(op: string, args: unknown, cid?: string): Promise<unknown> {
+  if (!send) throw new Error(`${op} is only available inside the svc sandbox`);
+  const callId = (cid !== undefined ? callIdByCid.get(cid) : undefined) ?? currentCallId;
+  const seq = ++nextSeq;
+  const argsJson = stringify(args ?? null);
+  const replyJson = await new Promise<string>((resolve) => {
+    waiting.set(seq, resolve);
+    send(callId, seq, op, argsJson);
+  });
+  const reply = parse(replyJson) as {
+    ok: boolean;
+    value?: unknown;
+    error?: { kind: string; status: number; message: string };
+  };
+  if (reply.ok) return reply.value;
+  const e = reply.error ?? { kind: 'Error', status: 500, message: 'host call failed' };
+  if (e.kind === 'Error') throw new Error(e.message);
+  throw new ServiceError(e.kind, e.status, e.message);
+}
+
+interface WireRequest {
+  callId: number;
+  cid: string;
+  channel?: string;
+  method: string;
+  path?: string;
+  input: Record<string, unknown>;
+  payload?: unknown;
+  headers?: Record<string, string>;
+  query?: Record<string, string | string[]>;
+  pathParams?: Record<string, string>;
+  rawBody?: { text: string } | { base64: string };
+  files?: Array<{ field: string; filename: string; contentType: string; base64: string }>;
+  auth?: User;
+}
+
+function envOf(req: WireRequest): Record<string, string> {
+  const env: Record<string, string> = { REQUEST_METHOD: req.method, PATH_INFO: req.path ?? '' };
+  const headers = req.headers ?? {};
+  for (const name of Object.keys(headers)) env['HTTP_' + name.toUpperCase().replace(/-/g, '_')] = headers[name]!;
+  return env;
+}
+
+function makeContext(req: WireRequest, logs: Array<[string, string]>): Context {
+  const response: ResponseControl = { status: 200, headers: {}, contentType: undefined };
+  let env: Record<string, string> | undefined;
+  let files: UploadedFile[] | undefined;
+  const raw = req.rawBody;
+  const log = (level: string) => (message: string) => {
+    if (logs.length < MAX_LOG_LINES) logs.push([level, String(message).slice(0, MAX_LOG_LINE)]);
+  };
+  return {
+    cid: req.cid,
+    channel: req.channel,
+    method: req.method,
+    path: req.path,
+    input: req.input ?? {},
+    payload: req.payload,
+    query: req.query ?? {},
+    pathParams: req.pathParams ?? {},
+    headers: req.headers ?? {},
+    get env() {
+      return (env ??= envOf(req));
+    },
+    rawBody: raw && 'text' in raw ? raw.text : '',
+    rawBytes: () => (!raw ? new Uint8Array(0) : 'text' in raw ? utf8Encode(raw.text) : fromBase64(raw.base64)),
+    get files() {
+      return (files ??= (req.files ?? []).map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, content: fromBase64(f.base64) })));
+    },
+    user: req.auth,
+    response,
+    log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
+  };
+}
+
+function pickHandler(method: string): ((ctx: Context) => unknown) | undefined {
+  const def = definition as Record<string, unknown> | undefined;
+  if (!def) return undefined;
+  const verb = def[method];
+  if (typeof verb === 'function') return verb as (ctx: Context) => unknown;
+  const hasVerbs = VERBS.some((v) => typeof def[v] === 'function');
+  return !hasVerbs && typeof def.handle === 'function' ? (def.handle as (ctx: Context) => unknown) : undefined;
+}
+
+function finish(envelope: Record<string, unknown>): string {
+  let text: string;
+  try {
+    text = stringify(envelope);
+  } catch (err) {
+    return stringify({ status: 500, headers: {}, error: { kind: 'Error', message: 'Service output is not serializable: ' + String((err as Error)?.message) }, logs: envelope.logs });
+  }
+  if (text.length > maxOutput) return stringify({ status: 500, headers: {}, error: { kind: 'OutputTooLarge', message: 'Service output exceeds the limit' } });
+  return text;
+}
+
+/** Runs one request; never throws: every outcome is a JSON envelope. */
+async function dispatch(requestJson: string): Promise<string> {
+  const logs: Array<[string, string]> = [];
+  let ctx: Context | undefined;
+  let cid: string | undefined;
+  try {
+    const req = parse(requestJson) as WireRequest;
+    currentCallId = req.callId;
+    cid = req.cid;
+    callIdByCid.set(cid, req.callId);
+    ctx = makeContext(req, logs);
+    const handler = pickHandler(req.method);
+    if (!handler) return finish({ status: 405, headers: {}, error: { kind: 'MethodNotAllowed', message: 'Method not allowed' }, logs });
+    const out = await handler.call(definition, ctx);
+    const r = ctx.response;
+    const status = typeof r.status === 'number' && r.status >= 100 && r.status <= 599 ? Math.floor(r.status) : 200;
+    const envelope: Record<string, unknown> = { status, headers: r.headers, contentType: r.contentType, logs };
+    if (out instanceof Uint8Array) {
+      envelope.body = toBase64(out);
+      envelope.bodyEncoding = 'base64';
+    } else if (out instanceof ArrayBuffer) {
+      envelope.body = toBase64(new Uint8Array(out));
+      envelope.bodyEncoding = 'base64';
+    } else envelope.body = out;
+    return finish(envelope);
+  } catch (err) {
+    const headers = ctx?.response.headers ?? {};
+    if (err instanceof ServiceError) return finish({ status: err.status, headers, error: { kind: err.kind, message: String(err.message) }, logs });
+    const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    return finish({ status: 500, headers, error: { kind: 'Error', message }, logs });
+  } finally {
+    if (cid !== undefined) callIdByCid.delete(cid);
+  }
+}
+
+/** Checks the service's default export and describes it for the kernel. */
+function register(def: unknown, outputLimit: number): string {
+  maxOutput = outputLimit;
+  if (!def || typeof def !== 'object') throw new Error('the service file must `export default service({...})`');
+  const d = def as Record<string, unknown>;
+  const verbs = VERBS.filter((v) => typeof d[v] === 'function');
+  const hasGeneric = typeof d.handle === 'function';
+  if (!verbs.length && !hasGeneric) throw new Error('the service defines no handler: add handle() or a verb handler such as GET()');
+  let input: Record<string, unknown> | null = null;
+  if (d.input !== undefined) {
+    if (!d.input || typeof d.input !== 'object') throw new Error('input must be an object of t.* fields');
+    input = {};
+    for (const [name, f] of Object.entries(d.input as Record<string, Record<string, unknown>>)) {
+      if (!f || typeof f.type !== 'string') throw new Error(`input.${name} must be a t.* field`);
+      input[name] = { type: f.type, required: f.required !== false, default: f.default, description: f.description };
+    }
+  }
+  const limits = (d.limits ?? {}) as Record<string, unknown>;
+  definition = def as ServiceDefinition;
+  return stringify({
+    verbs,
+    hasGeneric,
+    input,
+    limits: {
+      timeoutMs: typeof limits.timeoutMs === 'number' ? limits.timeoutMs : undefined,
+      memoryMb: typeof limits.memoryMb === 'number' ? limits.memoryMb : undefined,
+    },
+  });
+}
+
+if (send) G.__svc_runtime = { dispatch, register, resolveHostCall };
