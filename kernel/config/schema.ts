@@ -40,8 +40,8 @@ export const serverSchema = z
   .object({
     host: z.string().min(1).default('127.0.0.1').describe('Address the channel listener binds to.'),
     port: z.number().int().min(0).max(65535).default(17010).describe('Port of the channel listener; SVC_PORT overrides it.'),
-    data_dir: z.string().min(1).default('./data').describe('Directory of the SQLite store and other state; relative to the config file.'),
-    services_dir: z.string().min(1).default('./services').describe('Directory of service files; relative to the config file.'),
+    data_dir: z.string().min(1).default('./data').describe('Directory of the SQLite store and other state; relative to the working directory.'),
+    services_dir: z.string().min(1).default('./services').describe('Directory of service files; relative to the working directory.'),
     timezone: z
       .string()
       .default('UTC')

@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import type { Plugin, ConfigIssue } from '../plugin.ts';
+import {
+  channelBaseShape,
+  pluginsSchema,
+  securityBaseShape,
+  serverSchema,
+  type SectionName,
+  type SvcConfig,
+} from './schema.ts';
+
+const PLUGIN_SECTIONS: SectionName[] = ['groups', 'outgoing_rest', 'pubsub_topic', 'pubsub_endpoint', 'pubsub_subscription'];
+
+/** `channel_rest[2].url_path` */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) out += typeof part === 'number' ? `[${part}]` : out ? `.${String(part)}` : String(part);
+  return out || '(root)';
+}
+
+export function formatIssue(issue: { path: readonly PropertyKey[]; message: string }): string {
+  return `${formatPath(issue.path)}: ${issue.message}`;
+}
+
+/** The whole file's schema for a set of plugins: the kernel's part plus what each plugin contributes. */
+export function composeSchema(plugins: readonly Plugin[]): z.ZodType<SvcConfig> {
+  const channelShape: z.ZodRawShape = { ...channelBaseShape };
+  const securityFields: z.ZodRawShape = {};
+  const securityTypes = new Map<string, z.ZodType>();
+  const sections: Partial<Record<SectionName, z.ZodType>> = {};
+  const formats = new Set<string>();
+
+  for (const p of plugins) {
+    const c = p.contributes;
+    if (!c) continue;
+    Object.assign(channelShape, c.channelFields);
+    Object.assign(securityFields, c.securityFields);
+    for (const f of c.dataFormats ?? []) formats.add(f);
+    for (const [section, schema] of Object.entries(c.sections ?? {})) sections[section as SectionName] = schema;
+  }
+  for (const p of plugins) {
+    for (const [type, shape] of Object.entries(p.contributes?.securityTypes ?? {})) {
+      securityTypes.set(type, z.object({ ...securityBaseShape, type: z.literal(type), ...shape, ...securityFields }).strict());
+    }
+  }
+
+  const formatList = [...formats].sort();
+  const channel = z
+    .object(channelShape)
+    .strict()
+    .superRefine((ch, ctx) => {
+      const format = (ch as { data_format?: string }).data_format;
+      if (format !== undefined && !formats.has(format)) {
+        ctx.addIssue({ code: 'custom', path: ['data_format'], message: `no enabled plugin handles data format '${format}' (enabled: ${formatList.join(', ') || 'none'})` });
+      }
+    });
+
+  const typeList = [...securityTypes.keys()].sort().join(', ') || 'none';
+  const securityEntry = z.unknown().transform((value, ctx) => {
+    const base = z.object(securityBaseShape).loose().safeParse(value);
+    if (!base.success) {
+      for (const issue of base.error.issues) ctx.addIssue({ code: 'custom', path: issue.path as PropertyKey[] as (string | number)[], message: issue.message });
+      return z.NEVER;
+    }
+    const schema = securityTypes.get(base.data.type);
+    if (!schema) {
+      ctx.addIssue({ code: 'custom', path: ['type'], message: `unknown security type '${base.data.type}' (enabled: ${typeList})` });
+      return z.NEVER;
+    }
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', path: issue.path as (string | number)[], message: issue.message });
+      return z.NEVER;
+    }
+    return parsed.data as SvcConfig['security'][number];
+  });
+
+  const sectionShape: z.ZodRawShape = {};
+  for (const name of PLUGIN_SECTIONS) {
+    sectionShape[name] =
+      sections[name] ??
+      z
+        .array(z.unknown())
+        .max(0, { message: `no enabled plugin handles '${name}'` })
+        .default([]);
+  }
+
+  return z
+    .object({
+      server: serverSchema.default(serverSchema.parse({})),
+      plugins: pluginsSchema,
+      security: z.array(securityEntry).default([]),
+      channel_rest: z.array(channel).default([]),
+      ...sectionShape,
+    })
+    .strict() as unknown as z.ZodType<SvcConfig>;
+}
+
+/** Checks that need the whole config: unique names, references between entries, plugin checks. */
+export function crossCheck(config: SvcConfig, plugins: readonly Plugin[]): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const targets = new Set<string>(config.security.map((s) => s.name));
+  for (const p of plugins) for (const name of p.contributes?.securityTargets?.(config) ?? []) targets.add(name);
+
+  const seenSecurity = new Map<string, number>();
+  config.security.forEach((s, i) => {
+    if (seenSecurity.has(s.name)) issues.push({ path: ['security', i, 'name'], message: `duplicate name '${s.name}' (also security[${seenSecurity.get(s.name)}])` });
+    else seenSecurity.set(s.name, i);
+  });
+
+  const seenChannels = new Map<string, number>();
+  config.channel_rest.forEach((ch, i) => {
+    if (seenChannels.has(ch.name)) issues.push({ path: ['channel_rest', i, 'name'], message: `duplicate channel name '${ch.name}' (also channel_rest[${seenChannels.get(ch.name)}])` });
+    else seenChannels.set(ch.name, i);
+    if (ch.security !== 'none' && !targets.has(ch.security)) {
+      issues.push({ path: ['channel_rest', i, 'security'], message: `no security definition or group named '${ch.security}' (use 'none' for no server-side authentication)` });
+    }
+  });
+
+  for (const p of plugins) {
+    for (const issue of p.contributes?.validateConfig?.(config) ?? []) issues.push(issue);
+  }
+  return issues;
+}

@@ -1,0 +1,159 @@
+import { EventEmitter } from 'node:events';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { parseDocument } from 'yaml';
+import type { Logger } from 'pino';
+import type { Plugin } from '../plugin.ts';
+import { composeSchema, crossCheck, formatIssue } from './compose.ts';
+import { pluginsSchema, type PluginsConfig, type SvcConfig } from './schema.ts';
+
+export class ConfigError extends Error {
+  constructor(readonly issues: string[]) {
+    super(issues.join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+/** YAML text → plain data, with `${NAME}` replaced from env; a missing variable is an error. */
+export function readSource(text: string, env: NodeJS.ProcessEnv): unknown {
+  const doc = parseDocument(text, { prettyErrors: true });
+  if (doc.errors.length) throw new ConfigError(doc.errors.map((e) => `YAML: ${e.message}`));
+  const issues: string[] = [];
+  const substitute = (value: unknown, path: string): unknown => {
+    if (typeof value === 'string') {
+      return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+        const v = env[name];
+        if (v === undefined) {
+          issues.push(`${path || '(root)'}: environment variable ${name} is not set`);
+          return '';
+        }
+        return v;
+      });
+    }
+    if (Array.isArray(value)) return value.map((v, i) => substitute(v, `${path}[${i}]`));
+    if (value && typeof value === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value)) out[k] = substitute(v, path ? `${path}.${k}` : k);
+      return out;
+    }
+    return value;
+  };
+  const data = substitute(doc.toJS() ?? {}, '');
+  if (issues.length) throw new ConfigError(issues);
+  return data;
+}
+
+/** Only the `plugins:` section, needed before the plugin set (and so the schema) is known. */
+export function readPluginsSection(raw: unknown): PluginsConfig {
+  const section = raw && typeof raw === 'object' ? (raw as Record<string, unknown>).plugins : undefined;
+  const parsed = pluginsSchema.safeParse(section);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => formatIssue({ path: ['plugins', ...i.path], message: i.message })));
+  return parsed.data;
+}
+
+export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.ProcessEnv = process.env): SvcConfig {
+  const parsed = composeSchema(plugins).safeParse(raw);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map(formatIssue));
+  const config = parsed.data;
+  if (env.SVC_PORT !== undefined) {
+    const port = Number(env.SVC_PORT);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError([`SVC_PORT: not a port number: ${env.SVC_PORT}`]);
+    config.server.port = port;
+  }
+  const issues = crossCheck(config, plugins);
+  if (issues.length) throw new ConfigError(issues.map(formatIssue));
+  return config;
+}
+
+/**
+ * The one place config comes from. The YAML file is its first source; later the admin API
+ * and a cluster's database push through `apply`. Listeners get every accepted config;
+ * a rejected change leaves the running config in place.
+ */
+export class ConfigStore extends EventEmitter {
+  private config: SvcConfig;
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private lastText: string;
+
+  constructor(
+    readonly file: string,
+    private readonly plugins: readonly Plugin[],
+    private readonly log: Logger,
+    initialText: string,
+    initial: SvcConfig,
+  ) {
+    super();
+    this.config = initial;
+    this.lastText = initialText;
+  }
+
+  current(): SvcConfig {
+    return this.config;
+  }
+
+  /** Validates and installs a new config from any source; resolves false when refused. */
+  async apply(raw: unknown, source: string): Promise<boolean> {
+    let next: SvcConfig;
+    try {
+      next = validate(raw, this.plugins);
+    } catch (err) {
+      const issues = err instanceof ConfigError ? err.issues : [String((err as Error).message)];
+      this.log.error({ source, issues }, 'config change refused; the running config stays');
+      return false;
+    }
+    if (!isDeepStrictEqual(next.plugins, this.config.plugins)) {
+      this.log.warn({ source }, 'changes to plugins: apply after a restart');
+    }
+    const previous = this.config;
+    this.config = next;
+    try {
+      for (const listener of this.listeners('change')) await (listener as (c: SvcConfig, p: SvcConfig) => unknown)(next, previous);
+    } catch (err) {
+      this.config = previous;
+      this.log.error({ source, err }, 'config change failed to apply; the running config stays');
+      for (const listener of this.listeners('change')) await (listener as (c: SvcConfig, p: SvcConfig) => unknown)(previous, next);
+      return false;
+    }
+    this.log.info({ source }, 'config applied');
+    return true;
+  }
+
+  /** Re-reads the file now. */
+  async reload(): Promise<boolean> {
+    let text: string;
+    try {
+      text = readFileSync(this.file, 'utf8');
+    } catch (err) {
+      this.log.error({ file: this.file, err: (err as Error).message }, 'config file unreadable; the running config stays');
+      return false;
+    }
+    if (text === this.lastText) return true;
+    this.lastText = text;
+    let raw: unknown;
+    try {
+      raw = readSource(text, process.env);
+    } catch (err) {
+      const issues = err instanceof ConfigError ? err.issues : [String((err as Error).message)];
+      this.log.error({ source: this.file, issues }, 'config change refused; the running config stays');
+      return false;
+    }
+    return this.apply(raw, this.file);
+  }
+
+  watch(): void {
+    const name = basename(this.file);
+    // The directory, not the file: editors replace files by renaming, which ends a watch on the file.
+    this.watcher = watch(dirname(this.file), (_event, changed) => {
+      if (changed !== name) return;
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => void this.reload(), 50);
+    });
+  }
+
+  close(): void {
+    this.watcher?.close();
+    clearTimeout(this.timer);
+  }
+}

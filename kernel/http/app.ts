@@ -1,0 +1,109 @@
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { errorBody } from '../errors.ts';
+import type { ServerConfig } from '../config/schema.ts';
+import { HttpExchange } from './exchange.ts';
+import { replyWithError, runChain } from './chain.ts';
+import type { ChannelRouter } from './router.ts';
+import type { PeerFilter } from './client-address.ts';
+import { SvcError } from '../errors.ts';
+
+/** Correlation IDs: a random per-process prefix and a counter, unique without a syscall per request. */
+export function cidGenerator(): () => string {
+  const prefix = randomBytes(6).toString('hex');
+  let counter = 0;
+  return () => prefix + (counter++).toString(16).padStart(10, '0');
+}
+
+export interface HttpDeps {
+  log: Logger;
+  router: () => ChannelRouter;
+  server: () => ServerConfig;
+  trusted: () => PeerFilter | undefined;
+}
+
+function splitUrl(url: string): { path: string; search: string } {
+  const q = url.indexOf('?');
+  return q === -1 ? { path: url, search: '' } : { path: url.slice(0, q), search: url.slice(q + 1) };
+}
+
+function parseQuery(search: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  if (!search) return out;
+  for (const [k, v] of new URLSearchParams(search)) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}
+
+/**
+ * Fastify does HTTP; routing, the hook chains and replies are the kernel's. Bodies are left
+ * unread until a data format plugin asks for them, so authentication and rate limiting run
+ * before a single body byte is read.
+ */
+export function buildHttp(deps: HttpDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.log,
+    // One log line per request comes from our onResponse hook, with the channel in it.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'cid' }),
+    genReqId: cidGenerator(),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 2048 },
+  } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req: FastifyRequest, _payload: unknown, done: (err: Error | null, body?: unknown) => void) => done(null));
+
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-svc-cid', request.id);
+    done();
+  });
+
+  app.addHook('onResponse', (request, reply, done) => {
+    request.log.info({ channel: (request as unknown as { svcChannel?: string }).svcChannel, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    done();
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send(errorBody(request.id, 'Not found'));
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const status = (error as { statusCode?: number }).statusCode ?? 500;
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    reply.code(status >= 400 && status < 600 ? status : 500).send(errorBody(request.id, status < 500 ? error.message : 'Internal server error'));
+  });
+
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'],
+    url: '/*',
+    exposeHeadRoute: false,
+    handler: async function serveChannel(request, reply) {
+      const { path, search } = splitUrl(request.url);
+      const match = deps.router().match(request.method, path);
+      if (!match) return reply.code(404).send(errorBody(request.id, 'Not found'));
+      if (match.kind === 'method') {
+        return reply.code(405).header('allow', match.allow).send(errorBody(request.id, 'Method not allowed'));
+      }
+      const rt = match.runtime;
+      (request as unknown as { svcChannel?: string }).svcChannel = rt.channel.name;
+      const server = deps.server();
+      const ex = new HttpExchange(request, reply, rt.channel, match.params, parseQuery(search), path, rt.channel.body_limit ?? server.body_limit, deps.trusted());
+      await runChain(rt, ex);
+      if (!ex.replied) await replyWithError(rt.onError, ex, new SvcError('INTERNAL', 'No reply was produced'));
+      for (const hook of rt.onResponse) {
+        try {
+          await hook(ex);
+        } catch (err) {
+          ex.log.warn({ err }, 'onResponse hook failed');
+        }
+      }
+      return reply;
+    },
+  });
+  return app;
+}

@@ -1,0 +1,61 @@
+import ipaddr from 'ipaddr.js';
+
+/** Canonical text of an address: IPv4-mapped IPv6 becomes IPv4. */
+export function canonicalAddress(address: string): string {
+  try {
+    return ipaddr.process(address).toString();
+  } catch {
+    return address;
+  }
+}
+
+export type PeerFilter = (address: string) => boolean;
+
+/** A matcher for server.trusted_proxies; undefined when every peer is trusted. */
+export function trustedProxies(cidrs: readonly string[] | undefined): PeerFilter | undefined {
+  if (!cidrs) return undefined;
+  const ranges = cidrs.map((c) => (c.includes('/') ? ipaddr.parseCIDR(c) : ([ipaddr.parse(c), ipaddr.parse(c).kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number])));
+  return (address) => {
+    let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+    try {
+      parsed = ipaddr.process(address);
+    } catch {
+      return false;
+    }
+    return ranges.some(([range, bits]) => range.kind() === parsed.kind() && parsed.match(range as never, bits));
+  };
+}
+
+export function checkTrustedProxies(cidrs: readonly string[]): string | undefined {
+  for (const c of cidrs) {
+    try {
+      if (c.includes('/')) ipaddr.parseCIDR(c);
+      else ipaddr.parse(c);
+    } catch {
+      return `not an address or CIDR range: ${c}`;
+    }
+  }
+  return undefined;
+}
+
+function firstValue(header: string | string[] | undefined): string | undefined {
+  const text = Array.isArray(header) ? header[0] : header;
+  if (!text) return undefined;
+  const comma = text.indexOf(',');
+  const first = (comma === -1 ? text : text.slice(0, comma)).trim();
+  return first || undefined;
+}
+
+/**
+ * Spec, rate limiting item 6: the first non-empty of X-Svc-Forwarded-For, X-Forwarded-For
+ * (its first address), then the socket's peer — the headers only from trusted peers.
+ */
+export function clientAddressOf(
+  headers: Record<string, string | string[] | undefined>,
+  peer: string,
+  trusted: PeerFilter | undefined,
+): string {
+  if (trusted && !trusted(peer)) return peer;
+  const forwarded = firstValue(headers['x-svc-forwarded-for']) ?? firstValue(headers['x-forwarded-for']);
+  return forwarded ? canonicalAddress(forwarded) : peer;
+}

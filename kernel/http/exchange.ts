@@ -1,0 +1,120 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { validateHeaderName, validateHeaderValue } from 'node:http';
+import type { Logger } from 'pino';
+import type { Channel } from '../config/schema.ts';
+import type { AuthInfo, Exchange, ResponseDraft, UploadedFile } from '../exchange.ts';
+import { SvcError } from '../errors.ts';
+import { clientAddressOf, type PeerFilter } from './client-address.ts';
+
+/** The Exchange of one HTTP request. */
+export class HttpExchange implements Exchange {
+  readonly cid: string;
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly remoteAddress: string;
+  rawBody: Buffer | undefined = undefined;
+  payload: unknown = undefined;
+  files: UploadedFile[] | undefined = undefined;
+  input: Record<string, unknown> = {};
+  auth: AuthInfo | undefined = undefined;
+  readonly response: ResponseDraft = { status: 200, headers: {}, body: undefined, contentType: undefined };
+  replied = false;
+  readonly locals: Record<string, unknown> = {};
+  private clientAddr: string | undefined;
+  private reading: Promise<Buffer> | undefined;
+
+  constructor(
+    readonly request: FastifyRequest,
+    readonly replyTo: FastifyReply,
+    readonly channel: Channel,
+    readonly pathParams: Record<string, string>,
+    readonly query: Record<string, string | string[]>,
+    path: string,
+    private readonly bodyLimit: number,
+    private readonly trusted: PeerFilter | undefined,
+  ) {
+    this.cid = request.id;
+    this.method = request.method;
+    this.path = path;
+    this.headers = request.headers;
+    this.remoteAddress = request.socket.remoteAddress ?? '';
+  }
+
+  get log(): Logger {
+    return this.request.log as unknown as Logger;
+  }
+
+  get clientAddress(): string {
+    return (this.clientAddr ??= clientAddressOf(this.headers, canonical(this.remoteAddress), this.trusted));
+  }
+
+  readBody(): Promise<Buffer> {
+    return (this.reading ??= this.collect());
+  }
+
+  private async collect(): Promise<Buffer> {
+    const limit = this.bodyLimit;
+    const declared = Number(this.headers['content-length']);
+    if (declared > limit) throw new SvcError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { headers: { connection: 'close' } });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of this.request.raw) {
+      size += (chunk as Buffer).length;
+      if (size > limit) throw new SvcError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { headers: { connection: 'close' } });
+      chunks.push(chunk as Buffer);
+    }
+    this.rawBody = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+    return this.rawBody;
+  }
+
+  reply(status: number, body: unknown, headers?: Record<string, string>): void {
+    if (this.replied) return;
+    this.response.status = status;
+    this.response.body = body;
+    if (headers) Object.assign(this.response.headers, headers);
+    sendDraft(this);
+  }
+
+  drop(): void {
+    if (this.replied) return;
+    this.replied = true;
+    this.replyTo.hijack();
+    const socket = this.request.socket;
+    // A reset, not a FIN: the client learns nothing, not even that an HTTP server is here.
+    if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
+    else socket.destroy();
+  }
+}
+
+function canonical(address: string): string {
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+const EMPTY_BODY_STATUSES = new Set([204, 304]);
+
+/** Writes the response draft: status, headers, and a body unless the status or method forbids one. */
+export function sendDraft(ex: HttpExchange): void {
+  const r = ex.response;
+  for (const name in r.headers) {
+    try {
+      validateHeaderName(name);
+      validateHeaderValue(name, r.headers[name]);
+    } catch {
+      throw new SvcError('INTERNAL', `Invalid response header '${name.slice(0, 64)}'`);
+    }
+  }
+  ex.replied = true;
+  const reply = ex.replyTo;
+  reply.code(r.status);
+  for (const name in r.headers) reply.header(name, r.headers[name]);
+  let body = r.body;
+  if (body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) {
+    body = JSON.stringify(body);
+    if (!r.contentType) r.contentType = 'application/json; charset=utf-8';
+  }
+  if (r.contentType) reply.type(r.contentType);
+  else if (typeof body === 'string') reply.type('text/plain; charset=utf-8');
+  if (EMPTY_BODY_STATUSES.has(r.status) || ex.method === 'HEAD' || body === undefined) reply.send();
+  else reply.send(body);
+}

@@ -1,0 +1,222 @@
+import { readFileSync, mkdirSync, rmSync, existsSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import pino, { type Logger } from 'pino';
+import type { FastifyInstance } from 'fastify';
+import { systemClock, type Clock } from './clock.ts';
+import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } from './config/store.ts';
+import { formatIssue } from './config/compose.ts';
+import type { Channel, SvcConfig } from './config/schema.ts';
+import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
+import type { ControlOp, HostCall, KernelApi, Plugin, SystemRoute } from './plugin.ts';
+import { SqliteStore } from './store/sqlite.ts';
+import type { DataStore } from './store/types.ts';
+import { SandboxPool } from './sandbox/pool.ts';
+import { ServiceRegistry, buildSdkBundle } from './services.ts';
+import { buildChain, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
+import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
+import { buildHttp } from './http/app.ts';
+import { checkTrustedProxies, trustedProxies, type PeerFilter } from './http/client-address.ts';
+import { HostCalls } from './host-calls.ts';
+import { ControlServer } from './control.ts';
+import type { InvokeRequest, InvokeResult } from './sandbox/protocol.ts';
+import { SvcError } from './errors.ts';
+
+export interface KernelOptions {
+  configPath: string;
+  clock?: Clock;
+  logger?: Logger;
+  /** Watch the config file and services directory (the CLI does; tests may not). */
+  watch?: boolean;
+  /** Plugins beyond the bundled ones (tests). */
+  extraPlugins?: Plugin[];
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Config and plugins, loaded and checked, before anything starts. */
+export async function loadConfig(configPath: string, env: NodeJS.ProcessEnv = process.env, extraPlugins: Plugin[] = []) {
+  const text = readFileSync(configPath, 'utf8');
+  const raw = readSource(text, env);
+  const loaded = await loadPlugins(readPluginsSection(raw), dirname(configPath));
+  for (const p of extraPlugins) loaded.push({ plugin: p, options: p.configSchema.parse({}) });
+  const plugins = loaded.map((l) => l.plugin);
+  const config = validate(raw, plugins, env);
+  const proxies = config.server.trusted_proxies;
+  const proxyProblem = proxies && checkTrustedProxies(proxies);
+  if (proxyProblem) throw new ConfigError([formatIssue({ path: ['server', 'trusted_proxies'], message: proxyProblem })]);
+  return { text, config, loaded, plugins };
+}
+
+/** Relative directories are taken from where the server starts, as `npm start` in the project root expects. */
+export function resolveDir(dir: string): string {
+  return isAbsolute(dir) ? dir : resolve(dir);
+}
+
+export class Kernel {
+  readonly app: FastifyInstance;
+  readonly api: KernelApi;
+  private router: ChannelRouter;
+  private trusted: PeerFilter | undefined;
+  private readonly routes: SystemRoute[] = [];
+  private readonly controlOps = new Map<string, ControlOp>();
+  private readonly provided = new Map<string, unknown>();
+  private control: ControlServer | undefined;
+  private active: ActivePlugin[] = [];
+
+  private constructor(
+    readonly configStore: ConfigStore,
+    readonly loaded: LoadedPlugin[],
+    readonly store: DataStore,
+    readonly pool: SandboxPool,
+    readonly services: ServiceRegistry,
+    readonly log: Logger,
+    readonly clock: Clock,
+    readonly dataDir: string,
+    private readonly hostCalls: HostCalls,
+  ) {
+    const kernel = this;
+    this.api = {
+      log,
+      store,
+      clock,
+      dataDir,
+      server: () => kernel.configStore.current().server,
+      config: () => kernel.configStore.current(),
+      addRoute: (route) => void kernel.routes.push(route),
+      addHostCall: (call: HostCall) => hostCalls.add(call),
+      addControl: (op) => void kernel.controlOps.set(op.op, op),
+      invoke: (req) => kernel.invoke(req),
+      provide: (name, value) => void kernel.provided.set(name, value),
+      lookup: <T>(name: string) => kernel.provided.get(name) as T | undefined,
+    };
+    this.router = new ChannelRouter([]);
+    this.app = buildHttp({ log, router: () => this.router, server: () => this.configStore.current().server, trusted: () => this.trusted });
+  }
+
+  static async create(opts: KernelOptions): Promise<Kernel> {
+    const configPath = resolve(opts.configPath);
+    const { text, config, loaded, plugins } = await loadConfig(configPath, opts.env ?? process.env, opts.extraPlugins);
+    const log = opts.logger ?? pino({ level: config.server.log_level, redact: { paths: ['*.password', '*.key', '*.secret', '*.authorization', 'headers.authorization', 'headers["x-api-key"]'], censor: '[redacted]' } });
+    const dataDir = resolveDir(config.server.data_dir);
+    mkdirSync(dataDir, { recursive: true });
+    const store = new SqliteStore(join(dataDir, 'svc.db'));
+    const hostCalls = new HostCalls(log);
+    const sb = config.server.sandbox;
+    const pool = new SandboxPool(
+      sb.workers,
+      { defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes },
+      log,
+      (op, argsJson, invocation) => hostCalls.run(op, argsJson, invocation),
+    );
+    await pool.start(buildSdkBundle());
+    const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log);
+    const configStore = new ConfigStore(configPath, plugins, log, text, config);
+    const kernel = new Kernel(configStore, loaded, store, pool, services, log, opts.clock ?? systemClock, dataDir, hostCalls);
+    try {
+      await kernel.init(opts.watch ?? false);
+    } catch (err) {
+      await kernel.close();
+      throw err;
+    }
+    return kernel;
+  }
+
+  private async init(watch: boolean): Promise<void> {
+    for (const { plugin, options } of this.loaded) {
+      const state = plugin.setup ? await plugin.setup(this.api, options) : undefined;
+      this.active.push({ plugin, state });
+    }
+    await this.services.start(watch);
+    await this.applyConfig(this.configStore.current(), true);
+    this.configStore.on('change', (next: SvcConfig) => this.applyConfig(next, false));
+    if (watch) this.configStore.watch();
+    this.services.on('change', () => this.warnMissingServices(this.configStore.current()));
+  }
+
+  private async applyConfig(config: SvcConfig, first: boolean): Promise<void> {
+    for (const { plugin, state } of this.active) await plugin.onConfig?.(state, config);
+    const router = this.buildRouter(config);
+    if (router.issues.length) {
+      const issues = router.issues.map(formatIssue);
+      if (first) throw new ConfigError(issues);
+      throw new Error(issues.join('; '));
+    }
+    this.router = router;
+    const proxies = config.server.trusted_proxies;
+    this.trusted = trustedProxies(proxies);
+    if (!proxies) this.log.warn('server.trusted_proxies is not set: X-Svc-Forwarded-For and X-Forwarded-For are honoured from any client, which can then pick the address rate limits see');
+    this.warnMissingServices(config);
+  }
+
+  private warnMissingServices(config: SvcConfig): void {
+    for (const ch of config.channel_rest) {
+      if (!this.services.get(ch.service)) this.log.warn({ channel: ch.name, service: ch.service }, 'channel names a service that is not deployed');
+    }
+  }
+
+  private buildRouter(config: SvcConfig): ChannelRouter {
+    const steps = { registry: this.services, invoke: (req: InvokeRequest) => this.invoke(req) };
+    const entries: RouteEntry[] = [];
+    for (const route of this.routes) {
+      const runtime: ChannelRuntime = { channel: systemChannel(route), steps: [route.handler], onError: [], onResponse: [] };
+      entries.push({ runtime, pattern: route.url, methods: Array.isArray(route.method) ? route.method : [route.method], path: ['plugin route', route.name] });
+    }
+    config.channel_rest.forEach((channel, i) => {
+      const runtime = buildChain(channel, config, this.active, this.api, steps);
+      entries.push({ runtime, pattern: toRoutePattern(channel.url_path), methods: channel.method ? [channel.method] : undefined, path: ['channel_rest', i, 'url_path'] });
+    });
+    return new ChannelRouter(entries);
+  }
+
+  invoke(req: InvokeRequest): Promise<InvokeResult> {
+    if (!this.services.get(req.service)) return Promise.reject(new SvcError('SERVICE_NOT_DEPLOYED', `Service '${req.service}' is not deployed`));
+    return this.pool.invoke(req);
+  }
+
+  /** Runs a control op as the control socket would (CLI → running server). */
+  async runControl(op: string, args: unknown): Promise<unknown> {
+    const entry = this.controlOps.get(op);
+    if (!entry) throw new Error(`unknown control op '${op}'`);
+    return entry.handler(entry.args.parse(args));
+  }
+
+  async listen(): Promise<string> {
+    const server = this.configStore.current().server;
+    const address = await this.app.listen({ host: server.host, port: server.port });
+    this.control = new ControlServer(join(this.dataDir, 'control.sock'), (op, args) => this.runControl(op, args), this.log);
+    await this.control.listen();
+    return address;
+  }
+
+  async close(): Promise<void> {
+    this.configStore.close();
+    this.services.close();
+    await this.app.close();
+    await this.control?.close();
+    for (const { plugin, state } of [...this.active].reverse()) {
+      try {
+        await plugin.stop?.(state);
+      } catch (err) {
+        this.log.error({ err, plugin: plugin.name }, 'plugin stop failed');
+      }
+    }
+    await this.pool.close();
+    await this.store.close();
+  }
+}
+
+function systemChannel(route: SystemRoute): Channel {
+  return {
+    name: route.name,
+    url_path: route.url,
+    service: '',
+    data_format: 'none',
+    security: 'none',
+    url_params_pri: 'qs_over_path',
+    params_pri: 'url_over_msg',
+    use_queue: false,
+  };
+}
+
+export function removeStaleSocket(path: string): void {
+  if (existsSync(path)) rmSync(path, { force: true });
+}

@@ -1,0 +1,18 @@
+import { z } from 'zod';
+import { definePlugin, type HookFn } from '../../../kernel/plugin.ts';
+
+/** The body is read (so limits apply and the service gets the bytes) but not interpreted. */
+const readRawBody: HookFn = async function readRawBody(ex) {
+  await ex.readBody();
+};
+
+export default definePlugin({
+  name: 'none',
+  kind: 'format',
+  version: '1.0.0',
+  configSchema: z.object({}).strict(),
+  contributes: { dataFormats: ['none'] },
+  hooks: {
+    parse: ({ channel }) => (channel.data_format === 'none' ? readRawBody : undefined),
+  },
+});
