@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { Channel, SvcConfig } from '../config/schema.ts';
 import type { Exchange } from '../exchange.ts';
 import { CHAIN_PHASES, type HookName } from '../hooks.ts';
@@ -108,7 +109,7 @@ export function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
     headers,
     query: ex.query,
     pathParams: ex.pathParams,
-    rawBody: raw && raw.length ? (Buffer.isUtf8(raw) ? { text: raw.toString('utf8') } : { base64: raw.toString('base64') }) : undefined,
+    rawBody: raw && raw.length ? (isUtf8(raw) ? { text: raw.toString('utf8') } : { base64: raw.toString('base64') }) : undefined,
     files: ex.files?.map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, base64: f.content.toString('base64') })),
     auth: ex.auth,
   };

@@ -1,0 +1,197 @@
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import pino from 'pino';
+import { Kernel, loadConfig, resolveDir } from './kernel.ts';
+import { ConfigError } from './config/store.ts';
+import { SqliteStore } from './store/sqlite.ts';
+import { sendControl } from './control.ts';
+import { SandboxPool } from './sandbox/pool.ts';
+import { buildSdkBundle, isServiceFile, serviceName, transpile } from './services.ts';
+import type { CliCommand, CliEnv } from './plugin.ts';
+
+const EXIT_OK = 0;
+const EXIT_RUNTIME = 1;
+const EXIT_USAGE = 2;
+
+const USAGE = `usage: svc <command> [options]
+
+  svc start [--config FILE]      serve channels (default config: $SVC_CONFIG or config/svc.yaml)
+  svc check [FILE]               validate a config file and the services it uses; exit 2 on any error
+  svc help                       this text, plus the commands of enabled plugins
+
+exit codes: 0 ok, 1 runtime failure, 2 usage or config error`;
+
+interface Parsed {
+  words: string[];
+  config: string | undefined;
+}
+
+function parseArgs(argv: string[]): Parsed {
+  const words: string[] = [];
+  let config: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--config' || a === '-c') config = argv[++i];
+    else if (a.startsWith('--config=')) config = a.slice('--config='.length);
+    else words.push(a);
+  }
+  return { words, config };
+}
+
+function configPathOf(explicit: string | undefined): string {
+  return resolve(explicit ?? process.env.SVC_CONFIG ?? 'config/svc.yaml');
+}
+
+function printConfigError(err: unknown): number {
+  if (err instanceof ConfigError) {
+    for (const issue of err.issues) process.stderr.write(`config error: ${issue}\n`);
+    return EXIT_USAGE;
+  }
+  process.stderr.write(`error: ${(err as Error).stack ?? String(err)}\n`);
+  return EXIT_RUNTIME;
+}
+
+async function start(configPath: string): Promise<number> {
+  if (!existsSync(configPath)) {
+    process.stderr.write(`config error: no config file at ${configPath}\n`);
+    return EXIT_USAGE;
+  }
+  let kernel: Kernel;
+  try {
+    kernel = await Kernel.create({ configPath, watch: true });
+  } catch (err) {
+    return printConfigError(err);
+  }
+  const address = await kernel.listen().catch((err: Error) => {
+    kernel.log.fatal({ err: err.message }, 'could not listen');
+    return undefined;
+  });
+  if (!address) {
+    await kernel.close();
+    return EXIT_RUNTIME;
+  }
+  kernel.log.info({ address, config: configPath }, 'svc listening');
+  return new Promise<number>((done) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      kernel.log.info({ signal }, 'draining in-flight requests');
+      const force = setTimeout(() => {
+        kernel.log.warn('drain timed out');
+        done(EXIT_RUNTIME);
+      }, kernel.configStore.current().server.drain_timeout_ms);
+      force.unref();
+      kernel.close().then(
+        () => done(EXIT_OK),
+        (err: Error) => {
+          kernel.log.error({ err: err.message }, 'shutdown failed');
+          done(EXIT_RUNTIME);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
+/** Validates the config and compiles every service, printing every problem. */
+async function check(configPath: string): Promise<number> {
+  let loaded: Awaited<ReturnType<typeof loadConfig>>;
+  try {
+    loaded = await loadConfig(configPath);
+  } catch (err) {
+    return printConfigError(err);
+  }
+  const { config } = loaded;
+  const problems: string[] = [];
+  const dir = resolveDir(config.server.services_dir);
+  const files = existsSync(dir) ? readdirSync(dir).filter(isServiceFile) : [];
+  const deployed = new Set<string>();
+  const pool = new SandboxPool(1, { defaultMemoryMb: config.server.sandbox.memory_mb, maxMemoryMb: config.server.sandbox.max_memory_mb, defaultTimeoutMs: config.server.sandbox.timeout_ms, maxTimeoutMs: config.server.sandbox.max_timeout_ms, maxOutputBytes: config.server.sandbox.max_output_bytes }, pino({ level: 'silent' }), async () => '{"ok":false}');
+  await pool.start(buildSdkBundle());
+  try {
+    for (const file of files) {
+      const compiled = transpile(file, readFileSync(join(dir, file), 'utf8'));
+      const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await pool.deploy(serviceName(file), file, compiled.code);
+      if (outcome.ok) deployed.add(serviceName(file));
+      else problems.push(`service error: ${outcome.error}`);
+    }
+  } finally {
+    await pool.close();
+  }
+  config.channel_rest.forEach((ch, i) => {
+    if (!deployed.has(ch.service)) problems.push(`config error: channel_rest[${i}].service: no service '${ch.service}' in ${dir}`);
+  });
+  for (const p of problems) process.stderr.write(p + '\n');
+  if (problems.length) return EXIT_USAGE;
+  process.stdout.write(`ok: ${configPath} (${config.channel_rest.length} channels, ${deployed.size} services)\n`);
+  return EXIT_OK;
+}
+
+function cliEnv(configPath: string, config: CliEnv['config']): CliEnv {
+  const dataDir = resolveDir(config.server.data_dir);
+  return {
+    config,
+    configPath,
+    openStore: async () => new SqliteStore(join(dataDir, 'svc.db')),
+    control: (op, args) => sendControl(join(dataDir, 'control.sock'), op, args),
+    readStdin: async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+    out: (line) => void process.stdout.write(line + '\n'),
+    err: (line) => void process.stderr.write(line + '\n'),
+  };
+}
+
+async function pluginCommand(words: string[], configPath: string): Promise<number> {
+  let loaded: Awaited<ReturnType<typeof loadConfig>>;
+  try {
+    loaded = await loadConfig(configPath);
+  } catch (err) {
+    return printConfigError(err);
+  }
+  const commands: CliCommand[] = loaded.plugins.flatMap((p) => p.cli ?? []);
+  const command = commands.find((c) => c.words.every((w, i) => words[i] === w));
+  if (!command || words[0] === 'help') {
+    const help = [USAGE, '', 'plugin commands:', ...commands.map((c) => `  svc ${c.usage.padEnd(30)} ${c.describe}`)].join('\n');
+    if (words[0] === 'help') {
+      process.stdout.write(help + '\n');
+      return EXIT_OK;
+    }
+    process.stderr.write(`unknown command: ${words.join(' ')}\n\n${help}\n`);
+    return EXIT_USAGE;
+  }
+  try {
+    return await command.run(words.slice(command.words.length), cliEnv(configPath, loaded.config));
+  } catch (err) {
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    return EXIT_RUNTIME;
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { words, config } = parseArgs(argv);
+  const command = words[0];
+  if (!command) {
+    process.stderr.write(USAGE + '\n');
+    return EXIT_USAGE;
+  }
+  if (command === 'start') return start(configPathOf(config));
+  if (command === 'check') return check(configPathOf(words[1] ?? config));
+  if (command === 'help' && !existsSync(configPathOf(config))) {
+    process.stdout.write(USAGE + '\n');
+    return EXIT_OK;
+  }
+  return pluginCommand(words, configPathOf(config));
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    process.stderr.write(`error: ${err.stack ?? err.message}\n`);
+    process.exit(EXIT_RUNTIME);
+  },
+);
