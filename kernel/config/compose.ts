@@ -75,7 +75,7 @@ export function composeSchema(plugins: readonly Plugin[]): z.ZodType<SvcConfig> 
     return parsed.data as SvcConfig['security'][number];
   });
 
-  const sectionShape: z.ZodRawShape = {};
+  const sectionShape: Record<string, z.ZodType> = {};
   for (const name of PLUGIN_SECTIONS) {
     sectionShape[name] =
       sections[name] ??

@@ -1,7 +1,7 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { errorBody } from '../errors.ts';
+import { ERRORS, errorBody } from '../errors.ts';
 import type { ServerConfig } from '../config/schema.ts';
 import { HttpExchange } from './exchange.ts';
 import { replyWithError, runChain } from './chain.ts';
@@ -69,11 +69,11 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send(errorBody(request.id, 'Not found'));
+    reply.code(ERRORS.NO_SUCH_URL.status).send(errorBody(request.id, ERRORS.NO_SUCH_URL.message));
   });
 
-  app.setErrorHandler((error, request, reply) => {
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    const status = error.statusCode ?? 500;
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     reply.code(status >= 400 && status < 600 ? status : 500).send(errorBody(request.id, status < 500 ? error.message : 'Internal server error'));
   });
@@ -85,9 +85,9 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
     handler: async function serveChannel(request, reply) {
       const { path, search } = splitUrl(request.url);
       const match = deps.router().match(request.method, path);
-      if (!match) return reply.code(404).send(errorBody(request.id, 'Not found'));
+      if (!match) return reply.code(ERRORS.NO_SUCH_URL.status).send(errorBody(request.id, ERRORS.NO_SUCH_URL.message));
       if (match.kind === 'method') {
-        return reply.code(405).header('allow', match.allow).send(errorBody(request.id, 'Method not allowed'));
+        return reply.code(ERRORS.METHOD_NOT_ALLOWED.status).header('allow', match.allow).send(errorBody(request.id, ERRORS.METHOD_NOT_ALLOWED.message));
       }
       const rt = match.runtime;
       (request as unknown as { svcChannel?: string }).svcChannel = rt.channel.name;

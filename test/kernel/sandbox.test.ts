@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKernel, type TestKernel } from '../helpers/kernel.ts';
+
+const svc = (body: string, extra = '') => `import { service } from 'svc/sdk';\n${extra}\nexport default service({ limits: { timeoutMs: 500, memoryMb: 32 }, async handle(ctx) { ${body} } });`;
+
+const services: Record<string, string> = {
+  'ok.js': svc(`return { ok: true, pid: typeof process };`),
+  'loop.js': svc(`for (;;) {}`),
+  'asyncloop.js': svc(`await Promise.resolve(); for (;;) {}`),
+  'membomb.js': svc(`const a = []; for (;;) a.push(new Array(100000).fill(a.length));`),
+  'crash.js': svc(`return '1'.repeat(0x7ffffff).split('');`),
+  'escape-process.js': svc(`return { process: typeof process, require: typeof require, globalThisProcess: typeof globalThis.process };`),
+  'escape-ctor.js': svc(`try { return { r: typeof (ctx.constructor.constructor('return process')()) }; } catch (e) { return { error: String(e) }; }`),
+  'escape-fn.js': svc(`try { return { r: typeof Function('return this')().process, send: typeof globalThis.__svc_send, rt: typeof globalThis.__svc_runtime }; } catch (e) { return { error: String(e) }; }`),
+  'tamper.js': svc(`Object.prototype.polluted = 'yes'; Array.prototype.push = () => 0; JSON.stringify = () => 'hacked'; return { done: true };`),
+  'timers.js': svc(`return { setTimeout: typeof setTimeout, setInterval: typeof setInterval, wasm: typeof WebAssembly, sab: typeof SharedArrayBuffer };`),
+  'bigout.js': svc(`return 'x'.repeat(2 * 1024 * 1024);`),
+  'import.js': `import fs from 'node:fs';\nimport { service } from 'svc/sdk';\nexport default service({ handle: () => fs });`,
+};
+
+const config = `
+server:
+  sandbox: { workers: 2, max_output_bytes: 1048576 }
+channel_rest:
+${Object.keys(services)
+  .map((f) => f.replace('.js', ''))
+  .map((n) => `  - { name: ${n}, url_path: /${n}, service: ${n}, security: none }`)
+  .join('\n')}
+`;
+
+let k: TestKernel;
+beforeAll(async () => {
+  k = await startKernel({ config, services });
+}, 60_000);
+afterAll(() => k?.close());
+
+const get = (url: string) => k.app.inject({ method: 'GET', url });
+
+describe('sandbox limits', () => {
+  it('stops an infinite loop at its time limit with 503 and the CID', async () => {
+    const started = Date.now();
+    const res = await get('/loop');
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({ result: 'Error', cid: res.headers['x-svc-cid'], details: 'Service exceeded its time limit' });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect((await get('/ok')).statusCode).toBe(200);
+  });
+
+  it('stops a loop that starts after an await (where isolate timeouts do not reach)', async () => {
+    const res = await get('/asyncloop');
+    expect(res.statusCode).toBe(503);
+  });
+
+  it('a memory bomb disposes that isolate, which is rebuilt', async () => {
+    const res = await get('/membomb');
+    expect(res.statusCode).toBe(500);
+    expect(res.json().details).toBe('Service exceeded its memory limit');
+    expect((await get('/membomb')).statusCode).toBe(500);
+    expect((await get('/ok')).statusCode).toBe(200);
+  });
+
+  it('input that crashes isolated-vm costs only that request; other channels keep answering', async () => {
+    const before = k.kernel.pool.pids();
+    const others = Array.from({ length: 20 }, () => get('/ok'));
+    const res = await get('/crash');
+    expect(res.statusCode).toBe(503);
+    expect(res.json().details).toBe('Service sandbox crashed and was restarted');
+    const answered = await Promise.all(others);
+    expect(answered.filter((r) => r.statusCode === 200).length).toBeGreaterThan(0);
+    for (let i = 0; i < 10; i++) expect((await get('/ok')).statusCode).toBe(200);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(k.kernel.pool.pids().length).toBe(2);
+    expect(k.kernel.pool.pids()).not.toEqual(before);
+    expect((await get('/ok')).json()).toEqual({ ok: true, pid: 'undefined' });
+  });
+
+  it('caps service output', async () => {
+    const res = await get('/bigout');
+    expect(res.statusCode).toBe(500);
+    expect(res.json().details).toBe('Service output exceeds the limit');
+  });
+});
+
+describe('escape attempts', () => {
+  it('has no process or require', async () => {
+    expect((await get('/escape-process')).json()).toEqual({ process: 'undefined', require: 'undefined', globalThisProcess: 'undefined' });
+  });
+
+  it('constructor.constructor reaches only the isolate', async () => {
+    const body = (await get('/escape-ctor')).json();
+    expect(body.r ?? 'undefined').toBe('undefined');
+  });
+
+  it('Function("return this") is the isolate global, with the host bridge removed', async () => {
+    expect((await get('/escape-fn')).json()).toEqual({ r: 'undefined', send: 'undefined', rt: 'undefined' });
+  });
+
+  it('prototype tampering stays in the isolate; the host and the SDK are unaffected', async () => {
+    expect((await get('/tamper')).json()).toEqual({ done: true });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const again = await get('/tamper');
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toEqual({ done: true });
+  });
+
+  it('has no timers, WebAssembly or SharedArrayBuffer', async () => {
+    expect((await get('/timers')).json()).toEqual({ setTimeout: 'undefined', setInterval: 'undefined', wasm: 'undefined', sab: 'undefined' });
+  });
+
+  it('refuses imports other than the SDK at deploy time', async () => {
+    expect(k.kernel.services.errors.get('import')).toMatch(/may import only from 'svc\/sdk'/);
+    expect((await get('/import')).statusCode).toBe(500);
+  });
+});
