@@ -61,6 +61,7 @@ export class Kernel {
   private readonly provided = new Map<string, unknown>();
   private control: ControlServer | undefined;
   private active: ActivePlugin[] = [];
+  private closing = false;
 
   private constructor(
     readonly configStore: ConfigStore,
@@ -89,7 +90,7 @@ export class Kernel {
       lookup: <T>(name: string) => kernel.provided.get(name) as T | undefined,
     };
     this.router = new ChannelRouter([]);
-    this.app = buildHttp({ log, router: () => this.router, server: () => this.configStore.current().server, trusted: () => this.trusted });
+    this.app = buildHttp({ log, router: () => this.router, server: () => this.configStore.current().server, trusted: () => this.trusted, closing: () => this.closing });
   }
 
   static async create(opts: KernelOptions): Promise<Kernel> {
@@ -188,6 +189,7 @@ export class Kernel {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     this.configStore.close();
     this.services.close();
     await this.app.close();

@@ -21,6 +21,8 @@ export interface HttpDeps {
   router: () => ChannelRouter;
   server: () => ServerConfig;
   trusted: () => PeerFilter | undefined;
+  /** True once shutdown began: responses then close their connection, so draining ends. */
+  closing: () => boolean;
 }
 
 function splitUrl(url: string): { path: string; search: string } {
@@ -61,6 +63,11 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-svc-cid', request.id);
     done();
+  });
+
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (deps.closing()) reply.header('connection', 'close');
+    done(null, payload);
   });
 
   app.addHook('onResponse', (request, reply, done) => {

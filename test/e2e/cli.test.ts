@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { makeProject, runCli, startCli, type CliServer } from '../helpers/cli.ts';
+
+const config = `
+server:
+  data_dir: ./data
+  services_dir: ./services
+channel_rest:
+  - { name: hello, url_path: '/hello/{name}', service: hello, security: none, method: GET }
+  - { name: slow, url_path: /slow, service: slow, security: none }
+`;
+const services = {
+  'hello.ts': `import { service, t } from 'svc/sdk';\nexport default service({ input: { name: t.string() }, handle: (ctx) => ({ hello: ctx.input.name }) });\n`,
+  'slow.js': `import { service } from 'svc/sdk';\nexport default service({ async handle() { let x = 0; for (let i = 0; i < 2e8; i++) x += i; return { done: x > 0 }; } });\n`,
+};
+
+let server: CliServer;
+beforeAll(async () => {
+  server = await startCli(makeProject(config, services));
+}, 60_000);
+afterAll(async () => {
+  if (server.proc.exitCode === null) await server.stop('SIGKILL');
+});
+
+describe('svc start (real socket)', () => {
+  it('serves a channel with the CID header', async () => {
+    const res = await request(`${server.url}/hello/Ann`);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-svc-cid']).toBeTruthy();
+    expect(await res.body.json()).toEqual({ hello: 'Ann' });
+  });
+
+  it('answers 404 and 405 with the CID', async () => {
+    const missing = await request(`${server.url}/nope`);
+    expect(missing.statusCode).toBe(404);
+    expect(((await missing.body.json()) as { cid: string }).cid).toBe(missing.headers['x-svc-cid']);
+    const wrong = await request(`${server.url}/hello/Ann`, { method: 'DELETE' });
+    expect(wrong.statusCode).toBe(405);
+    await wrong.body.dump();
+  });
+
+  it('answers many concurrent requests', async () => {
+    const all = await Promise.all(Array.from({ length: 200 }, (_, i) => request(`${server.url}/hello/n${i}`).then(async (r) => [r.statusCode, await r.body.json()])));
+    all.forEach(([status, body], i) => {
+      expect(status).toBe(200);
+      expect(body).toEqual({ hello: `n${i}` });
+    });
+  });
+
+  it('logs one line per request with CID, channel, status and duration', async () => {
+    const res = await request(`${server.url}/hello/Log`);
+    await res.body.dump();
+    const cid = res.headers['x-svc-cid'] as string;
+    await new Promise((r) => setTimeout(r, 100));
+    const line = server.output().split('\n').find((l) => l.includes(cid) && l.includes('"msg":"request"'));
+    expect(line).toBeTruthy();
+    expect(JSON.parse(line!)).toMatchObject({ cid, channel: 'hello', status: 200, method: 'GET' });
+  });
+
+  it('a second server with another port and data_dir runs beside it', async () => {
+    const other = await startCli(makeProject(config.replace('./data', './data2'), services));
+    try {
+      expect(other.url).not.toBe(server.url);
+      const res = await request(`${other.url}/hello/Two`);
+      expect(await res.body.json()).toEqual({ hello: 'Two' });
+    } finally {
+      expect(await other.stop()).toBe(0);
+    }
+  }, 60_000);
+
+  it('SIGTERM drains in-flight requests and exits 0', async () => {
+    const inflight = request(`${server.url}/slow`).then(async (r) => [r.statusCode, await r.body.json()]);
+    await new Promise((r) => setTimeout(r, 150));
+    const code = await server.stop('SIGTERM');
+    expect(await inflight).toEqual([200, { done: true }]);
+    expect(code).toBe(0);
+  }, 60_000);
+});
+
+describe('svc check and exit codes', () => {
+  it('exits 0 on a valid project', () => {
+    const r = runCli(['check', 'config/svc.yaml'], makeProject(config, services));
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('exits 2 and prints every error: config paths and service compile errors', () => {
+    const bad = config.replace("url_path: /slow", 'url_path: slow') + '  - { name: x, url_path: /x, service: broken, security: none }\n';
+    const r = runCli(['check', 'config/svc.yaml'], makeProject(bad, { ...services, 'broken.ts': 'export default service({ handle( });' }));
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('channel_rest[1].url_path: must start with /');
+    const fixed = runCli(['check', 'config/svc.yaml'], makeProject(config + '  - { name: x, url_path: /x, service: broken, security: none }\n', { ...services, 'broken.ts': 'export default service({ handle( });' }));
+    expect(fixed.status).toBe(2);
+    expect(fixed.stderr).toMatch(/service error: broken\.ts:1:\d+/);
+  });
+
+  it('start with an invalid config exits 2 naming the path', () => {
+    const r = runCli(['start', '--config', 'config/svc.yaml'], makeProject('server:\n  port: nope\n'));
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('server.port');
+  });
+
+  it('an unknown command exits 2', () => {
+    expect(runCli(['frobnicate'], makeProject(config)).status).toBe(2);
+  });
+});

@@ -1,0 +1,146 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, readSource, validate } from '../../kernel/config/store.ts';
+import { loadConfig } from '../../kernel/kernel.ts';
+import { checkPluginShape, findBundledPluginFiles, loadPlugins } from '../../kernel/plugin-loader.ts';
+import { definePlugin } from '../../kernel/plugin.ts';
+
+const json = (await import('../../plugins/formats/json/plugin.ts')).default;
+const none = (await import('../../plugins/formats/none/plugin.ts')).default;
+const plugins = [json, none];
+
+function issuesOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues;
+    throw err;
+  }
+  return [];
+}
+
+const channel = (extra: Record<string, unknown> = {}) => ({ name: 'c', url_path: '/c', service: 's', security: 'none', ...extra });
+
+describe('config schema', () => {
+  it('fills server defaults', () => {
+    const cfg = validate({}, plugins, {});
+    expect(cfg.server).toMatchObject({ host: '127.0.0.1', port: 17010, data_dir: './data', services_dir: './services', timezone: 'UTC' });
+    expect(cfg.channel_rest).toEqual([]);
+  });
+
+  it('SVC_PORT overrides the port', () => {
+    expect(validate({}, plugins, { SVC_PORT: '18000' }).server.port).toBe(18000);
+    expect(issuesOf(() => validate({}, plugins, { SVC_PORT: 'x' }))[0]).toMatch(/SVC_PORT/);
+  });
+
+  it('names the YAML path of a bad value', () => {
+    const issues = issuesOf(() => validate({ channel_rest: [channel(), channel({ name: 'd' }), channel({ name: 'e', url_path: 'no-slash' })] }, plugins, {}));
+    expect(issues).toEqual(['channel_rest[2].url_path: must start with /']);
+  });
+
+  it('refuses unknown top-level keys and unknown channel keys', () => {
+    expect(issuesOf(() => validate({ chanel_rest: [] }, plugins, {})).join()).toMatch(/chanel_rest/);
+    expect(issuesOf(() => validate({ channel_rest: [channel({ colour: 'red' })] }, plugins, {})).join()).toMatch(/channel_rest\[0\].*colour/);
+  });
+
+  it('requires an explicit security choice on a channel', () => {
+    const { security: _dropped, ...noSecurity } = channel();
+    expect(issuesOf(() => validate({ channel_rest: [noSecurity] }, plugins, {})).join()).toMatch(/channel_rest\[0\]\.security: required/);
+  });
+
+  it('refuses a security name that does not exist', () => {
+    expect(issuesOf(() => validate({ channel_rest: [channel({ security: 'ghost' })] }, plugins, {}))).toEqual([
+      "channel_rest[0].security: no security definition or group named 'ghost' (use 'none' for no server-side authentication)",
+    ]);
+  });
+
+  it('refuses a data format no enabled plugin handles', () => {
+    expect(issuesOf(() => validate({ channel_rest: [channel({ data_format: 'yaml' })] }, plugins, {})).join()).toMatch(/no enabled plugin handles data format 'yaml'/);
+  });
+
+  it('refuses sections whose plugin is not enabled', () => {
+    expect(issuesOf(() => validate({ pubsub_topic: [{ name: '/t' }] }, plugins, {})).join()).toMatch(/pubsub_topic: no enabled plugin handles 'pubsub_topic'/);
+  });
+
+  it('refuses duplicate channel names and bad enum values', () => {
+    expect(issuesOf(() => validate({ channel_rest: [channel(), channel()] }, plugins, {})).join()).toMatch(/duplicate channel name 'c'/);
+    expect(issuesOf(() => validate({ channel_rest: [channel({ params_pri: 'whatever' })] }, plugins, {})).join()).toMatch(/channel_rest\[0\]\.params_pri/);
+    expect(issuesOf(() => validate({ channel_rest: [channel({ method: 'FETCH' })] }, plugins, {})).join()).toMatch(/channel_rest\[0\]\.method/);
+  });
+
+  it('refuses a timezone that is not IANA', () => {
+    expect(issuesOf(() => validate({ server: { timezone: 'Mars/Olympus' } }, plugins, {})).join()).toMatch(/server\.timezone/);
+  });
+});
+
+describe('environment substitution', () => {
+  it('replaces ${NAME} from the environment', () => {
+    expect(readSource('server:\n  host: ${HOST_X}\n', { HOST_X: '0.0.0.0' })).toEqual({ server: { host: '0.0.0.0' } });
+  });
+
+  it('a missing variable is an error naming the path, not an empty string', () => {
+    expect(issuesOf(() => readSource('security:\n  - password: ${NOPE}\n', {}))).toEqual(['security[0].password: environment variable NOPE is not set']);
+  });
+
+  it('reports YAML syntax errors', () => {
+    expect(issuesOf(() => readSource('a: [1, 2\n', {}))[0]).toMatch(/^YAML:/);
+  });
+});
+
+describe('plugin loading', () => {
+  it('finds bundled plugins by their plugin.ts files', () => {
+    const files = findBundledPluginFiles();
+    expect(files.some((f) => f.endsWith('formats/json/plugin.ts'))).toBe(true);
+  });
+
+  it('refuses a plugin that taps an unknown hook, naming plugin and hook', () => {
+    const bad = { ...json, name: 'bad', hooks: { beforeEverything: () => undefined } };
+    expect(() => checkPluginShape(bad, 'test')).toThrow("plugin 'bad': taps unknown hook 'beforeEverything'");
+  });
+
+  it('refuses malformed plugins', () => {
+    expect(() => checkPluginShape({ name: 'x', kind: 'weird', version: '1', configSchema: z.object({}), hooks: {} }, 't')).toThrow(/kind must be one of/);
+    expect(() => checkPluginShape(undefined, 'mod.js')).toThrow(/plugin from mod.js/);
+  });
+
+  it('refuses plugin options that fail the plugin schema, naming plugin and field', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-plugin-'));
+    writeFileSync(
+      join(dir, 'my-plugin.ts'),
+      `import { z } from 'zod';\nexport default { name: 'my-plugin', kind: 'other', version: '1.0.0', configSchema: z.object({ limit: z.number().int() }).strict(), hooks: {} };\n`,
+    );
+    await expect(loadPlugins({ 'my-plugin': { enabled: true, module: './my-plugin.ts', config: { limit: 'ten' } } }, dir, [])).rejects.toThrow(
+      /plugin 'my-plugin': plugins\.my-plugin\.config\.limit: /,
+    );
+    const loaded = await loadPlugins({ 'my-plugin': { enabled: true, module: './my-plugin.ts', config: { limit: 10 } } }, dir, []);
+    expect(loaded.map((l) => [l.plugin.name, l.options])).toEqual([['my-plugin', { limit: 10 }]]);
+  });
+
+  it('disables bundled plugins by name and refuses unknown names', async () => {
+    const files = findBundledPluginFiles().filter((f) => f.includes('/formats/json/') || f.includes('/formats/none/'));
+    const loaded = await loadPlugins({ none: false }, '.', files);
+    expect(loaded.map((l) => l.plugin.name)).toEqual(['json']);
+    await expect(loadPlugins({ nosuch: true }, '.', files)).rejects.toThrow(/plugins\.nosuch: no bundled plugin/);
+  });
+
+  it('loads a third-party plugin written only against the kernel contract', async () => {
+    const plugin = definePlugin({
+      name: 'stamp',
+      kind: 'other',
+      version: '1.0.0',
+      configSchema: z.object({}),
+      hooks: { serialize: () => (ex) => void (ex.response.headers['x-stamp'] = 'yes') },
+    });
+    expect(checkPluginShape(plugin, 'inline')).toBe(plugin);
+  });
+
+  it('loadConfig stops on a config error with every message', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-cfg-'));
+    const file = join(dir, 'svc.yaml');
+    writeFileSync(file, 'server:\n  port: -1\nchannel_rest:\n  - { name: a, url_path: x, service: s, security: none }\n');
+    await expect(loadConfig(file, {})).rejects.toSatisfy((e: ConfigError) => e.issues.length === 2 && e.issues.some((i) => i.startsWith('server.port')));
+  });
+});
