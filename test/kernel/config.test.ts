@@ -7,6 +7,7 @@ import { ConfigError, readSource, validate } from '../../kernel/config/store.ts'
 import { loadConfig } from '../../kernel/kernel.ts';
 import { checkPluginShape, findBundledPluginFiles, loadPlugins } from '../../kernel/plugin-loader.ts';
 import { definePlugin } from '../../kernel/plugin.ts';
+import type { Exchange } from '../../kernel/exchange.ts';
 
 const json = (await import('../../plugins/formats/json/plugin.ts')).default;
 const none = (await import('../../plugins/formats/none/plugin.ts')).default;
@@ -132,7 +133,7 @@ describe('plugin loading', () => {
       kind: 'other',
       version: '1.0.0',
       configSchema: z.object({}),
-      hooks: { serialize: () => (ex) => void (ex.response.headers['x-stamp'] = 'yes') },
+      hooks: { serialize: () => (ex: Exchange) => void (ex.response.headers['x-stamp'] = 'yes') },
     });
     expect(checkPluginShape(plugin, 'inline')).toBe(plugin);
   });

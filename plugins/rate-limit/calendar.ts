@@ -1,0 +1,139 @@
+import type { LimitUnit } from './schema.ts';
+
+/**
+ * Calendar arithmetic in UTC or an IANA zone, using only Intl for zone offsets.
+ * Windows of a day or longer follow the zone's calendar (real month lengths, leap years,
+ * 23- and 25-hour days at DST changes); hour and shorter windows are aligned to the
+ * zone's wall clock with the offset in force, so they always last their nominal length.
+ * Intl is slow (microseconds), so callers cache: CalendarWindow recomputes only when
+ * `now` leaves the current window, ZoneTime.minuteOfDay once per minute.
+ */
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+function mod(a: number, b: number): number {
+  return ((a % b) + b) % b;
+}
+
+export class ZoneTime {
+  private readonly format: Intl.DateTimeFormat | undefined;
+  private minuteFrom = Number.NaN;
+  private minuteValue = 0;
+
+  constructor(readonly zone: string) {
+    this.format =
+      zone === 'UTC' || zone === 'Etc/UTC'
+        ? undefined
+        : new Intl.DateTimeFormat('en-US', {
+            timeZone: zone,
+            hourCycle: 'h23',
+            year: 'numeric',
+            month: 'numeric',
+            day: 'numeric',
+            hour: 'numeric',
+            minute: 'numeric',
+            second: 'numeric',
+          });
+  }
+
+  /** Milliseconds to add to a UTC instant to get the zone's wall-clock time. */
+  offsetAt(utcMs: number): number {
+    if (this.format === undefined) return 0;
+    const whole = utcMs - mod(utcMs, SECOND);
+    let y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+    for (const part of this.format.formatToParts(whole)) {
+      switch (part.type) {
+        case 'year': y = Number(part.value); break;
+        case 'month': mo = Number(part.value); break;
+        case 'day': d = Number(part.value); break;
+        case 'hour': h = Number(part.value); break;
+        case 'minute': mi = Number(part.value); break;
+        case 'second': s = Number(part.value); break;
+      }
+    }
+    return Date.UTC(y, mo - 1, d, h, mi, s) - whole;
+  }
+
+  /**
+   * The instant at which the wall clock first shows `localMs` (a wall time written as if UTC).
+   * In a fall-back overlap the earlier instant; in a spring-forward gap the end of the gap.
+   */
+  localToUtc(localMs: number): number {
+    const before = this.offsetAt(localMs - DAY);
+    const after = this.offsetAt(localMs + DAY);
+    const early = localMs - Math.max(before, after);
+    const late = localMs - Math.min(before, after);
+    if (early + this.offsetAt(early) === localMs) return early;
+    if (late + this.offsetAt(late) === localMs) return late;
+    // Gap: the wall clock jumps over localMs; the first instant past it is where the jump lands.
+    return localMs - before;
+  }
+
+  /** Minute of the day (0..1439) on the zone's wall clock; recomputed once per minute. */
+  minuteOfDay(now: number): number {
+    if (now >= this.minuteFrom && now < this.minuteFrom + MINUTE) return this.minuteValue;
+    // Zone offsets in use are whole minutes, so a UTC minute is one wall-clock minute.
+    this.minuteFrom = now - mod(now, MINUTE);
+    this.minuteValue = Math.floor(mod(now + this.offsetAt(now), DAY) / MINUTE);
+    return this.minuteValue;
+  }
+
+  /** The calendar window of `unit` containing `now`, as [start, end) in ms. */
+  windowAt(unit: LimitUnit, now: number, into: { start: number; end: number }): void {
+    if (unit === 'second' || unit === 'minute' || unit === 'hour') {
+      const length = unit === 'second' ? SECOND : unit === 'minute' ? MINUTE : HOUR;
+      const offset = unit === 'second' ? 0 : this.offsetAt(now);
+      into.start = now - mod(now + offset, length);
+      into.end = into.start + length;
+      return;
+    }
+    const wall = new Date(now + this.offsetAt(now));
+    const y = wall.getUTCFullYear();
+    const m = wall.getUTCMonth();
+    const d = wall.getUTCDate();
+    let from: number;
+    let to: number;
+    switch (unit) {
+      case 'day':
+        from = Date.UTC(y, m, d);
+        to = Date.UTC(y, m, d + 1);
+        break;
+      case 'week': {
+        const sinceMonday = (wall.getUTCDay() + 6) % 7;
+        from = Date.UTC(y, m, d - sinceMonday);
+        to = Date.UTC(y, m, d - sinceMonday + 7);
+        break;
+      }
+      case 'month':
+        from = Date.UTC(y, m, 1);
+        to = Date.UTC(y, m + 1, 1);
+        break;
+      case 'year':
+        from = Date.UTC(y, 0, 1);
+        to = Date.UTC(y + 1, 0, 1);
+        break;
+    }
+    into.start = this.localToUtc(from);
+    into.end = this.localToUtc(to);
+  }
+}
+
+/** The current window of one unit, recomputed only when the clock leaves it. */
+export class CalendarWindow {
+  start = Number.NaN;
+  end = Number.NaN;
+
+  constructor(
+    private readonly time: ZoneTime,
+    readonly unit: LimitUnit,
+  ) {}
+
+  /** Moves the window to contain `now` (no work while it already does). */
+  at(now: number): this {
+    if (!(now >= this.start && now < this.end)) this.time.windowAt(this.unit, now, this);
+    return this;
+  }
+}

@@ -1,0 +1,90 @@
+import { z } from 'zod';
+import type { CliCommand, ControlOp } from '../../kernel/plugin.ts';
+import type { RateLimitState } from './plugin.ts';
+import { ownerKey, type OwnerKind } from './rules.ts';
+
+/** `svc limits clear`: resets counters in the running server (they live in its memory only). */
+
+export const clearArgsSchema = z
+  .object({
+    kind: z.enum(['security', 'channel']).describe('Level of the owner.'),
+    name: z.string().min(1).describe('Security definition or channel name.'),
+    rule: z.number().int().min(1).optional().describe('1-based rule position; all rules when absent.'),
+  })
+  .strict();
+
+export type ClearArgs = z.infer<typeof clearArgsSchema>;
+
+/** Both the rate/burst and the cap counters sit under one key, so one prefix drop resets both at once. */
+export async function clearCounters(state: RateLimitState, args: ClearArgs): Promise<{ cleared: number }> {
+  const sets = args.kind === 'security' ? state.securities : state.channels;
+  const set = sets.get(args.name);
+  let prefix = ownerKey(args.kind, args.name);
+  if (args.rule !== undefined) {
+    const rule = set?.rules[args.rule - 1];
+    if (rule === undefined) {
+      throw new Error(`${args.kind} '${args.name}' has ${set?.rules.length ?? 0} rate limiting rule(s); there is no rule ${args.rule}`);
+    }
+    prefix = rule.key;
+  }
+  return { cleared: await state.store.clear(prefix) };
+}
+
+export function clearControl(state: RateLimitState): ControlOp<ClearArgs> {
+  return { op: 'limits.clear', args: clearArgsSchema, handler: (args) => clearCounters(state, args) };
+}
+
+const USAGE = 'svc limits clear (--security NAME | --channel NAME) [--rule N]';
+
+/** Parses `--security NAME | --channel NAME [--rule N]` (also `--flag=value`); a string is a usage error. */
+export function parseClearArgs(argv: readonly string[]): ClearArgs | string {
+  const values = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.indexOf('=');
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    if (flag !== '--security' && flag !== '--channel' && flag !== '--rule') return `unknown argument '${arg}'`;
+    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined || value === '') return `${flag} needs a value`;
+    if (values.has(flag)) return `${flag} given twice`;
+    values.set(flag, value);
+  }
+  const security = values.get('--security');
+  const channel = values.get('--channel');
+  if ((security === undefined) === (channel === undefined)) return 'name exactly one of --security or --channel';
+  const kind: OwnerKind = security !== undefined ? 'security' : 'channel';
+  const ruleText = values.get('--rule');
+  if (ruleText !== undefined && !/^[1-9]\d*$/.test(ruleText)) return '--rule must be a rule position: 1, 2, ...';
+  return { kind, name: (security ?? channel)!, rule: ruleText === undefined ? undefined : Number(ruleText) };
+}
+
+export const clearCommand: CliCommand = {
+  words: ['limits', 'clear'],
+  usage: USAGE,
+  describe: 'Reset the rate/burst and cap counters of a security definition or channel (all its rules, or rule N) in the running server.',
+  async run(argv, env) {
+    const args = parseClearArgs(argv);
+    if (typeof args === 'string') {
+      env.err(`${args}\nusage: ${USAGE}`);
+      return 2;
+    }
+    const owners = args.kind === 'security' ? env.config.security : env.config.channel_rest;
+    if (!owners.some((o) => o.name === args.name)) {
+      env.err(`no ${args.kind === 'security' ? 'security definition' : 'channel'} named '${args.name}' in ${env.configPath}`);
+      return 2;
+    }
+    const answer = await env.control('limits.clear', args);
+    if (answer === undefined) {
+      env.err('no running server: counters live in its memory only, so there is nothing to clear');
+      return 1;
+    }
+    if (!answer.ok) {
+      env.err(answer.error ?? 'the server refused to clear the counters');
+      return 1;
+    }
+    const { cleared } = answer.value as { cleared: number };
+    const what = args.rule === undefined ? 'all rules' : `rule ${args.rule}`;
+    env.out(`cleared ${cleared} counter(s) of ${args.kind} '${args.name}' (${what})`);
+    return 0;
+  },
+};

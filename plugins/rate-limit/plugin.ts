@@ -1,0 +1,143 @@
+import { definePlugin, type KernelApi } from '../../kernel/plugin.ts';
+import type { Exchange } from '../../kernel/exchange.ts';
+import type { Channel, SvcConfig } from '../../kernel/config/schema.ts';
+import { SvcError } from '../../kernel/errors.ts';
+import { AddressCache, type ClientAddress } from './addresses.ts';
+import { ZoneTime } from './calendar.ts';
+import { clearCommand, clearControl } from './clear.ts';
+import { ALLOW, DENY, DROP, Limiter, Verdict } from './limiter.ts';
+import { MemoryCounterStore } from './policies/memory.ts';
+import type { CounterStore } from './policies/types.ts';
+import { compileRuleSet, WindowPool, type RuleSet } from './rules.ts';
+import { optionsSchema, rateLimitingSchema, validateRateLimiting, type RateLimitOptions, type Rule } from './schema.ts';
+
+export interface RateLimitState {
+  kernel: KernelApi;
+  store: CounterStore;
+  addresses: AddressCache;
+  pool: WindowPool;
+  limiter: Limiter;
+  /** Compiled rules of the current config, by owner name (only owners that have rules). */
+  channels: Map<string, RuleSet>;
+  securities: Map<string, RuleSet>;
+  /** Every security definition name, with rules or not. */
+  definitionNames: Set<string>;
+}
+
+function onConfig(state: RateLimitState, config: SvcConfig): void {
+  if (state.pool.time.zone !== config.server.timezone) {
+    const time = new ZoneTime(config.server.timezone);
+    state.pool = new WindowPool(time);
+    state.limiter = new Limiter(state.store, time);
+  }
+  const securities = new Map<string, RuleSet>();
+  for (const def of config.security) {
+    const rules = def.rate_limiting as Rule[] | undefined;
+    if (rules?.length) securities.set(def.name, compileRuleSet('security', def.name, rules, state.pool));
+  }
+  const channels = new Map<string, RuleSet>();
+  for (const channel of config.channel_rest) {
+    const rules = channel.rate_limiting as Rule[] | undefined;
+    if (rules?.length) channels.set(channel.name, compileRuleSet('channel', channel.name, rules, state.pool));
+  }
+  state.securities = securities;
+  state.channels = channels;
+  state.definitionNames = new Set(config.security.map((d) => d.name));
+}
+
+/** The definitions whose rules may apply on this channel (looked up by ex.auth.definition per request). */
+function securitiesFor(channel: Channel, state: RateLimitState): Map<string, RuleSet> | undefined {
+  if (channel.security === 'none' || state.securities.size === 0) return undefined;
+  // A group (or another target) may admit any definition; a named definition only itself.
+  if (state.definitionNames.has(channel.security) && !state.securities.has(channel.security)) return undefined;
+  return state.securities;
+}
+
+function httpDate(ms: number): string {
+  return new Date(Math.ceil(ms / 1000) * 1000).toUTCString();
+}
+
+function conclude(ex: Exchange, verdict: Verdict): void {
+  if (verdict.outcome === DROP) {
+    ex.drop();
+    return;
+  }
+  if (verdict.outcome === DENY) {
+    throw new SvcError('TOO_MANY_REQUESTS', 'Too many requests', {
+      headers: {
+        'Retry-After': httpDate(verdict.retryAtMs),
+        'X-RateLimit-Limit': String(verdict.headerLimit),
+        'X-RateLimit-Remaining': '0',
+      },
+    });
+  }
+  if (verdict.counted) {
+    ex.response.headers['X-RateLimit-Limit'] = String(verdict.headerLimit);
+    ex.response.headers['X-RateLimit-Remaining'] = String(verdict.headerRemaining);
+  }
+}
+
+export default definePlugin<RateLimitOptions, RateLimitState>({
+  name: 'rate-limit',
+  kind: 'limit',
+  version: '1.0.0',
+  configSchema: optionsSchema,
+  contributes: {
+    channelFields: { rate_limiting: rateLimitingSchema },
+    securityFields: { rate_limiting: rateLimitingSchema },
+    validateConfig: validateRateLimiting,
+  },
+
+  setup(kernel, options) {
+    const time = new ZoneTime(kernel.server().timezone);
+    const store = new MemoryCounterStore({ maxCounters: options.max_counters });
+    const state: RateLimitState = {
+      kernel,
+      store,
+      addresses: new AddressCache(),
+      pool: new WindowPool(time),
+      limiter: new Limiter(store, time),
+      channels: new Map(),
+      securities: new Map(),
+      definitionNames: new Set(),
+    };
+    kernel.addControl(clearControl(state));
+    return state;
+  },
+
+  onConfig,
+
+  hooks: {
+    limit: ({ channel, state }) => {
+      const channelRules = state.channels.get(channel.name);
+      const securities = securitiesFor(channel, state);
+      if (channelRules === undefined && securities === undefined) return undefined;
+      const { limiter, addresses } = state;
+      const clock = state.kernel.clock;
+
+      function channelLevel(ex: Exchange, verdict: Verdict, client: ClientAddress, now: number): void | Promise<void> {
+        if (verdict.outcome === ALLOW && channelRules !== undefined) {
+          const checked = limiter.check(channelRules, client, now, verdict);
+          if (checked instanceof Promise) return checked.then((v) => conclude(ex, v));
+        }
+        conclude(ex, verdict);
+      }
+
+      // Definition rules first (one budget per credential across channels), then the channel's.
+      return function rateLimit(ex: Exchange): void | Promise<void> {
+        const now = clock.now();
+        const client = addresses.get(ex.clientAddress);
+        const verdict = new Verdict();
+        const definition = ex.auth?.definition;
+        const definitionRules = definition === undefined ? undefined : securities?.get(definition);
+        if (definitionRules !== undefined) {
+          const checked = limiter.check(definitionRules, client, now, verdict);
+          if (checked instanceof Promise) return checked.then((v) => channelLevel(ex, v, client, now));
+        }
+        return channelLevel(ex, verdict, client, now);
+      };
+    },
+  },
+
+  cli: [clearCommand],
+});

@@ -1,0 +1,136 @@
+import { z } from 'zod';
+import ipaddr from 'ipaddr.js';
+import type { ConfigIssue } from '../../kernel/plugin.ts';
+import type { SvcConfig } from '../../kernel/config/schema.ts';
+
+/** Calendar units of a hard cap (`limit_unit`). */
+export const LIMIT_UNITS = ['second', 'minute', 'hour', 'day', 'week', 'month', 'year'] as const;
+export type LimitUnit = (typeof LIMIT_UNITS)[number];
+
+const HHMM = /^(?:[01]\d|2[0-3]):[0-5]\d$/;
+
+const timeOfDay = z.string().regex(HHMM, 'must be HH:MM, 00:00 to 23:59');
+/** `24:00` is accepted as an end only, meaning the end of the day. */
+const endTimeOfDay = z
+  .string()
+  .refine((s) => HHMM.test(s) || s === '24:00', 'must be HH:MM, 00:00 to 24:00');
+
+/** An address or CIDR range as the spec allows them: dotted IPv4 or IPv6, with or without /prefix. */
+export function isAddressOrCidr(entry: string): boolean {
+  const s = entry.trim();
+  if (s.includes('/')) return ipaddr.IPv4.isValidCIDRFourPartDecimal(s) || ipaddr.IPv6.isValidCIDR(s);
+  return ipaddr.IPv4.isValidFourPartDecimal(s) || ipaddr.IPv6.isValid(s);
+}
+
+export const timeRangeSchema = z
+  .object({
+    is_all_day: z.boolean().default(false).describe('The default range of the rule, used when no specific range covers the current time; each rule has exactly one.'),
+    time_from: timeOfDay.optional().describe('Start of a specific range, HH:MM (inclusive), in server.timezone; ignored on the all-day range.'),
+    time_to: endTimeOfDay
+      .optional()
+      .describe('End of a specific range, HH:MM (exclusive; 24:00 = end of day); earlier than time_from means the range crosses midnight.'),
+    disabled: z.boolean().default(false).describe('A disabled range is skipped; its counters are kept for when it is enabled again.'),
+    disallowed: z.boolean().default(false).describe('Firewall: while this range applies, connections are dropped with no HTTP response.'),
+    rate: z.number().int().min(1).optional().describe('Sustained requests per second.'),
+    burst: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Largest spike admitted at once (needs rate); defaults to rate.'),
+    limit: z.number().int().min(0).optional().describe('Hard cap of requests per calendar interval (needs limit_unit).'),
+    limit_unit: z.enum(LIMIT_UNITS).optional().describe('Calendar interval of limit: second, minute, hour, day, week (from Monday), month or year.'),
+  })
+  .strict()
+  .superRefine((range, ctx) => {
+    if (!range.is_all_day) {
+      if (range.time_from === undefined) ctx.addIssue({ code: 'custom', path: ['time_from'], message: 'required on a range that is not all-day' });
+      if (range.time_to === undefined) ctx.addIssue({ code: 'custom', path: ['time_to'], message: 'required on a range that is not all-day' });
+      if (range.time_from !== undefined && range.time_from === range.time_to) {
+        ctx.addIssue({ code: 'custom', path: ['time_to'], message: 'equals time_from: an empty range (use is_all_day for the whole day)' });
+      }
+    }
+    if (range.burst !== undefined && range.rate === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['burst'], message: 'burst needs rate' });
+    }
+    if (range.limit !== undefined && range.limit_unit === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['limit_unit'], message: 'required when limit is set' });
+    }
+    if (range.limit_unit !== undefined && range.limit === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['limit'], message: 'required when limit_unit is set' });
+    }
+  })
+  .describe('A time range of a rule, with its own counters.');
+
+export const ruleSchema = z
+  .object({
+    cidr_list: z
+      .array(z.string().refine(isAddressOrCidr, 'not an IPv4/IPv6 address or CIDR range'))
+      .default([])
+      .describe('Client addresses or CIDR ranges this rule applies to; empty matches every client.'),
+    time_range: z.array(timeRangeSchema).min(1, 'a rule needs at least its all-day range').describe('Time ranges; exactly one is all-day.'),
+    per_client: z
+      .boolean()
+      .default(false)
+      .describe('Keep counters per client address (IPv6 per /64) instead of one counter shared by every address the rule matches.'),
+  })
+  .strict()
+  .describe('A rate limiting / firewall rule; rules are tried top to bottom and the first whose cidr_list matches applies.');
+
+export const rateLimitingSchema = z
+  .array(ruleSchema)
+  .optional()
+  .describe('Rate limiting and IP firewall rules, evaluated top to bottom; no matching rule means no limit.');
+
+export type TimeRange = z.infer<typeof timeRangeSchema>;
+export type Rule = z.infer<typeof ruleSchema>;
+
+/** Problems of one rule list that need the whole rule (the all-day range count). Paths are relative to the list. */
+export function ruleListIssues(rules: readonly Rule[], owner: string): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  rules.forEach((rule, r) => {
+    const allDay = rule.time_range.filter((t) => t.is_all_day).length;
+    if (allDay !== 1) {
+      issues.push({
+        path: [r, 'time_range'],
+        message: `${owner}, rate_limiting rule ${r + 1}: needs exactly one all-day time range (is_all_day: true), found ${allDay}`,
+      });
+    }
+  });
+  return issues;
+}
+
+/** validateConfig contribution: rule-level checks, naming the owner and the rule (1-based). */
+export function validateRateLimiting(config: SvcConfig): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  config.security.forEach((def, i) => {
+    const rules = def.rate_limiting as Rule[] | undefined;
+    if (!rules) return;
+    for (const issue of ruleListIssues(rules, `security '${def.name}'`)) {
+      issues.push({ path: ['security', i, 'rate_limiting', ...issue.path], message: issue.message });
+    }
+  });
+  config.channel_rest.forEach((channel, i) => {
+    const rules = channel.rate_limiting as Rule[] | undefined;
+    if (!rules) return;
+    for (const issue of ruleListIssues(rules, `channel '${channel.name}'`)) {
+      issues.push({ path: ['channel_rest', i, 'rate_limiting', ...issue.path], message: issue.message });
+    }
+  });
+  return issues;
+}
+
+/** Options under `plugins.rate-limit.config`. */
+export const optionsSchema = z
+  .object({
+    max_counters: z
+      .number()
+      .int()
+      .min(100)
+      .default(100_000)
+      .describe('Most counters kept in memory; past it the idlest per-client counters are evicted (their clients start afresh).'),
+  })
+  .strict()
+  .default({ max_counters: 100_000 });
+
+export type RateLimitOptions = z.infer<typeof optionsSchema>;
