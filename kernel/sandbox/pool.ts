@@ -79,7 +79,9 @@ export class SandboxPool {
   }
 
   private spawn(index: number): SandboxWorker {
-    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', TSX, WORKER], {
+    // SVC_SANDBOX_NODE_ARGS adds Node flags to sandbox processes (diagnostics, e.g. --cpu-prof).
+    const extra = process.env.SVC_SANDBOX_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    const child = spawn(process.execPath, ['--no-node-snapshot', ...extra, '--import', TSX, WORKER], {
       stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
       env: { ...process.env, NODE_OPTIONS: '' },
     });

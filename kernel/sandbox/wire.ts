@@ -33,7 +33,12 @@ export class Wire {
   }
 
   send(header: Record<string, unknown>, body?: string): void {
-    this.pending.push(body === undefined ? JSON.stringify(header) + '\n' : JSON.stringify(header) + '\t' + body + '\n');
+    this.sendRaw(body === undefined ? JSON.stringify(header) + '\n' : JSON.stringify(header) + '\t' + body + '\n');
+  }
+
+  /** A complete line, already framed. */
+  sendRaw(line: string): void {
+    this.pending.push(line);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(this.flush);

@@ -18,11 +18,13 @@ interface Caps {
 
 interface Instance {
   isolate: ivm.Isolate;
-  dispatch: ivm.Reference<(json: string) => Promise<string>>;
+  dispatchMany: ivm.Reference<(json: string) => void>;
   resolveHostCall: ivm.Reference<(seq: number, json: string) => void>;
-  inflight: number;
+  /** Calls handed to the isolate and not finished. */
+  running: Map<number, Call>;
   /** Calls waiting for a slot: each call holds heap in the isolate, so few run at once. */
-  waiting: Array<() => void>;
+  waiting: Array<{ id: number; json: string }>;
+  flushQueued: boolean;
   disposed: boolean;
   /** Why the kernel disposed it, so the calls it cut short get the right error. */
   disposedFor?: 'timeout';
@@ -84,16 +86,17 @@ function createInstance(svc: Deployed): { instance: Instance; meta: Record<strin
         ignored: true,
       }),
     );
+    global.setSync('__svc_done', new ivm.Callback((ids: string, lines: string) => onResults(holder.instance, ids, lines), { ignored: true }));
     const sdk = isolate.compileModuleSync(sdkCode, { filename: 'svc:sdk' });
     sdk.instantiateSync(context, () => {
       throw new Error('the SDK imports nothing');
     });
     sdk.evaluateSync({ timeout: 2000 });
     const runtime = global.getSync('__svc_runtime', { reference: true }) as ivm.Reference<Record<string, unknown>>;
-    const dispatch = runtime.getSync('dispatch', { reference: true }) as Instance['dispatch'];
+    const dispatchMany = runtime.getSync('dispatchMany', { reference: true }) as Instance['dispatchMany'];
     const register = runtime.getSync('register', { reference: true }) as ivm.Reference<(def: unknown, max: number) => string>;
     const resolveHostCall = runtime.getSync('resolveHostCall', { reference: true }) as Instance['resolveHostCall'];
-    context.evalSync('delete globalThis.__svc_runtime; delete globalThis.__svc_send;');
+    context.evalSync('delete globalThis.__svc_runtime; delete globalThis.__svc_send; delete globalThis.__svc_done;');
 
     const mod = isolate.compileModuleSync(svc.code, { filename: `file:///services/${svc.file}` });
     const foreign = mod.dependencySpecifiers.filter((s) => s !== 'svc/sdk');
@@ -103,7 +106,7 @@ function createInstance(svc: Deployed): { instance: Instance; meta: Record<strin
     const definition = mod.namespace.getSync('default', { reference: true }) as ivm.Reference<unknown>;
     if (definition.typeof === 'undefined') throw new Error('the service file must `export default service({...})`');
     const metaJson = register.applySync(undefined, [definition.derefInto(), caps.maxOutputBytes], { timeout: 1000 });
-    const instance: Instance = { isolate, dispatch, resolveHostCall, inflight: 0, waiting: [], disposed: false };
+    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], flushQueued: false, disposed: false };
     holder.instance = instance;
     return { instance, meta: JSON.parse(metaJson) as Record<string, unknown> };
   } catch (err) {
@@ -146,7 +149,7 @@ function describeCompileError(err: unknown, file: string): string {
 
 /** Disposes an instance once the calls it is running have finished. */
 function retire(instance: Instance): void {
-  if (instance.inflight === 0) dispose(instance);
+  if (instance.running.size === 0 && instance.waiting.length === 0) dispose(instance);
   else instance.disposed = true;
 }
 
@@ -162,7 +165,7 @@ function instanceFor(svc: Deployed): Instance {
   return svc.instance;
 }
 
-async function call(id: number, name: string, requestJson: string): Promise<void> {
+function call(id: number, name: string, requestJson: string): void {
   const svc = services.get(name);
   if (!svc) {
     wire.send({ t: 'result', id, fail: 'SERVICE_NOT_DEPLOYED' });
@@ -175,28 +178,67 @@ async function call(id: number, name: string, requestJson: string): Promise<void
     wire.send({ t: 'result', id, fail: 'SERVICE_NOT_DEPLOYED', message: String((err as Error).message) });
     return;
   }
-  if (instance.inflight >= MAX_CONCURRENT_CALLS) await new Promise<void>((resume) => instance.waiting.push(resume));
-  const entry: Call = { id, service: svc, instance, deadline: Date.now() + svc.timeoutMs, timedOut: false };
-  calls.set(id, entry);
-  instance.inflight++;
-  try {
-    if (instance.disposed) throw new Error('instance was disposed while the call waited');
-    const envelope = await instance.dispatch.apply(undefined, [requestJson], { result: { promise: true, copy: true } });
-    if (typeof envelope !== 'string' || envelope.length > caps.maxOutputBytes + 1024) wire.send({ t: 'result', id, fail: 'SERVICE_OUTPUT_TOO_LARGE' });
-    else wire.send({ t: 'result', id }, envelope);
-  } catch (err) {
-    const message = String((err as Error)?.message ?? err);
-    if (entry.timedOut) wire.send({ t: 'result', id, fail: 'SERVICE_TIMEOUT' });
-    else if (/memory limit/i.test(message)) wire.send({ t: 'result', id, fail: 'SERVICE_MEMORY_LIMIT' });
-    else if (instance.disposedFor === 'timeout') wire.send({ t: 'result', id, fail: 'SERVICE_UNAVAILABLE', message: 'service sandbox was reset after another call timed out' });
-    else wire.send({ t: 'result', id, fail: 'INTERNAL', message });
-    if (instance.isolate.isDisposed) instance.disposed = true;
-  } finally {
-    calls.delete(id);
-    instance.inflight--;
-    instance.waiting.shift()?.();
-    if (instance.disposed && instance.inflight === 0 && !instance.waiting.length) dispose(instance);
+  instance.waiting.push({ id, json: requestJson });
+  calls.set(id, { id, service: svc, instance, deadline: Infinity, timedOut: false });
+  if (!instance.flushQueued) {
+    instance.flushQueued = true;
+    process.nextTick(startWaiting, instance);
   }
+}
+
+/** Hands waiting calls to the isolate in one batch, up to its concurrency cap. */
+function startWaiting(instance: Instance): void {
+  instance.flushQueued = false;
+  const room = MAX_CONCURRENT_CALLS - instance.running.size;
+  if (room <= 0 || !instance.waiting.length || instance.isolate.isDisposed) return;
+  const batch = instance.waiting.splice(0, room);
+  const deadline = Date.now();
+  let json = '[';
+  for (let i = 0; i < batch.length; i++) {
+    const item = batch[i]!;
+    const entry = calls.get(item.id);
+    if (!entry) continue;
+    entry.deadline = deadline + entry.service.timeoutMs;
+    instance.running.set(item.id, entry);
+    json += (i ? ',' : '') + item.json;
+  }
+  instance.dispatchMany.applyIgnored(undefined, [json + ']']);
+}
+
+function onResults(instance: Instance | undefined, ids: string, lines: string): void {
+  if (!instance) return;
+  let start = 0;
+  for (let nl = lines.indexOf('\n'); nl !== -1; start = nl + 1, nl = lines.indexOf('\n', start)) {
+    const tab = lines.indexOf('\t', start);
+    const id = Number(lines.slice(start, tab));
+    if (!instance.running.delete(id) || !calls.delete(id)) continue;
+    const envelope = lines.slice(tab + 1, nl);
+    if (envelope.length > caps.maxOutputBytes + 1024) wire.send({ t: 'result', id, fail: 'SERVICE_OUTPUT_TOO_LARGE' });
+    else wire.sendRaw('{"t":"result","id":' + id + '}\t' + envelope + '\n');
+  }
+  void ids;
+  afterProgress(instance);
+}
+
+function afterProgress(instance: Instance): void {
+  if (instance.waiting.length && !instance.flushQueued && !instance.isolate.isDisposed) {
+    instance.flushQueued = true;
+    process.nextTick(startWaiting, instance);
+  }
+  if (instance.disposed && instance.running.size === 0 && instance.waiting.length === 0) dispose(instance);
+}
+
+/** Fails every call of an isolate that died under them (time limit, memory limit). */
+function failCallsOf(instance: Instance): void {
+  for (const entry of [...instance.running.values(), ...instance.waiting.map((w) => calls.get(w.id)).filter((e): e is Call => !!e)]) {
+    calls.delete(entry.id);
+    if (entry.timedOut) wire.send({ t: 'result', id: entry.id, fail: 'SERVICE_TIMEOUT' });
+    else if (instance.disposedFor === 'timeout') wire.send({ t: 'result', id: entry.id, fail: 'SERVICE_UNAVAILABLE', message: 'service sandbox was reset after another call timed out' });
+    else wire.send({ t: 'result', id: entry.id, fail: 'SERVICE_MEMORY_LIMIT' });
+  }
+  instance.running.clear();
+  instance.waiting.length = 0;
+  instance.disposed = true;
 }
 
 function onHostCall(instance: Instance | undefined, callId: number, seq: number, op: string, argsJson: string): void {
@@ -227,7 +269,7 @@ function answerHostCallJson(instance: Instance | undefined, seq: number, replyJs
 function onMessage(header: Record<string, unknown>, body: string): void {
   switch (header.t) {
     case 'call':
-      void call(header.id as number, header.svc as string, body);
+      call(header.id as number, header.svc as string, body);
       break;
     case 'hostreply': {
       const key = `${header.seq as number}:${header.id as number}`;
@@ -254,12 +296,19 @@ function onMessage(header: Record<string, unknown>, body: string): void {
 }
 
 // Wall-clock watchdog: one timer for all calls, so a call costs no timer of its own.
+// It also notices isolates that died under their calls (the memory limit disposes them).
 setInterval(() => {
   const now = Date.now();
+  const dead = new Set<Instance>();
   for (const entry of calls.values()) {
-    if (entry.timedOut || now <= entry.deadline) continue;
-    entry.timedOut = true;
-    dispose(entry.instance, 'timeout');
+    if (entry.instance.isolate.isDisposed) dead.add(entry.instance);
+    else if (!entry.timedOut && now > entry.deadline) {
+      entry.timedOut = true;
+      dispose(entry.instance, 'timeout');
+      dead.add(entry.instance);
+    }
   }
+  for (const instance of dead) failCallsOf(instance);
 }, 20).unref();
 
+process.on('SIGTERM', () => process.exit(0));

@@ -131,12 +131,11 @@ function finish(envelope: Record<string, unknown>): string {
 }
 
 /** Runs one request; never throws: every outcome is a JSON envelope. */
-async function dispatch(requestJson: string): Promise<string> {
+async function dispatch(req: WireRequest): Promise<string> {
   const logs: Array<[string, string]> = [];
   let ctx: Context | undefined;
   let cid: string | undefined;
   try {
-    const req = parse(requestJson) as WireRequest;
     currentCallId = req.callId;
     cid = req.cid;
     callIdByCid.set(cid, req.callId);
@@ -195,4 +194,35 @@ function register(def: unknown, outputLimit: number): string {
   });
 }
 
-if (send) G.__svc_runtime = { dispatch, register, resolveHostCall };
+/** Results leave in batches: every call that finishes in the same microtask turn shares one host callback. */
+type Done = (ids: string, lines: string) => void;
+const done = G.__svc_done as Done | undefined;
+let doneIds = '';
+let doneLines = '';
+let flushing = false;
+
+function flushResults(): void {
+  flushing = false;
+  const ids = doneIds;
+  const lines = doneLines;
+  doneIds = '';
+  doneLines = '';
+  done!(ids, lines);
+}
+
+function deliver(callId: number, envelope: string): void {
+  doneIds = doneIds ? doneIds + ',' + callId : String(callId);
+  doneLines += callId + '\t' + envelope + '\n';
+  if (!flushing) {
+    flushing = true;
+    void Promise.resolve().then(flushResults);
+  }
+}
+
+/** Starts a batch of requests (a JSON array) and returns at once; results arrive through deliver. */
+function dispatchMany(requestsJson: string): void {
+  const requests = parse(requestsJson) as WireRequest[];
+  for (const req of requests) void dispatch(req).then((envelope) => deliver(req.callId, envelope));
+}
+
+if (send && done) G.__svc_runtime = { dispatchMany, register, resolveHostCall };
