@@ -17,6 +17,8 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
 
 /** Standalone scripts written per plugin; they print their own tables. */
 const scripts: Record<string, string> = {
+  'formats-micro': 'formats-micro.ts',
+  formats: 'formats-http.ts',
   'rate-limit-micro': 'rate-limit-micro.ts',
   'rate-limit': 'rate-limit-http.ts',
 };

@@ -43,6 +43,10 @@ export interface Exchange {
   readonly path: string;
   /** Request headers, names lower-cased. */
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** Keeps a request header (a credential a security plugin checked) out of what the service sees. */
+  hideHeader(name: string): void;
+  /** Request headers as the service sees them: hidden ones left out, repeated ones joined with ', '. */
+  visibleHeaders(): Record<string, string>;
   /** The socket's peer address. */
   readonly remoteAddress: string;
   /** The client address after the forwarded-header rules (spec: rate limiting item 6, server.trusted_proxies). */

@@ -110,7 +110,7 @@ export class Kernel {
     );
     await pool.start(buildSdkBundle());
     const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log);
-    const configStore = new ConfigStore(configPath, plugins, log, text, config);
+    const configStore = new ConfigStore(configPath, plugins, log, text, config, opts.env ?? process.env);
     const kernel = new Kernel(configStore, loaded, store, pool, services, log, opts.clock ?? systemClock, dataDir, hostCalls);
     try {
       await kernel.init(opts.watch ?? false);
@@ -134,14 +134,16 @@ export class Kernel {
   }
 
   private async applyConfig(config: SvcConfig, first: boolean): Promise<void> {
-    for (const { plugin, state } of this.active) await plugin.onConfig?.(state, config);
-    const router = this.buildRouter(config);
-    if (router.issues.length) {
-      const issues = router.issues.map(formatIssue);
+    // Paths are checked before plugins see the config: a refused config must leave no trace in them.
+    const conflicts = this.routeEntries(config, () => EMPTY_RUNTIME);
+    const issues = new ChannelRouter(conflicts).issues.map(formatIssue);
+    if (issues.length) {
       if (first) throw new ConfigError(issues);
       throw new Error(issues.join('; '));
     }
-    this.router = router;
+    for (const { plugin, state } of this.active) await plugin.onConfig?.(state, config);
+    const steps = { registry: this.services, invoke: (req: InvokeRequest) => this.invoke(req) };
+    this.router = new ChannelRouter(this.routeEntries(config, (channel) => buildChain(channel, config, this.active, this.api, steps)));
     const proxies = config.server.trusted_proxies;
     this.trusted = trustedProxies(proxies);
     if (!proxies) this.log.warn('server.trusted_proxies is not set: X-Svc-Forwarded-For and X-Forwarded-For are honoured from any client, which can then pick the address rate limits see');
@@ -154,18 +156,16 @@ export class Kernel {
     }
   }
 
-  private buildRouter(config: SvcConfig): ChannelRouter {
-    const steps = { registry: this.services, invoke: (req: InvokeRequest) => this.invoke(req) };
+  private routeEntries(config: SvcConfig, chainOf: (channel: Channel) => ChannelRuntime): RouteEntry[] {
     const entries: RouteEntry[] = [];
     for (const route of this.routes) {
       const runtime: ChannelRuntime = { channel: systemChannel(route), steps: [route.handler], onError: [], onResponse: [] };
       entries.push({ runtime, pattern: route.url, methods: Array.isArray(route.method) ? route.method : [route.method], path: ['plugin route', route.name] });
     }
     config.channel_rest.forEach((channel, i) => {
-      const runtime = buildChain(channel, config, this.active, this.api, steps);
-      entries.push({ runtime, pattern: toRoutePattern(channel.url_path), methods: channel.method ? [channel.method] : undefined, path: ['channel_rest', i, 'url_path'] });
+      entries.push({ runtime: chainOf(channel), pattern: toRoutePattern(channel.url_path), methods: channel.method ? [channel.method] : undefined, path: ['channel_rest', i, 'url_path'] });
     });
-    return new ChannelRouter(entries);
+    return entries;
   }
 
   invoke(req: InvokeRequest): Promise<InvokeResult> {
@@ -205,6 +205,8 @@ export class Kernel {
     await this.store.close();
   }
 }
+
+const EMPTY_RUNTIME: ChannelRuntime = { channel: {} as Channel, steps: [], onError: [], onResponse: [] };
 
 function systemChannel(route: SystemRoute): Channel {
   return {

@@ -2,16 +2,16 @@ import type { FieldDescriptor } from './sandbox/protocol.ts';
 
 /**
  * Checks a request's input against a service's typed model, before the service runs.
- * Values that came from the URL are text, so they are converted to the declared type;
- * values from the payload must already have it. Defaults fill absent optional fields.
+ * Values that arrived as text (URL parameters, XML/form/HL7 fields) are converted to the
+ * declared type; values from a JSON payload must already have it. Defaults fill absent optional fields.
  * Returns the problem (naming the field) or undefined.
  */
-export type InputChecker = (input: Record<string, unknown>, fromUrl: ReadonlySet<string>) => string | undefined;
+export type InputChecker = (input: Record<string, unknown>, textKeys: ReadonlySet<string>) => string | undefined;
 
 export function compileModel(model: Record<string, FieldDescriptor> | null): InputChecker | undefined {
   if (!model) return undefined;
   const fields = Object.entries(model);
-  return function checkInput(input, fromUrl) {
+  return function checkInput(input, textKeys) {
     for (const [name, field] of fields) {
       let value = input[name];
       if (value === undefined || value === null) {
@@ -19,7 +19,7 @@ export function compileModel(model: Record<string, FieldDescriptor> | null): Inp
         if (field.default !== undefined) input[name] = structuredClone(field.default);
         continue;
       }
-      if (fromUrl.has(name) && typeof value === 'string') {
+      if (textKeys.has(name) && typeof value === 'string') {
         const converted = fromText(value, field.type);
         if (converted === INVALID) return `field '${name}' must be ${article(field.type)}`;
         input[name] = value = converted;

@@ -36,6 +36,11 @@ export interface ConfigIssue {
 export interface Contributions {
   /** Values of `channel_rest[].data_format` this plugin handles. */
   dataFormats?: readonly string[];
+  /**
+   * Of those, the formats whose payload field values are text (XML, form, HL7): the kernel
+   * converts them to a typed model's declared types, as it does for URL parameters.
+   */
+  textFormats?: readonly string[];
   /** Schemas of `security[]` entries by `type` (the base keys name/type are added by the kernel). */
   securityTypes?: Record<string, z.ZodRawShape>;
   /** Extra keys on every `security[]` entry (e.g. rate_limiting). */

@@ -21,3 +21,5 @@ export { toBase64, fromBase64, utf8Encode, utf8Decode } from './internal/bytes.t
 export function service<M extends Model = Model>(definition: ServiceDefinition<M>): ServiceDefinition<M> {
   return definition;
 }
+export * from './hl7.ts';
+export * from './download.ts';

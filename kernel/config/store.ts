@@ -83,6 +83,7 @@ export class ConfigStore extends EventEmitter {
     private readonly log: Logger,
     initialText: string,
     initial: SvcConfig,
+    private readonly env: NodeJS.ProcessEnv = process.env,
   ) {
     super();
     this.config = initial;
@@ -97,7 +98,7 @@ export class ConfigStore extends EventEmitter {
   async apply(raw: unknown, source: string): Promise<boolean> {
     let next: SvcConfig;
     try {
-      next = validate(raw, this.plugins);
+      next = validate(raw, this.plugins, this.env);
     } catch (err) {
       const issues = err instanceof ConfigError ? err.issues : [String((err as Error).message)];
       this.log.error({ source, issues }, 'config change refused; the running config stays');
@@ -133,7 +134,7 @@ export class ConfigStore extends EventEmitter {
     this.lastText = text;
     let raw: unknown;
     try {
-      raw = readSource(text, process.env);
+      raw = readSource(text, this.env);
     } catch (err) {
       const issues = err instanceof ConfigError ? err.issues : [String((err as Error).message)];
       this.log.error({ source: this.file, issues }, 'config change refused; the running config stays');

@@ -39,15 +39,19 @@ export function buildChain(channel: Channel, config: SvcConfig, plugins: readonl
   };
   const chain: HookFn[] = [];
   for (const phase of CHAIN_PHASES) {
-    if (phase === 'validate') chain.push(prepareInput(channel, steps.registry));
+    if (phase === 'validate') chain.push(prepareInput(channel, steps.registry, isTextFormat(channel, plugins)));
     chain.push(...(tapped(phase) as HookFn[]));
     if (phase === 'invoke') chain.push(invokeService(channel, steps.invoke));
   }
   return { channel, steps: chain, onError: tapped('onError') as ErrorHookFn[], onResponse: tapped('onResponse') as HookFn[] };
 }
 
+function isTextFormat(channel: Channel, plugins: readonly ActivePlugin[]): boolean {
+  return plugins.some(({ plugin }) => plugin.contributes?.textFormats?.includes(channel.data_format));
+}
+
 /** Spec A.3–A.5, A.11: verb handlers, parameter precedence, the typed input model. */
-function prepareInput(channel: Channel, registry: ServiceRegistry): HookFn {
+function prepareInput(channel: Channel, registry: ServiceRegistry, textPayload: boolean): HookFn {
   const qsOverPath = channel.url_params_pri === 'qs_over_path';
   const urlOverMsg = channel.params_pri === 'url_over_msg';
   return function mergeAndCheckInput(ex) {
@@ -59,20 +63,22 @@ function prepareInput(channel: Channel, registry: ServiceRegistry): HookFn {
     const url = qsOverPath ? { ...ex.pathParams, ...ex.query } : { ...ex.query, ...ex.pathParams };
     const payload = ex.payload;
     const fields = payload && typeof payload === 'object' && !Array.isArray(payload) && !Buffer.isBuffer(payload) ? (payload as Record<string, unknown>) : undefined;
-    const fromUrl = new Set<string>();
+    // Values that arrived as text (URL, and text formats' payloads) are converted to a model's types.
+    const textKeys = new Set<string>();
     let input: Record<string, unknown>;
     if (!fields) {
       input = url;
-      for (const k in url) fromUrl.add(k);
+      for (const k in url) textKeys.add(k);
     } else if (urlOverMsg) {
       input = { ...fields, ...url };
-      for (const k in url) fromUrl.add(k);
+      for (const k in url) textKeys.add(k);
     } else {
       input = { ...url, ...fields };
-      for (const k in url) if (!(k in fields)) fromUrl.add(k);
+      for (const k in url) if (!(k in fields)) textKeys.add(k);
     }
+    if (fields && textPayload) for (const k in fields) textKeys.add(k);
     ex.input = input;
-    const problem = svc.checkInput?.(input, fromUrl);
+    const problem = svc.checkInput?.(input, textKeys);
     if (problem) throw new SvcError('INVALID_INPUT', `Invalid input: ${problem}`);
   };
 }
@@ -90,13 +96,7 @@ const ERROR_CODES: Record<ServiceErrorKind | 'MethodNotAllowed' | 'OutputTooLarg
   Error: 'SERVICE_FAILED',
 };
 
-function headerText(value: string | string[] | undefined): string {
-  return Array.isArray(value) ? value.join(', ') : (value ?? '');
-}
-
 export function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
-  const headers: Record<string, string> = {};
-  for (const name in ex.headers) headers[name] = headerText(ex.headers[name]);
   const raw = ex.rawBody;
   return {
     service,
@@ -106,7 +106,7 @@ export function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
     path: ex.path,
     input: ex.input,
     payload: Buffer.isBuffer(ex.payload) ? undefined : ex.payload,
-    headers,
+    headers: ex.visibleHeaders(),
     query: ex.query,
     pathParams: ex.pathParams,
     rawBody: raw && raw.length ? (isUtf8(raw) ? { text: raw.toString('utf8') } : { base64: raw.toString('base64') }) : undefined,

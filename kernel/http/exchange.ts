@@ -22,6 +22,7 @@ export class HttpExchange implements Exchange {
   replied = false;
   readonly locals: Record<string, unknown> = {};
   private clientAddr: string | undefined;
+  private hidden: Set<string> | undefined;
   private reading: Promise<Buffer> | undefined;
 
   constructor(
@@ -39,6 +40,21 @@ export class HttpExchange implements Exchange {
     this.path = path;
     this.headers = request.headers;
     this.remoteAddress = request.socket.remoteAddress ?? '';
+  }
+
+  hideHeader(name: string): void {
+    (this.hidden ??= new Set()).add(name.toLowerCase());
+  }
+
+  visibleHeaders(): Record<string, string> {
+    const out: Record<string, string> = {};
+    const hidden = this.hidden;
+    for (const name in this.headers) {
+      if (hidden?.has(name)) continue;
+      const value = this.headers[name];
+      out[name] = Array.isArray(value) ? value.join(', ') : (value ?? '');
+    }
+    return out;
   }
 
   get log(): Logger {

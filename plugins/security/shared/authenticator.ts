@@ -32,9 +32,11 @@ export function authenticator(accepted: readonly AcceptedCredential[], group?: s
     ex.log.debug({ channel: ex.channel.name, security: ex.channel.security, reason }, 'authentication failed');
     return new SvcError('UNAUTHORIZED', undefined, { headers: challenge && { ...challenge } });
   };
-  const settle = (ex: Exchange, record: SecretRecord | undefined): void => {
+  const settle = (ex: Exchange, record: SecretRecord | undefined, header: string): void => {
     if (record === undefined) throw reject(ex, 'invalid credentials');
     ex.auth = authOf(record);
+    // The service learns who called (ctx.user), never the secret itself.
+    ex.hideHeader(header);
   };
 
   return function authenticate(ex: Exchange): void | Promise<void> {
@@ -50,9 +52,10 @@ export function authenticator(accepted: readonly AcceptedCredential[], group?: s
       token = found;
     }
     if (chosen === undefined || token === undefined) throw reject(ex, 'no credentials');
+    const header = chosen.verifier.header;
     const result = chosen.verifier.verify(token, chosen.scope);
-    if (result instanceof Promise) return result.then((record) => settle(ex, record));
-    settle(ex, result);
+    if (result instanceof Promise) return result.then((record) => settle(ex, record, header));
+    settle(ex, result, header);
   };
 }
 

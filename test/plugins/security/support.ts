@@ -8,7 +8,7 @@ import type { TestKernel } from '../../helpers/kernel.ts';
 
 /** A service that answers with who called it. */
 export const WHOAMI = {
-  'whoami.ts': `import { service } from 'svc/sdk';\nexport default service({ handle: (ctx) => ({ user: ctx.user ?? null }) });\n`,
+  'whoami.ts': `import { service } from 'svc/sdk';\nexport default service({ handle: (ctx) => ({ user: ctx.user ?? null, ...(ctx.input.headers ? { headers: ctx.headers } : {}) }) });\n`,
 };
 
 export function basic(username: string, password: string): string {

@@ -49,6 +49,15 @@ describe('Basic Auth channels', () => {
     expect(again.statusCode).toBe(200);
   });
 
+  it('keeps the credential header away from the service', async () => {
+    const res = await get('/crm?headers=1', { authorization: basic('crm-user', 'crm-secret'), 'x-other': 'kept' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().headers['x-other']).toBe('kept');
+    expect(res.json().headers.authorization).toBeUndefined();
+    const open = await get('/open?headers=1', { authorization: 'Bearer for-the-service' });
+    expect(open.json().headers.authorization).toBe('Bearer for-the-service');
+  });
+
   it('accepts a password containing colons', async () => {
     const res = await get('/erp', { authorization: basic('erp', 'erp:pass:word') });
     expect(res.statusCode).toBe(200);

@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import { definePlugin, type HookFn } from '../../../kernel/plugin.ts';
+import type { Exchange, ResponseDraft } from '../../../kernel/exchange.ts';
+import { SvcError } from '../../../kernel/errors.ts';
+import { decodeHl7Bytes } from './bytes.ts';
+import { parseHl7, serializeHl7, type Hl7MessageInput } from './codec.ts';
+import { flattenFields } from './fields.ts';
+import { Hl7Error, type Hl7Payload } from './types.ts';
+
+export const HL7_CONTENT_TYPE = 'x-application/hl7-v2+er7; charset=utf-8';
+
+function hasContentType(r: ResponseDraft): boolean {
+  if (r.contentType) return true;
+  for (const name in r.headers) if (name.toLowerCase() === 'content-type') return true;
+  return false;
+}
+
+/** The service gets the flat fields (`PID.5.1`) and the exact structure; the text as received is ctx.rawBody. */
+export function hl7Payload(text: string): Hl7Payload {
+  const message = parseHl7(text);
+  return Object.assign(flattenFields(message), message) as Hl7Payload;
+}
+
+const parseHl7Body: HookFn = async (ex) => {
+  const body = await ex.readBody();
+  if (body.length === 0) return;
+  try {
+    ex.payload = hl7Payload(decodeHl7Bytes(body));
+  } catch (err) {
+    if (err instanceof Hl7Error) throw new SvcError('MALFORMED_BODY', `Malformed HL7 message: ${err.message}`);
+    throw err;
+  }
+};
+
+function isMessage(v: unknown): v is Hl7MessageInput {
+  return v !== null && typeof v === 'object' && Array.isArray((v as { segments?: unknown }).segments);
+}
+
+function serializeHl7Body(ex: Exchange): void {
+  const r = ex.response;
+  const body = r.body;
+  if (body === undefined) return;
+  if (typeof body !== 'string' && !Buffer.isBuffer(body)) {
+    if (!isMessage(body)) throw new SvcError('INTERNAL', 'Service output cannot be written as HL7: return ER7 text or a message with a segments array');
+    try {
+      r.body = serializeHl7(body);
+    } catch (err) {
+      if (err instanceof Hl7Error) throw new SvcError('INTERNAL', `Service output cannot be written as HL7: ${err.message}`);
+      throw err;
+    }
+  }
+  if (!hasContentType(r)) r.contentType = HL7_CONTENT_TYPE;
+}
+
+export default definePlugin({
+  name: 'hl7',
+  kind: 'format',
+  version: '1.0.0',
+  configSchema: z.object({}).strict(),
+  contributes: { dataFormats: ['hl7'], textFormats: ['hl7'] },
+  hooks: {
+    parse: ({ channel }) => (channel.data_format === 'hl7' ? parseHl7Body : undefined),
+    serialize: ({ channel }) => (channel.data_format === 'hl7' ? serializeHl7Body : undefined),
+  },
+});

@@ -1,0 +1,133 @@
+import busboy from 'busboy';
+import { addField, FieldNameError } from '../form/fields.ts';
+import type { Fields } from '../form/fields.ts';
+import type { UploadedFile } from '../../../kernel/exchange.ts';
+
+/**
+ * multipart/form-data body → fields and files, with busboy reading the already-buffered body.
+ * Any limit crossed fails the whole request (never a truncated file or a dropped part).
+ */
+
+export interface MultipartLimits {
+  maxFileBytes: number;
+  maxFiles: number;
+  maxFields: number;
+  maxTotalBytes: number;
+  maxFieldBytes: number;
+}
+
+export type MultipartFailure = 'malformed' | 'too_large' | 'media_type';
+
+export class MultipartError extends Error {
+  constructor(message: string, readonly kind: MultipartFailure) {
+    super(message);
+    this.name = 'MultipartError';
+  }
+}
+
+export interface MultipartResult {
+  fields: Fields;
+  files: UploadedFile[];
+}
+
+const FIELD_NAME_BYTES = 200;
+
+export function parseMultipart(body: Buffer, contentType: string | undefined, limits: MultipartLimits): Promise<MultipartResult> {
+  if (contentType === undefined || !/^multipart\/form-data\s*(;|$)/i.test(contentType)) {
+    return Promise.reject(new MultipartError(`expected Content-Type multipart/form-data, got ${contentType === undefined ? 'none' : JSON.stringify(contentType)}`, 'media_type'));
+  }
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({
+      headers: { 'content-type': contentType },
+      defParamCharset: 'utf8', // browsers send non-ASCII filenames as raw UTF-8
+      preservePath: false,
+      // busboy counts reaching a size limit as truncation, so it gets one byte more than we allow.
+      limits: {
+        fileSize: limits.maxFileBytes + 1,
+        files: limits.maxFiles,
+        fields: limits.maxFields,
+        fieldSize: limits.maxFieldBytes + 1,
+      },
+    });
+  } catch (err) {
+    return Promise.reject(new MultipartError(err instanceof Error ? err.message : String(err), 'malformed'));
+  }
+
+  return new Promise<MultipartResult>((resolve, reject) => {
+    const fields: Fields = {};
+    const files: UploadedFile[] = [];
+    let totalBytes = 0;
+    let settled = false;
+    let pendingFiles = 0;
+    let parserClosed = false;
+
+    const fail = (err: MultipartError) => {
+      if (settled) return;
+      settled = true;
+      reject(err);
+    };
+    const maybeDone = () => {
+      if (!settled && parserClosed && pendingFiles === 0) {
+        settled = true;
+        resolve({ fields, files });
+      }
+    };
+
+    // busboy applies no name limit to multipart bodies, so it is checked here.
+    const nameTooLong = (name: string) => name.length > FIELD_NAME_BYTES / 4 && Buffer.byteLength(name) > FIELD_NAME_BYTES;
+    const nameTooLongError = () => new MultipartError(`a field name is longer than ${FIELD_NAME_BYTES} bytes`, 'too_large');
+
+    parser.on('field', (name, value, info) => {
+      if (settled) return;
+      if (nameTooLong(name)) return fail(nameTooLongError());
+      if (info.valueTruncated) return fail(new MultipartError(`field ${JSON.stringify(name)} is larger than ${limits.maxFieldBytes} bytes`, 'too_large'));
+      try {
+        addField(fields, name, value);
+      } catch (err) {
+        fail(new MultipartError(err instanceof FieldNameError ? err.message : String(err), 'malformed'));
+      }
+    });
+
+    parser.on('file', (field, stream, info) => {
+      pendingFiles++;
+      if (nameTooLong(field)) fail(nameTooLongError());
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.on('data', (chunk: Buffer) => {
+        if (settled) return;
+        size += chunk.length;
+        totalBytes += chunk.length;
+        if (totalBytes > limits.maxTotalBytes) {
+          fail(new MultipartError(`uploaded files together exceed ${limits.maxTotalBytes} bytes`, 'too_large'));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      stream.on('limit', () => fail(new MultipartError(`file ${JSON.stringify(info.filename ?? field)} is larger than ${limits.maxFileBytes} bytes`, 'too_large')));
+      stream.on('error', (err: Error) => fail(new MultipartError(err.message, 'malformed')));
+      stream.on('end', () => {
+        pendingFiles--;
+        if (settled) return;
+        const filename = info.filename ?? '';
+        // A browser's empty file input sends a part with no name and no bytes: not an upload.
+        if (!(filename === '' && size === 0)) {
+          if (field === '__proto__' || field === 'constructor' || field === 'prototype') {
+            return fail(new MultipartError(`the field name ${JSON.stringify(field)} is not allowed`, 'malformed'));
+          }
+          files.push({ field, filename, contentType: info.mimeType, content: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+        }
+        maybeDone();
+      });
+    });
+
+    parser.on('filesLimit', () => fail(new MultipartError(`more than ${limits.maxFiles} files`, 'too_large')));
+    parser.on('fieldsLimit', () => fail(new MultipartError(`more than ${limits.maxFields} fields`, 'too_large')));
+    parser.on('error', (err: Error) => fail(new MultipartError(err.message, 'malformed')));
+    parser.on('close', () => {
+      parserClosed = true;
+      maybeDone();
+    });
+    parser.end(body);
+  });
+}
