@@ -45,7 +45,10 @@ class SandboxWorker {
     onMessage: (w: SandboxWorker, header: Record<string, unknown>, body: string) => void,
   ) {
     this.ready = new Promise((r) => (this.markReady = r));
-    this.wire = new Wire(child.stdio[3] as Socket, (h, b) => {
+    const channel = child.stdio[3] as Socket;
+    // The channel closes as the process dies, before 'exit' is seen: route nothing more to it.
+    channel.on('close', () => (this.alive = false));
+    this.wire = new Wire(channel, (h, b) => {
       if (h.t === 'ready') this.markReady();
       else onMessage(this, h, b);
     });
