@@ -13,6 +13,7 @@ const want = (name: string) => only.length === 0 || only.includes(name);
 /** Suites that are modules with run(). */
 const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   kernel: () => import('./suites/kernel.ts'),
+  security: () => import('./suites/security.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */
