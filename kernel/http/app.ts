@@ -70,8 +70,9 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
     done(null, payload);
   });
 
+  const logRequests = deps.log.isLevelEnabled('info');
   app.addHook('onResponse', (request, reply, done) => {
-    request.log.info({ channel: (request as unknown as { svcChannel?: string }).svcChannel, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    if (logRequests) request.log.info({ channel: (request as unknown as { svcChannel?: string }).svcChannel, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
     done();
   });
 

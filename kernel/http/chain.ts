@@ -96,15 +96,26 @@ const ERROR_CODES: Record<ServiceErrorKind | 'MethodNotAllowed' | 'OutputTooLarg
   Error: 'SERVICE_FAILED',
 };
 
+/** Input fields that are not the payload's own value (undefined when input is not built on the payload). */
+function inputOverPayload(input: Record<string, unknown>, payload: unknown): Record<string, unknown> | undefined {
+  if (!payload || typeof payload !== 'object' || Array.isArray(payload) || Buffer.isBuffer(payload)) return undefined;
+  const fields = payload as Record<string, unknown>;
+  for (const k in fields) if (!(k in input)) return undefined;
+  const over: Record<string, unknown> = {};
+  for (const k in input) if (input[k] !== fields[k]) over[k] = input[k];
+  return over;
+}
+
 export function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
   const raw = ex.rawBody;
+  const over = inputOverPayload(ex.input, ex.payload);
   return {
     service,
     cid: ex.cid,
     channel: ex.channel.name,
     method: ex.method,
     path: ex.path,
-    input: ex.input,
+    ...(over ? { inputOverPayload: over } : { input: ex.input }),
     payload: Buffer.isBuffer(ex.payload) ? undefined : ex.payload,
     headers: ex.visibleHeaders(),
     query: ex.query,

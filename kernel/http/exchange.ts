@@ -71,7 +71,10 @@ export class HttpExchange implements Exchange {
 
   private async collect(): Promise<Buffer> {
     const limit = this.bodyLimit;
-    const declared = Number(this.headers['content-length']);
+    const length = this.headers['content-length'];
+    // No length and no chunked encoding: HTTP says there is no body; skip the stream machinery.
+    if ((length === undefined || length === '0') && this.headers['transfer-encoding'] === undefined) return (this.rawBody = EMPTY);
+    const declared = Number(length);
     if (declared > limit) throw new SvcError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { headers: { connection: 'close' } });
     const chunks: Buffer[] = [];
     let size = 0;
@@ -102,6 +105,8 @@ export class HttpExchange implements Exchange {
     else socket.destroy();
   }
 }
+
+const EMPTY = Buffer.alloc(0);
 
 function canonical(address: string): string {
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;

@@ -187,7 +187,9 @@ export class SandboxPool {
   async invoke(request: InvokeRequest): Promise<InvokeResult> {
     const worker = await this.anyLive();
     const id = this.nextId++;
-    const wireRequest = JSON.stringify({ ...request, callId: id });
+    // callId goes first so the isolate can route host calls; the rest is the request as it is.
+    const json = JSON.stringify(request);
+    const wireRequest = `{"callId":${id},${json.slice(1)}`;
     return new Promise<InvokeResult>((resolve, reject) => {
       worker.inflight.set(id, { request, resolve, reject });
       worker.wire.send({ t: 'call', id, svc: request.service }, wireRequest);

@@ -11,7 +11,13 @@ export interface InvokeRequest {
   /** Upper-case HTTP method; selects a verb handler. */
   method: string;
   path?: string;
-  input: Record<string, unknown>;
+  /** Absent when `inputOverPayload` is given: input is then the payload's fields with those on top. */
+  input?: Record<string, unknown>;
+  /**
+   * Input fields that differ from the payload's (URL parameters, defaults, converted values):
+   * the payload's fields cross the boundary once, not twice.
+   */
+  inputOverPayload?: Record<string, unknown>;
   payload?: unknown;
   headers?: Record<string, string>;
   query?: Record<string, string | string[]>;

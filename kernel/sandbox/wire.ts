@@ -5,6 +5,9 @@ import type { Socket } from 'node:net';
  * `<header JSON>\t<body JSON>` where the body is passed through without re-parsing
  * (it goes straight into an isolate as text). Writes made in one tick leave in one write.
  */
+const STATS = process.env.SVC_WIRE_STATS ? { flushes: 0, messages: 0 } : undefined;
+if (STATS) setInterval(() => process.stderr.write(`wire ${process.pid}: ${STATS.messages} msgs / ${STATS.flushes} writes\n`), 2000).unref();
+
 export class Wire {
   private pending: string[] = [];
   private scheduled = false;
@@ -48,6 +51,7 @@ export class Wire {
   private readonly flush = (): void => {
     this.scheduled = false;
     if (!this.pending.length || this.socket.destroyed) return;
+    if (STATS) (STATS.flushes++, (STATS.messages += this.pending.length));
     const out = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
     this.pending = [];
     this.socket.write(out);

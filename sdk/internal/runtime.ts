@@ -61,7 +61,8 @@ interface WireRequest {
   channel?: string;
   method: string;
   path?: string;
-  input: Record<string, unknown>;
+  input?: Record<string, unknown>;
+  inputOverPayload?: Record<string, unknown>;
   payload?: unknown;
   headers?: Record<string, string>;
   query?: Record<string, string | string[]>;
@@ -91,7 +92,7 @@ function makeContext(req: WireRequest, logs: Array<[string, string]>): Context {
     channel: req.channel,
     method: req.method,
     path: req.path,
-    input: req.input ?? {},
+    input: req.inputOverPayload ? { ...(req.payload as Record<string, unknown>), ...req.inputOverPayload } : (req.input ?? {}),
     payload: req.payload,
     query: req.query ?? {},
     pathParams: req.pathParams ?? {},
