@@ -22,6 +22,7 @@ const scripts: Record<string, string> = {
   formats: 'formats-http.ts',
   'rate-limit-micro': 'rate-limit-micro.ts',
   'rate-limit': 'rate-limit-http.ts',
+  pubsub: 'pubsub.ts',
 };
 
 for (const [name, loadSuite] of Object.entries(suites)) {

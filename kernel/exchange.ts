@@ -71,6 +71,11 @@ export interface Exchange {
   reply(status: number, body: unknown, headers?: Record<string, string>): void;
   /** Closes the TCP connection with a reset and writes no response at all. */
   drop(): void;
+  /**
+   * Calls done(true) once the response left the process (handed to the socket), or done(false)
+   * if the connection failed first. Register before replying.
+   */
+  onSent(done: (written: boolean) => void): void;
   readonly log: Logger;
   /** Scratch space for plugins, keyed by plugin name. */
   readonly locals: Record<string, unknown>;

@@ -23,3 +23,4 @@ export function service<M extends Model = Model>(definition: ServiceDefinition<M
 }
 export * from './hl7.ts';
 export * from './download.ts';
+export { publish, type PublishOptions } from './pubsub.ts';

@@ -95,6 +95,27 @@ export class HttpExchange implements Exchange {
     sendDraft(this);
   }
 
+  onSent(done: (written: boolean) => void): void {
+    const raw = this.replyTo.raw;
+    // A pipelined response queued behind another never sees 'close' when the connection dies: watch the socket too.
+    const socket = this.request.raw.socket;
+    let settled = false;
+    const settle = (written: boolean) => {
+      if (settled) return;
+      settled = true;
+      raw.off('finish', onFinish);
+      raw.off('close', onClose);
+      socket.off('close', onClose);
+      done(written);
+    };
+    const onFinish = () => settle(true);
+    const onClose = () => settle(raw.writableFinished);
+    raw.on('finish', onFinish);
+    raw.on('close', onClose);
+    socket.on('close', onClose);
+    if (raw.destroyed || socket.destroyed) settle(false);
+  }
+
   drop(): void {
     if (this.replied) return;
     this.replied = true;

@@ -35,6 +35,7 @@ export function exchangeOf(channel: Channel, body: Buffer | string = '', headers
     path: channel.url_path,
     headers,
     hideHeader() {},
+    onSent: (done) => done(true),
     visibleHeaders: () => ({ ...headers }),
     remoteAddress: '127.0.0.1',
     clientAddress: '127.0.0.1',

@@ -1,0 +1,125 @@
+/** In-memory records of the engine. The store mirrors the persistent ones (see persistence.ts). */
+
+export interface Message {
+  msgId: string;
+  /** Publication order, increasing; survives restarts (stored). */
+  seq: number;
+  topic: string;
+  data: unknown;
+  /** JSON text of data, as stored. */
+  dataJson: string;
+  size: number;
+  mimeType: string;
+  priority: number;
+  expiration: number | undefined;
+  expiresAt: number | undefined;
+  pubTime: number;
+  recvTime: number;
+  correlId: string | undefined;
+  inReplyTo: string | undefined;
+  extClientId: string | undefined;
+  hasGd: boolean;
+  publisher: string;
+  /** Stored in the data store (GD on a non-ephemeral topic). */
+  persistent: boolean;
+  /** Queue entries, in-flight deliveries and the topic's retained slot holding this message. */
+  refs: number;
+}
+
+export interface Entry {
+  msg: Message;
+  deliveryCount: number;
+  enqueuedAt: number;
+}
+
+export type SubscriptionSource = 'config' | 'api';
+
+export interface Subscription {
+  subKey: string;
+  endpoint: string;
+  topic: string;
+  source: SubscriptionSource;
+  /** Stored (the topic is not ephemeral). */
+  persistent: boolean;
+  createdAt: number;
+  queue: EntryQueue;
+}
+
+export const PRIORITY_LEVELS = 10;
+
+/**
+ * A subscriber queue (or a topic's retained set): one array per priority, each sorted by
+ * publication order. Appends are the common case (O(1)); late arrivals (retained moves,
+ * redeliveries, group commits finishing out of order) go in by binary search.
+ */
+export class EntryQueue {
+  readonly buckets: Entry[][] = Array.from({ length: PRIORITY_LEVELS }, () => []);
+  private size = 0;
+
+  get count(): number {
+    return this.size;
+  }
+
+  insert(entry: Entry): void {
+    const bucket = this.buckets[entry.msg.priority]!;
+    const seq = entry.msg.seq;
+    if (bucket.length === 0 || bucket[bucket.length - 1]!.msg.seq < seq) {
+      bucket.push(entry);
+    } else {
+      let lo = 0;
+      let hi = bucket.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (bucket[mid]!.msg.seq < seq) lo = mid + 1;
+        else hi = mid;
+      }
+      bucket.splice(lo, 0, entry);
+    }
+    this.size++;
+  }
+
+  /** Every entry, in no particular order. */
+  *entries(): IterableIterator<Entry> {
+    for (const bucket of this.buckets) yield* bucket;
+  }
+
+  removeAll(): Entry[] {
+    const all: Entry[] = [];
+    for (let p = 0; p < PRIORITY_LEVELS; p++) {
+      all.push(...this.buckets[p]!);
+      this.buckets[p] = [];
+    }
+    this.size = 0;
+    return all;
+  }
+
+  /** Removes the given entries (a set of this queue's entries). */
+  remove(gone: ReadonlySet<Entry>): void {
+    if (gone.size === 0) return;
+    for (let p = 0; p < PRIORITY_LEVELS; p++) {
+      const bucket = this.buckets[p]!;
+      let prefix = 0;
+      while (prefix < bucket.length && gone.has(bucket[prefix]!)) prefix++;
+      let later = 0;
+      for (let i = prefix; i < bucket.length; i++) if (gone.has(bucket[i]!)) later++;
+      // Gets usually take a prefix of each bucket: splice it instead of copying the bucket.
+      if (later === 0) bucket.splice(0, prefix);
+      else this.buckets[p] = bucket.filter((e) => !gone.has(e));
+      this.size -= prefix + later;
+    }
+  }
+
+  /** Removes and returns the entries that satisfy the predicate. */
+  removeWhere(predicate: (entry: Entry) => boolean): Entry[] {
+    const removed: Entry[] = [];
+    for (let p = 0; p < PRIORITY_LEVELS; p++) {
+      const bucket = this.buckets[p]!;
+      if (!bucket.some(predicate)) continue;
+      const kept: Entry[] = [];
+      for (const e of bucket) (predicate(e) ? removed : kept).push(e);
+      this.buckets[p] = kept;
+    }
+    this.size -= removed.length;
+    return removed;
+  }
+}

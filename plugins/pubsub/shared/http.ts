@@ -1,0 +1,138 @@
+import { STATUS_CODES } from 'node:http';
+import sjson from 'secure-json-parse';
+import type { Capabilities, PubSubDelivery, PubSubEndpointView, PubSubEngineApi } from '../../../kernel/capabilities.ts';
+import type { Exchange } from '../../../kernel/exchange.ts';
+import { SvcError } from '../../../kernel/errors.ts';
+import type { KernelApi } from '../../../kernel/plugin.ts';
+import { topicFromPath } from './topic-name.ts';
+
+export const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="svc pubsub", charset="UTF-8"' };
+
+/** The MIME type of a published message: Content-Type without parameters; form bodies are JSON (spec B). */
+export function mimeTypeOf(contentType: string | string[] | undefined): string {
+  const value = (Array.isArray(contentType) ? contentType[0] : contentType)?.split(';')[0]?.trim().toLowerCase();
+  if (!value) return 'application/json';
+  return value === 'application/x-www-form-urlencoded' ? 'text/json' : value;
+}
+
+/** `200 OK`, `401 Unauthorized`: the status descriptions variant B puts in its bodies. */
+export function statusLine(status: number): string {
+  return `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+}
+
+/** What both variants need at request time; looked up lazily, as plugin setup order is not fixed. */
+export class PubSubContext {
+  private engineRef: PubSubEngineApi | undefined;
+  private authRef: Capabilities['security.basic.authenticate'] | undefined;
+
+  constructor(private readonly kernel: KernelApi) {}
+
+  get engine(): PubSubEngineApi {
+    this.engineRef ??= this.kernel.lookup<PubSubEngineApi>('pubsub.engine');
+    if (!this.engineRef) throw new SvcError('SERVICE_UNAVAILABLE', 'Pub/sub is not available', { cause: new Error('the pubsub engine plugin is not loaded') });
+    return this.engineRef;
+  }
+
+  /** HTTP Basic Auth only (spec, Authentication 6): the definition names the endpoint. */
+  async identify(ex: Exchange): Promise<PubSubEndpointView> {
+    this.authRef ??= this.kernel.lookup<Capabilities['security.basic.authenticate']>('security.basic.authenticate');
+    if (!this.authRef) throw new SvcError('SERVICE_UNAVAILABLE', 'Pub/sub is not available', { cause: new Error('the basic-auth plugin is not loaded') });
+    const header = ex.headers.authorization;
+    const info = await this.authRef(Array.isArray(header) ? header[0] : header);
+    if (!info) throw new PubSubRefusal('UNAUTHORIZED', 'missing or invalid Basic Auth credentials', BASIC_CHALLENGE);
+    const endpoint = this.engine.endpointBySecurity(info.definition);
+    if (!endpoint) {
+      throw new PubSubRefusal('UNAUTHORIZED', `basic_auth definition '${info.definition}' identifies no pub/sub endpoint`, BASIC_CHALLENGE);
+    }
+    return endpoint;
+  }
+}
+
+/**
+ * A refusal whose reason goes to the log only; the client gets the catalogue's basic message
+ * (spec, Errors 6: details and tracebacks in the server log).
+ */
+export class PubSubRefusal extends SvcError {
+  constructor(
+    code: ConstructorParameters<typeof SvcError>[0],
+    readonly reason: string,
+    headers?: Record<string, string>,
+    details?: string,
+  ) {
+    super(code, details, { headers });
+  }
+}
+
+/** The topic of the path's wildcard part; 404 when it cannot be a topic name. */
+export function topicOf(ex: Exchange): string {
+  const topic = topicFromPath(ex.pathParams['*']);
+  if (topic === undefined) throw new PubSubRefusal('NOT_FOUND', `not a topic name: '${String(ex.pathParams['*']).slice(0, 200)}'`, undefined, 'Topic not found');
+  return topic;
+}
+
+export function requirePublish(endpoint: PubSubEndpointView, topic: string, engine: PubSubEngineApi): void {
+  if (!endpoint.canPublish(topic)) throw new PubSubRefusal('FORBIDDEN', `endpoint '${endpoint.name}' has no publication permission for '${topic}'`);
+  if (!engine.hasTopic(topic)) throw new PubSubRefusal('NOT_FOUND', `no topic '${topic}'`, undefined, 'Topic not found');
+}
+
+export function requireSubscribe(endpoint: PubSubEndpointView, topic: string, engine: PubSubEngineApi): void {
+  if (!endpoint.canSubscribe(topic)) throw new PubSubRefusal('FORBIDDEN', `endpoint '${endpoint.name}' has no subscription permission for '${topic}'`);
+  if (!engine.hasTopic(topic)) throw new PubSubRefusal('NOT_FOUND', `no topic '${topic}'`, undefined, 'Topic not found');
+}
+
+/** The body read as JSON (whatever Content-Type says); undefined when empty. */
+export async function readJson(ex: Exchange, invalidDetails: string): Promise<unknown> {
+  const body = await ex.readBody();
+  if (body.length === 0) return undefined;
+  try {
+    return sjson.parse(body.toString('utf8'), undefined, { protoAction: 'remove', constructorAction: 'remove' });
+  } catch (err) {
+    throw new PubSubRefusal('INVALID_INPUT', `body is not JSON: ${(err as Error).message}`, undefined, invalidDetails);
+  }
+}
+
+/** Replies; done(written) says whether the response left the process or the connection failed first. */
+export function replyTracked(ex: Exchange, status: number, body: unknown, done: (written: boolean) => void): void {
+  let settled = false;
+  ex.onSent((written) => {
+    if (!settled) (settled = true), done(written);
+  });
+  try {
+    ex.reply(status, body);
+  } catch (err) {
+    if (!settled) (settled = true), done(false);
+    throw err;
+  }
+}
+
+/** Sends a get's messages; they are deleted once written, or go back to their queues if the connection failed. */
+export function replyWithDelivery(ex: Exchange, body: unknown, delivery: PubSubDelivery, context: Record<string, unknown>): void {
+  replyTracked(ex, 200, body, (written) => {
+    if (written) {
+      delivery.ack();
+      return;
+    }
+    ex.log.warn({ ...context, messages: delivery.messages.length }, 'pubsub: response not written, messages go back to the queue');
+    delivery.nack();
+  });
+}
+
+/** Logs a failed call with everything known; returns the status and the basic details for the client. */
+export function describeFailure(ex: Exchange, err: unknown, operation: string): { status: number; details: string; headers: Record<string, string> | undefined } {
+  if (err instanceof PubSubRefusal) {
+    ex.log.info({ operation, code: err.code, reason: err.reason }, `pubsub: ${operation} refused`);
+    return { status: err.status, details: err.details, headers: err.headers };
+  }
+  if (err instanceof SvcError) {
+    const level = err.status >= 500 ? 'warn' : 'info';
+    ex.log[level]({ operation, code: err.code, details: err.details, cause: err.cause }, `pubsub: ${operation} failed`);
+    return { status: err.status, details: err.details, headers: err.headers };
+  }
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE') {
+    ex.log.info({ operation, code }, `pubsub: ${operation} abandoned, the client closed the connection`);
+    return { status: 400, details: 'Bad request', headers: undefined };
+  }
+  ex.log.error({ err, operation }, `pubsub: ${operation} failed`);
+  return { status: 500, details: 'Internal server error', headers: undefined };
+}

@@ -1,0 +1,18 @@
+import { z } from 'zod';
+import { definePlugin } from '../../../kernel/plugin.ts';
+import { PubSubContext } from '../shared/http.ts';
+import { routesA } from './routes.ts';
+
+/** Pub/sub REST API, variant A: four operations under /svc/pubsub (spec, Endpoints B). See README.md. */
+export default definePlugin<Record<string, never>, undefined>({
+  name: 'pubsub-rest-a',
+  kind: 'pubsub',
+  version: '1.0.0',
+  configSchema: z.object({}).strict().default({}),
+  setup(kernel) {
+    const ctx = new PubSubContext(kernel);
+    for (const route of routesA(ctx)) kernel.addRoute(route);
+    return undefined;
+  },
+  hooks: {},
+});

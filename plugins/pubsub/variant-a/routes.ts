@@ -1,0 +1,139 @@
+import type { PubSubMessageView } from '../../../kernel/capabilities.ts';
+import { errorBody } from '../../../kernel/errors.ts';
+import type { Exchange } from '../../../kernel/exchange.ts';
+import type { SystemRoute } from '../../../kernel/plugin.ts';
+import {
+  describeFailure,
+  mimeTypeOf,
+  PubSubRefusal,
+  readJson,
+  replyWithDelivery,
+  requirePublish,
+  requireSubscribe,
+  topicOf,
+  type PubSubContext,
+} from '../shared/http.ts';
+import { publishRequestA, type MessageA } from './schemas.ts';
+
+export const PREFIX_A = '/svc/pubsub';
+const INVALID = 'Invalid input';
+/** A get returns every queued message, but never more data than this in one response. */
+export const MAX_GET_BYTES_A = 20_000_000;
+
+export function toMessageA(m: PubSubMessageView): MessageA {
+  const out: MessageA = {
+    data: m.data,
+    delivery_count: m.deliveryCount,
+    expiration: m.expiration ?? 0,
+    ext_client_id: m.extClientId ?? '',
+    has_gd: m.hasGd,
+    mime_type: m.mimeType,
+    msg_id: m.msgId,
+    priority: m.priority,
+    pub_time_iso: new Date(m.pubTime).toISOString(),
+    size: m.size,
+    sub_key: m.subKey,
+    topic_name: m.topic,
+  };
+  if (m.expiresAt !== undefined) out.expiration_time_iso = new Date(m.expiresAt).toISOString();
+  if (m.correlId !== undefined) out.correl_id = m.correlId;
+  if (m.inReplyTo !== undefined) out.in_reply_to = m.inReplyTo;
+  return out;
+}
+
+function fail(ex: Exchange, err: unknown, operation: string): void {
+  const { status, details, headers } = describeFailure(ex, err, operation);
+  ex.reply(status, errorBody(ex.cid, details), headers);
+}
+
+export function routesA(ctx: PubSubContext): SystemRoute[] {
+  async function publish(ex: Exchange): Promise<void> {
+    try {
+      const endpoint = await ctx.identify(ex);
+      const topic = topicOf(ex);
+      requirePublish(endpoint, topic, ctx.engine);
+      const body = await readJson(ex, INVALID);
+      const parsed = publishRequestA.safeParse(body ?? {});
+      if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `publish to '${topic}': ${parsed.error.message}`, undefined, INVALID);
+      const req = parsed.data;
+      const { msgId } = await ctx.engine.publish({
+        topic,
+        data: req.data,
+        mimeType: mimeTypeOf(ex.headers['content-type']),
+        priority: req.priority,
+        expiration: req.expiration,
+        correlId: req.correl_id,
+        inReplyTo: req.in_reply_to,
+        extClientId: req.ext_client_id,
+        hasGd: req.has_gd,
+        publisher: endpoint.name,
+      });
+      ex.reply(200, { msg_id: msgId });
+    } catch (err) {
+      fail(ex, err, 'publish');
+    }
+  }
+
+  async function getMessages(ex: Exchange): Promise<void> {
+    try {
+      const endpoint = await ctx.identify(ex);
+      const topic = topicOf(ex);
+      const subKey = ctx.engine.subscriptionKey(endpoint.name, topic);
+      if (subKey === undefined) {
+        ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: get messages without a subscription, returning an empty list');
+        ex.reply(200, []);
+        return;
+      }
+      const delivery = ctx.engine.take([subKey], { order: 'lifo', maxMessages: Infinity, maxBytes: MAX_GET_BYTES_A });
+      replyWithDelivery(ex, delivery.messages.map(toMessageA), delivery, { endpoint: endpoint.name, topic });
+    } catch (err) {
+      fail(ex, err, 'get messages');
+    }
+  }
+
+  async function subscribe(ex: Exchange): Promise<void> {
+    try {
+      const endpoint = await ctx.identify(ex);
+      const topic = topicOf(ex);
+      requireSubscribe(endpoint, topic, ctx.engine);
+      const result = await ctx.engine.subscribe(endpoint.name, topic);
+      if (result.created) {
+        ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: subscribed');
+        ex.reply(200, { sub_key: result.subKey, queue_depth: result.queueDepth });
+      } else {
+        ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: already subscribed, no new subscription made');
+        ex.reply(200, { sub_key: result.subKey });
+      }
+    } catch (err) {
+      fail(ex, err, 'subscribe');
+    }
+  }
+
+  async function unsubscribe(ex: Exchange): Promise<void> {
+    try {
+      const endpoint = await ctx.identify(ex);
+      const topic = topicOf(ex);
+      const existed = await ctx.engine.unsubscribe(endpoint.name, topic);
+      ex.log.info({ endpoint: endpoint.name, topic }, existed ? 'pubsub: unsubscribed, subscription key deleted' : 'pubsub: unsubscribe without a subscription, nothing to do');
+      ex.reply(200, {});
+    } catch (err) {
+      fail(ex, err, 'unsubscribe');
+    }
+  }
+
+  const byMethod = (handlers: Record<string, (ex: Exchange) => Promise<void>>) => (ex: Exchange) => handlers[ex.method]!(ex);
+  return [
+    {
+      name: 'pubsub-a topic',
+      method: ['POST', 'PATCH'],
+      url: `${PREFIX_A}/topic/*`,
+      handler: byMethod({ POST: publish, PATCH: getMessages }),
+    },
+    {
+      name: 'pubsub-a subscription',
+      method: ['POST', 'DELETE'],
+      url: `${PREFIX_A}/subscribe/topic/*`,
+      handler: byMethod({ POST: subscribe, DELETE: unsubscribe }),
+    },
+  ];
+}

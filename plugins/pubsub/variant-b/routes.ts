@@ -1,0 +1,151 @@
+import type { PubSubMessageView } from '../../../kernel/capabilities.ts';
+import type { Exchange } from '../../../kernel/exchange.ts';
+import type { SystemRoute } from '../../../kernel/plugin.ts';
+import {
+  describeFailure,
+  mimeTypeOf,
+  PubSubRefusal,
+  readJson,
+  replyWithDelivery,
+  requirePublish,
+  requireSubscribe,
+  statusLine,
+  topicOf,
+  type PubSubContext,
+} from '../shared/http.ts';
+import { formatDuration } from './duration.ts';
+import { getRequestB, publishRequestB, type MetaB } from './schemas.ts';
+
+export const PREFIX_B = '/pubsub';
+const INVALID = 'Invalid request data';
+const NO_SUBSCRIPTION = 'No subscription found for user';
+const OK = statusLine(200);
+
+export function toMetaB(m: PubSubMessageView, now: number): MetaB {
+  const meta: MetaB = {
+    topic_name: m.topic,
+    size: m.size,
+    priority: m.priority,
+    expiration: m.expiration ?? 0,
+    msg_id: m.msgId,
+    correl_id: m.correlId ?? '',
+    pub_time_iso: new Date(m.pubTime).toISOString(),
+    recv_time_iso: new Date(m.recvTime).toISOString(),
+    time_since_pub: formatDuration(now - m.pubTime),
+    time_since_recv: formatDuration(now - m.recvTime),
+    sub_key: m.subKey,
+  };
+  if (m.expiresAt !== undefined) meta.expiration_time_iso = new Date(m.expiresAt).toISOString();
+  if (m.extClientId !== undefined) meta.ext_client_id = m.extClientId;
+  if (m.inReplyTo !== undefined) meta.in_reply_to = m.inReplyTo;
+  return meta;
+}
+
+/** Variant B's error body: `{is_ok: false, cid, details, status}` (spec, Errors 6). */
+function fail(ex: Exchange, err: unknown, operation: string): void {
+  const { status, details, headers } = describeFailure(ex, err, operation);
+  ex.reply(status, { is_ok: false, cid: ex.cid, details, status: statusLine(status) }, headers);
+}
+
+function objectBody(body: unknown, what: string): Record<string, unknown> {
+  if (body === undefined) return {};
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new PubSubRefusal('INVALID_INPUT', `${what}: the body is not a JSON object`, undefined, INVALID);
+  return body as Record<string, unknown>;
+}
+
+export function routesB(ctx: PubSubContext, now: () => number): SystemRoute[] {
+  async function publish(ex: Exchange): Promise<void> {
+    try {
+      const endpoint = await ctx.identify(ex);
+      const topic = topicOf(ex);
+      requirePublish(endpoint, topic, ctx.engine);
+      const parsed = publishRequestB.safeParse(objectBody(await readJson(ex, INVALID), 'publish'));
+      if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `publish to '${topic}': ${parsed.error.message}`, undefined, INVALID);
+      const req = parsed.data;
+      const { msgId } = await ctx.engine.publish({
+        topic,
+        data: req.data,
+        mimeType: mimeTypeOf(ex.headers['content-type']),
+        priority: req.priority,
+        expiration: req.expiration,
+        correlId: req.correl_id ?? ex.cid,
+        inReplyTo: req.in_reply_to,
+        extClientId: req.ext_client_id,
+        hasGd: true,
+        pubTime: req.pub_time === undefined ? undefined : Date.parse(req.pub_time),
+        publisher: endpoint.name,
+      });
+      ex.reply(200, { is_ok: true, cid: ex.cid, msg_id: msgId, status: OK });
+    } catch (err) {
+      fail(ex, err, 'publish');
+    }
+  }
+
+  async function getMessages(ex: Exchange): Promise<void> {
+    try {
+      const endpoint = await ctx.identify(ex);
+      const parsed = getRequestB.safeParse(objectBody(await readJson(ex, INVALID), 'get messages'));
+      if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `get messages: ${parsed.error.message}`, undefined, INVALID);
+      const subKeys = ctx.engine.subscriptionKeys(endpoint.name);
+      if (subKeys.length === 0) throw new PubSubRefusal('UNAUTHORIZED', `endpoint '${endpoint.name}' has no subscription`, undefined, NO_SUBSCRIPTION);
+      const delivery = ctx.engine.take(subKeys, { order: 'priority', maxMessages: parsed.data.max_messages, maxBytes: parsed.data.max_len });
+      const t = now();
+      const messages = delivery.messages.map((m) => ({ data: m.data, meta: toMetaB(m, t) }));
+      const body: Record<string, unknown> = { is_ok: true, cid: ex.cid, messages, message_count: messages.length, status: OK };
+      if (messages.length === 1) {
+        body.data = messages[0]!.data;
+        body.meta = messages[0]!.meta;
+      }
+      replyWithDelivery(ex, body, delivery, { endpoint: endpoint.name });
+    } catch (err) {
+      fail(ex, err, 'get messages');
+    }
+  }
+
+  async function subscribe(ex: Exchange): Promise<void> {
+    try {
+      const endpoint = await ctx.identify(ex);
+      const topic = topicOf(ex);
+      requireSubscribe(endpoint, topic, ctx.engine);
+      const result = await ctx.engine.subscribe(endpoint.name, topic);
+      if (result.created) {
+        ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: subscribed');
+        ex.reply(200, { is_ok: true, cid: ex.cid, sub_key: result.subKey, queue_depth: result.queueDepth, status: OK });
+      } else {
+        ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: already subscribed, no new subscription made');
+        ex.reply(200, { is_ok: true, cid: ex.cid, sub_key: result.subKey, status: OK });
+      }
+    } catch (err) {
+      fail(ex, err, 'subscribe');
+    }
+  }
+
+  async function unsubscribe(ex: Exchange): Promise<void> {
+    try {
+      const endpoint = await ctx.identify(ex);
+      const topic = topicOf(ex);
+      const existed = await ctx.engine.unsubscribe(endpoint.name, topic);
+      ex.log.info({ endpoint: endpoint.name, topic }, existed ? 'pubsub: unsubscribed, subscription key deleted' : 'pubsub: unsubscribe without a subscription, nothing to do');
+      ex.reply(200, { is_ok: true, cid: ex.cid, status: OK });
+    } catch (err) {
+      fail(ex, err, 'unsubscribe');
+    }
+  }
+
+  /** B answers wrong methods in its own body shape. */
+  const byMethod = (handlers: Record<string, (ex: Exchange) => Promise<void>>) => {
+    const allow = Object.keys(handlers).join(', ');
+    return (ex: Exchange) => {
+      const handler = handlers[ex.method];
+      if (handler) return handler(ex);
+      ex.reply(405, { is_ok: false, cid: ex.cid, details: 'Method not allowed', status: statusLine(405) }, { allow });
+      return undefined;
+    };
+  };
+  const ALL = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
+  return [
+    { name: 'pubsub-b publish', method: ALL, url: `${PREFIX_B}/topic/*`, handler: byMethod({ POST: publish }) },
+    { name: 'pubsub-b get', method: ALL, url: `${PREFIX_B}/messages/get`, handler: byMethod({ POST: getMessages }) },
+    { name: 'pubsub-b subscription', method: ALL, url: `${PREFIX_B}/subscribe/topic/*`, handler: byMethod({ POST: subscribe, DELETE: unsubscribe }) },
+  ];
+}

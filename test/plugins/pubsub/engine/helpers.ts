@@ -1,0 +1,55 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { ManualClock } from '../../../../kernel/clock.ts';
+import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
+import { PubSubEngine, type ResourceSet } from '../../../../plugins/pubsub/engine/engine.ts';
+import type { PubSubPublishRequest } from '../../../../kernel/capabilities.ts';
+
+export const RESOURCES: ResourceSet = {
+  topics: [{ name: '/orders/new' }, { name: '/orders/paid' }, { name: '/small', max_depth: 3 }],
+  endpoints: [
+    { name: 'ep.a', security: 'sec.a', pub: ['/orders/*', '/small'], sub: ['/orders/**', '/small'] },
+    { name: 'ep.b', security: 'sec.b', pub: ['/orders/new'], sub: ['/orders/*'] },
+  ],
+  subscriptions: [],
+};
+
+export interface EngineFixture {
+  engine: PubSubEngine;
+  store: SqliteStore;
+  clock: ManualClock;
+  file: string;
+  reopen(resources?: ResourceSet): Promise<EngineFixture>;
+  close(): Promise<void>;
+}
+
+export async function openEngine(resources: ResourceSet = RESOURCES, dir?: string, clock = new ManualClock()): Promise<EngineFixture> {
+  const base = dir ?? mkdtempSync(join(tmpdir(), 'svc-pubsub-'));
+  const file = join(base, 'svc.db');
+  const store = new SqliteStore(file);
+  const engine = await PubSubEngine.open({ store, clock, log: pino({ level: 'silent' }), defaultMaxDepth: 10_000, sweepIntervalMs: 0 });
+  await engine.applyConfig(resources);
+  const fixture: EngineFixture = {
+    engine,
+    store,
+    clock,
+    file,
+    async reopen(next = resources) {
+      await engine.close();
+      await store.close();
+      return openEngine(next, base, clock);
+    },
+    async close() {
+      await engine.close();
+      await store.close();
+      if (!dir) rmSync(base, { recursive: true, force: true });
+    },
+  };
+  return fixture;
+}
+
+export function msg(topic: string, data: unknown, extra: Partial<PubSubPublishRequest> = {}): PubSubPublishRequest {
+  return { topic, data, mimeType: 'application/json', priority: 5, expiration: undefined, hasGd: false, publisher: 'ep.a', ...extra };
+}
