@@ -48,6 +48,8 @@ function parseQuery(search: string): Record<string, string | string[]> {
 export function buildHttp(deps: HttpDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.log,
+    // No child logger per request: most requests log one line. Exchange.log makes one on demand.
+    childLoggerFactory: (logger: Logger) => logger,
     // One log line per request comes from our onResponse hook, with the channel in it.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'cid' }),
     genReqId: cidGenerator(),
@@ -72,7 +74,7 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
 
   const logRequests = deps.log.isLevelEnabled('info');
   app.addHook('onResponse', (request, reply, done) => {
-    if (logRequests) request.log.info({ channel: (request as unknown as { svcChannel?: string }).svcChannel, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    if (logRequests) deps.log.info({ cid: request.id, channel: (request as unknown as { svcChannel?: string }).svcChannel, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
     done();
   });
 
@@ -82,7 +84,7 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error.statusCode ?? 500;
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (status >= 500) deps.log.error({ cid: request.id, err: error }, 'request failed');
     reply.code(status >= 400 && status < 600 ? status : 500).send(errorBody(request.id, status < 500 ? error.message : 'Internal server error'));
   });
 

@@ -23,6 +23,7 @@ export class HttpExchange implements Exchange {
   readonly locals: Record<string, unknown> = {};
   private clientAddr: string | undefined;
   private hidden: Set<string> | undefined;
+  private logger: Logger | undefined;
   private reading: Promise<Buffer> | undefined;
 
   constructor(
@@ -58,7 +59,7 @@ export class HttpExchange implements Exchange {
   }
 
   get log(): Logger {
-    return this.request.log as unknown as Logger;
+    return (this.logger ??= (this.request.log as unknown as Logger).child({ cid: this.cid }));
   }
 
   get clientAddress(): string {

@@ -36,6 +36,7 @@ class SandboxWorker {
   readonly inflight = new Map<number, Pending>();
   readonly deploys = new Map<string, (o: DeployOutcome) => void>();
   ready: Promise<void>;
+  isReady = false;
   alive = true;
   private markReady!: () => void;
 
@@ -49,7 +50,10 @@ class SandboxWorker {
     // The channel closes as the process dies, before 'exit' is seen: route nothing more to it.
     channel.on('close', () => (this.alive = false));
     this.wire = new Wire(channel, (h, b) => {
-      if (h.t === 'ready') this.markReady();
+      if (h.t === 'ready') {
+        this.isReady = true;
+        this.markReady();
+      }
       else onMessage(this, h, b);
     });
   }
@@ -145,12 +149,12 @@ export class SandboxPool {
     return this.workers.filter((w): w is SandboxWorker => !!w && w.alive);
   }
 
+  /** The live worker with the fewest calls in flight; waits a little when none is live (restart). */
   private async anyLive(): Promise<SandboxWorker> {
     for (let attempt = 0; attempt < 100; attempt++) {
-      const live = this.live();
-      if (live.length) {
-        let best = live[0]!;
-        for (const w of live) if (w.inflight.size < best.inflight.size) best = w;
+      let best: SandboxWorker | undefined;
+      for (const w of this.workers) if (w?.alive && (!best || w.inflight.size < best.inflight.size)) best = w;
+      if (best) {
         await best.ready;
         return best;
       }
@@ -184,8 +188,19 @@ export class SandboxPool {
     for (const w of this.live()) w.wire.send({ t: 'undeploy', name });
   }
 
-  async invoke(request: InvokeRequest): Promise<InvokeResult> {
-    const worker = await this.anyLive();
+  invoke(request: InvokeRequest): Promise<InvokeResult> {
+    const worker = this.readyWorker();
+    return worker ? this.send(worker, request) : this.anyLive().then((w) => this.send(w, request));
+  }
+
+  /** The least busy worker that is live and ready, without waiting (the usual case). */
+  private readyWorker(): SandboxWorker | undefined {
+    let best: SandboxWorker | undefined;
+    for (const w of this.workers) if (w?.alive && w.isReady && (!best || w.inflight.size < best.inflight.size)) best = w;
+    return best;
+  }
+
+  private send(worker: SandboxWorker, request: InvokeRequest): Promise<InvokeResult> {
     const id = this.nextId++;
     // callId goes first so the isolate can route host calls; the rest is the request as it is.
     const json = JSON.stringify(request);

@@ -56,7 +56,6 @@ const PRELUDE = `
 
 /** Calls one isolate runs at once; more wait here, outside its heap. */
 const MAX_CONCURRENT_CALLS = 32;
-const SYNC_START = process.env.SVC_SYNC_START === '1';
 
 let sdkCode = '';
 let caps: Caps = { defaultMemoryMb: 64, maxMemoryMb: 512, defaultTimeoutMs: 5000, maxTimeoutMs: 60000, maxOutputBytes: 16 << 20 };
@@ -203,20 +202,7 @@ function startWaiting(instance: Instance): void {
     instance.running.set(item.id, entry);
     json += (i ? ',' : '') + item.json;
   }
-  if (SYNC_START) {
-    // The synchronous part of the batch runs here, under V8's own timeout; what continues
-    // after an await runs on isolated-vm's threads under the watchdog.
-    try {
-      instance.dispatchMany.applySync(undefined, [json + ']'], { timeout: Math.max(1, Math.min(...batch.map((b) => calls.get(b.id)?.service.timeoutMs ?? 1000))) });
-    } catch (err) {
-      for (const item of batch) {
-        const entry = calls.get(item.id);
-        if (entry) entry.timedOut = /timed out/i.test(String((err as Error).message));
-      }
-      dispose(instance, 'timeout');
-      failCallsOf(instance);
-    }
-  } else instance.dispatchMany.applyIgnored(undefined, [json + ']']);
+  instance.dispatchMany.applyIgnored(undefined, [json + ']']);
 }
 
 function onResults(instance: Instance | undefined, ids: string, lines: string): void {

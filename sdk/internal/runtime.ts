@@ -79,36 +79,64 @@ function envOf(req: WireRequest): Record<string, string> {
   return env;
 }
 
-function makeContext(req: WireRequest, logs: Array<[string, string]>): Context {
-  const response: ResponseControl = { status: 200, headers: {}, contentType: undefined };
-  let env: Record<string, string> | undefined;
-  let files: UploadedFile[] | undefined;
-  const raw = req.rawBody;
-  const log = (level: string) => (message: string) => {
-    if (logs.length < MAX_LOG_LINES) logs.push([level, String(message).slice(0, MAX_LOG_LINE)]);
-  };
-  return {
-    cid: req.cid,
-    channel: req.channel,
-    method: req.method,
-    path: req.path,
-    input: req.inputOverPayload ? { ...(req.payload as Record<string, unknown>), ...req.inputOverPayload } : (req.input ?? {}),
-    payload: req.payload,
-    query: req.query ?? {},
-    pathParams: req.pathParams ?? {},
-    headers: req.headers ?? {},
-    get env() {
-      return (env ??= envOf(req));
-    },
-    rawBody: raw && 'text' in raw ? raw.text : '',
-    rawBytes: () => (!raw ? new Uint8Array(0) : 'text' in raw ? utf8Encode(raw.text) : fromBase64(raw.base64)),
-    get files() {
-      return (files ??= (req.files ?? []).map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, content: fromBase64(f.base64) })));
-    },
-    user: req.auth,
-    response,
-    log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
-  };
+/**
+ * One request as the service sees it. A class, so a call costs one object: the lazily built
+ * parts (env, files, log) live on the prototype.
+ */
+class CallContext implements Context {
+  readonly cid: string;
+  readonly channel: string | undefined;
+  readonly method: string;
+  readonly path: string | undefined;
+  readonly input: Record<string, unknown>;
+  readonly payload: unknown;
+  readonly query: Record<string, string | string[]>;
+  readonly pathParams: Record<string, string>;
+  readonly headers: Record<string, string>;
+  readonly rawBody: string;
+  readonly user: User | undefined;
+  readonly response: ResponseControl = { status: 200, headers: {}, contentType: undefined };
+  readonly logs: Array<[string, string]> = [];
+  private envCache: Record<string, string> | undefined;
+  private filesCache: UploadedFile[] | undefined;
+  private logCache: Context['log'] | undefined;
+
+  constructor(private readonly req: WireRequest) {
+    this.cid = req.cid;
+    this.channel = req.channel;
+    this.method = req.method;
+    this.path = req.path;
+    this.input = req.inputOverPayload ? { ...(req.payload as Record<string, unknown>), ...req.inputOverPayload } : (req.input ?? {});
+    this.payload = req.payload;
+    this.query = req.query ?? {};
+    this.pathParams = req.pathParams ?? {};
+    this.headers = req.headers ?? {};
+    const raw = req.rawBody;
+    this.rawBody = raw && 'text' in raw ? raw.text : '';
+    this.user = req.auth;
+  }
+
+  get env(): Record<string, string> {
+    return (this.envCache ??= envOf(this.req));
+  }
+
+  rawBytes(): Uint8Array {
+    const raw = this.req.rawBody;
+    return !raw ? new Uint8Array(0) : 'text' in raw ? utf8Encode(raw.text) : fromBase64(raw.base64);
+  }
+
+  get files(): UploadedFile[] {
+    return (this.filesCache ??= (this.req.files ?? []).map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, content: fromBase64(f.base64) })));
+  }
+
+  get log(): Context['log'] {
+    if (this.logCache) return this.logCache;
+    const logs = this.logs;
+    const at = (level: string) => (message: string) => {
+      if (logs.length < MAX_LOG_LINES) logs.push([level, String(message).slice(0, MAX_LOG_LINE)]);
+    };
+    return (this.logCache = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') });
+  }
 }
 
 function pickHandler(method: string): ((ctx: Context) => unknown) | undefined {
@@ -131,37 +159,50 @@ function finish(envelope: Record<string, unknown>): string {
   return text;
 }
 
-/** Runs one request; never throws: every outcome is a JSON envelope. */
-async function dispatch(req: WireRequest): Promise<string> {
-  const logs: Array<[string, string]> = [];
-  let ctx: Context | undefined;
-  let cid: string | undefined;
+function succeeded(ctx: CallContext, out: unknown): string {
+  const r = ctx.response;
+  const status = typeof r.status === 'number' && r.status >= 100 && r.status <= 599 ? Math.floor(r.status) : 200;
+  const envelope: Record<string, unknown> = { status, headers: r.headers, contentType: r.contentType, logs: ctx.logs };
+  if (out instanceof Uint8Array) {
+    envelope.body = toBase64(out);
+    envelope.bodyEncoding = 'base64';
+  } else if (out instanceof ArrayBuffer) {
+    envelope.body = toBase64(new Uint8Array(out));
+    envelope.bodyEncoding = 'base64';
+  } else envelope.body = out;
+  return finish(envelope);
+}
+
+function failed(ctx: CallContext | undefined, err: unknown): string {
+  const headers = ctx?.response.headers ?? {};
+  const logs = ctx?.logs ?? [];
+  if (err instanceof ServiceError) return finish({ status: err.status, headers, error: { kind: err.kind, message: String(err.message) }, logs });
+  const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return finish({ status: 500, headers, error: { kind: 'Error', message }, logs });
+}
+
+/**
+ * Runs one request; never throws: every outcome is a JSON envelope. A handler that returns
+ * without a promise is answered in the same turn (no microtask, no promise).
+ */
+function dispatch(req: WireRequest): string | Promise<string> {
+  let ctx: CallContext | undefined;
+  const cid = req.cid;
   try {
     currentCallId = req.callId;
-    cid = req.cid;
-    callIdByCid.set(cid, req.callId);
-    ctx = makeContext(req, logs);
+    ctx = new CallContext(req);
     const handler = pickHandler(req.method);
-    if (!handler) return finish({ status: 405, headers: {}, error: { kind: 'MethodNotAllowed', message: 'Method not allowed' }, logs });
-    const out = await handler.call(definition, ctx);
-    const r = ctx.response;
-    const status = typeof r.status === 'number' && r.status >= 100 && r.status <= 599 ? Math.floor(r.status) : 200;
-    const envelope: Record<string, unknown> = { status, headers: r.headers, contentType: r.contentType, logs };
-    if (out instanceof Uint8Array) {
-      envelope.body = toBase64(out);
-      envelope.bodyEncoding = 'base64';
-    } else if (out instanceof ArrayBuffer) {
-      envelope.body = toBase64(new Uint8Array(out));
-      envelope.bodyEncoding = 'base64';
-    } else envelope.body = out;
-    return finish(envelope);
+    if (!handler) return finish({ status: 405, headers: {}, error: { kind: 'MethodNotAllowed', message: 'Method not allowed' }, logs: [] });
+    const out = handler.call(definition, ctx);
+    if (out === null || typeof out !== 'object' || typeof (out as { then?: unknown }).then !== 'function') return succeeded(ctx, out);
+    callIdByCid.set(cid, req.callId);
+    const running = ctx;
+    return (out as Promise<unknown>).then(
+      (value) => (callIdByCid.delete(cid), succeeded(running, value)),
+      (err) => (callIdByCid.delete(cid), failed(running, err)),
+    );
   } catch (err) {
-    const headers = ctx?.response.headers ?? {};
-    if (err instanceof ServiceError) return finish({ status: err.status, headers, error: { kind: err.kind, message: String(err.message) }, logs });
-    const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-    return finish({ status: 500, headers, error: { kind: 'Error', message }, logs });
-  } finally {
-    if (cid !== undefined) callIdByCid.delete(cid);
+    return failed(ctx, err);
   }
 }
 
@@ -223,7 +264,12 @@ function deliver(callId: number, envelope: string): void {
 /** Starts a batch of requests (a JSON array) and returns at once; results arrive through deliver. */
 function dispatchMany(requestsJson: string): void {
   const requests = parse(requestsJson) as WireRequest[];
-  for (const req of requests) void dispatch(req).then((envelope) => deliver(req.callId, envelope));
+  for (let i = 0; i < requests.length; i++) {
+    const req = requests[i]!;
+    const outcome = dispatch(req);
+    if (typeof outcome === 'string') deliver(req.callId, outcome);
+    else void outcome.then((envelope) => deliver(req.callId, envelope));
+  }
 }
 
 if (send && done) G.__svc_runtime = { dispatchMany, register, resolveHostCall };
