@@ -8,7 +8,7 @@ import { stringify } from 'yaml';
 
 /** Seconds of load per measurement (after a 1 s warm-up). */
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 
 interface CannonResult {
   requests: { average: number };

@@ -24,6 +24,8 @@ const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 /** Past this many deaths a minute a worker is restarted with a delay, so a crash loop cannot spin a core. */
 const CRASH_BURST = 5;
+/** Calls in flight on one sandbox process before new calls go to the next one. */
+const SPILL_AT = Number(process.env.SVC_SPILL_AT ?? 48);
 
 interface Pending {
   request: InvokeRequest;
@@ -193,10 +195,18 @@ export class SandboxPool {
     return worker ? this.send(worker, request) : this.anyLive().then((w) => this.send(w, request));
   }
 
-  /** The least busy worker that is live and ready, without waiting (the usual case). */
+  /**
+   * A live, ready worker without waiting (the usual case): the first one with room below
+   * SPILL_AT calls in flight, else the least busy. Filling one process first keeps batches
+   * large (one hand-over carries many calls); the others take the overflow and slow services.
+   */
   private readyWorker(): SandboxWorker | undefined {
     let best: SandboxWorker | undefined;
-    for (const w of this.workers) if (w?.alive && w.isReady && (!best || w.inflight.size < best.inflight.size)) best = w;
+    for (const w of this.workers) {
+      if (!w?.alive || !w.isReady) continue;
+      if (w.inflight.size < SPILL_AT) return w;
+      if (!best || w.inflight.size < best.inflight.size) best = w;
+    }
     return best;
   }
 
