@@ -3,6 +3,7 @@
 // so a service that overwrites JSON or globals affects only itself.
 import type { Context, ResponseControl, ServiceDefinition, UploadedFile, User } from '../context.ts';
 import { ServiceError } from '../errors.ts';
+import type { InvokeRequest } from '../../kernel/sandbox/protocol.ts';
 import { fromBase64, toBase64, utf8Encode } from './bytes.ts';
 
 /** Fire-and-forget host function; the host answers later through resolveHostCall. */
@@ -55,22 +56,8 @@ export async function callHost(op: string, args: unknown, cid?: string): Promise
   throw new ServiceError(e.kind, e.status, e.message);
 }
 
-interface WireRequest {
-  callId: number;
-  cid: string;
-  channel?: string;
-  method: string;
-  path?: string;
-  input?: Record<string, unknown>;
-  inputOverPayload?: Record<string, unknown>;
-  payload?: unknown;
-  headers?: Record<string, string>;
-  query?: Record<string, string | string[]>;
-  pathParams?: Record<string, string>;
-  rawBody?: { text: string } | { base64: string };
-  files?: Array<{ field: string; filename: string; contentType: string; base64: string }>;
-  auth?: User;
-}
+/** What the kernel sends for one call (kernel/sandbox/protocol.ts), with the call's id in this process. */
+type WireRequest = InvokeRequest & { callId: number };
 
 function envOf(req: WireRequest): Record<string, string> {
   const env: Record<string, string> = { REQUEST_METHOD: req.method, PATH_INFO: req.path ?? '' };

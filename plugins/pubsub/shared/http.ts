@@ -136,3 +136,21 @@ export function describeFailure(ex: Exchange, err: unknown, operation: string): 
   ex.log.error({ err, operation }, `pubsub: ${operation} failed`);
   return { status: 500, details: 'Internal server error', headers: undefined };
 }
+
+/** The subscribe operation both variants share (spec: Subscription state table); they shape the body. */
+export async function subscribeCaller(ctx: PubSubContext, ex: Exchange): Promise<{ subKey: string; created: boolean; queueDepth: number }> {
+  const endpoint = await ctx.identify(ex);
+  const topic = topicOf(ex);
+  requireSubscribe(endpoint, topic, ctx.engine);
+  const result = await ctx.engine.subscribe(endpoint.name, topic);
+  ex.log.info({ endpoint: endpoint.name, topic }, result.created ? 'pubsub: subscribed' : 'pubsub: already subscribed, no new subscription made');
+  return result;
+}
+
+/** The unsubscribe operation both variants share: accepted whether or not a subscription exists. */
+export async function unsubscribeCaller(ctx: PubSubContext, ex: Exchange): Promise<void> {
+  const endpoint = await ctx.identify(ex);
+  const topic = topicOf(ex);
+  const existed = await ctx.engine.unsubscribe(endpoint.name, topic);
+  ex.log.info({ endpoint: endpoint.name, topic }, existed ? 'pubsub: unsubscribed, subscription key deleted' : 'pubsub: unsubscribe without a subscription, nothing to do');
+}

@@ -9,8 +9,9 @@ import {
   readJson,
   replyWithDelivery,
   requirePublish,
-  requireSubscribe,
   topicOf,
+  subscribeCaller,
+  unsubscribeCaller,
   type PubSubContext,
 } from '../shared/http.ts';
 import { publishRequestA, type MessageA } from './schemas.ts';
@@ -93,17 +94,8 @@ export function routesA(ctx: PubSubContext): SystemRoute[] {
 
   async function subscribe(ex: Exchange): Promise<void> {
     try {
-      const endpoint = await ctx.identify(ex);
-      const topic = topicOf(ex);
-      requireSubscribe(endpoint, topic, ctx.engine);
-      const result = await ctx.engine.subscribe(endpoint.name, topic);
-      if (result.created) {
-        ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: subscribed');
-        ex.reply(200, { sub_key: result.subKey, queue_depth: result.queueDepth });
-      } else {
-        ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: already subscribed, no new subscription made');
-        ex.reply(200, { sub_key: result.subKey });
-      }
+      const result = await subscribeCaller(ctx, ex);
+      ex.reply(200, result.created ? { sub_key: result.subKey, queue_depth: result.queueDepth } : { sub_key: result.subKey });
     } catch (err) {
       fail(ex, err, 'subscribe');
     }
@@ -111,10 +103,7 @@ export function routesA(ctx: PubSubContext): SystemRoute[] {
 
   async function unsubscribe(ex: Exchange): Promise<void> {
     try {
-      const endpoint = await ctx.identify(ex);
-      const topic = topicOf(ex);
-      const existed = await ctx.engine.unsubscribe(endpoint.name, topic);
-      ex.log.info({ endpoint: endpoint.name, topic }, existed ? 'pubsub: unsubscribed, subscription key deleted' : 'pubsub: unsubscribe without a subscription, nothing to do');
+      await unsubscribeCaller(ctx, ex);
       ex.reply(200, {});
     } catch (err) {
       fail(ex, err, 'unsubscribe');

@@ -8,9 +8,10 @@ import {
   readJson,
   replyWithDelivery,
   requirePublish,
-  requireSubscribe,
   statusLine,
   topicOf,
+  subscribeCaller,
+  unsubscribeCaller,
   type PubSubContext,
 } from '../shared/http.ts';
 import { formatDuration } from './duration.ts';
@@ -104,17 +105,8 @@ export function routesB(ctx: PubSubContext, now: () => number): SystemRoute[] {
 
   async function subscribe(ex: Exchange): Promise<void> {
     try {
-      const endpoint = await ctx.identify(ex);
-      const topic = topicOf(ex);
-      requireSubscribe(endpoint, topic, ctx.engine);
-      const result = await ctx.engine.subscribe(endpoint.name, topic);
-      if (result.created) {
-        ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: subscribed');
-        ex.reply(200, { is_ok: true, cid: ex.cid, sub_key: result.subKey, queue_depth: result.queueDepth, status: OK });
-      } else {
-        ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: already subscribed, no new subscription made');
-        ex.reply(200, { is_ok: true, cid: ex.cid, sub_key: result.subKey, status: OK });
-      }
+      const result = await subscribeCaller(ctx, ex);
+      ex.reply(200, result.created ? { is_ok: true, cid: ex.cid, sub_key: result.subKey, queue_depth: result.queueDepth, status: OK } : { is_ok: true, cid: ex.cid, sub_key: result.subKey, status: OK });
     } catch (err) {
       fail(ex, err, 'subscribe');
     }
@@ -122,10 +114,7 @@ export function routesB(ctx: PubSubContext, now: () => number): SystemRoute[] {
 
   async function unsubscribe(ex: Exchange): Promise<void> {
     try {
-      const endpoint = await ctx.identify(ex);
-      const topic = topicOf(ex);
-      const existed = await ctx.engine.unsubscribe(endpoint.name, topic);
-      ex.log.info({ endpoint: endpoint.name, topic }, existed ? 'pubsub: unsubscribed, subscription key deleted' : 'pubsub: unsubscribe without a subscription, nothing to do');
+      await unsubscribeCaller(ctx, ex);
       ex.reply(200, { is_ok: true, cid: ex.cid, status: OK });
     } catch (err) {
       fail(ex, err, 'unsubscribe');
