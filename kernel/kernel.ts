@@ -98,7 +98,8 @@ export class Kernel {
     const { text, config, loaded, plugins } = await loadConfig(configPath, opts.env ?? process.env, opts.extraPlugins);
     const log = opts.logger ?? pino({ level: config.server.log_level, redact: { paths: ['*.password', '*.key', '*.secret', '*.authorization', 'headers.authorization', 'headers["x-api-key"]'], censor: '[redacted]' } });
     const dataDir = resolveDir(config.server.data_dir);
-    mkdirSync(dataDir, { recursive: true });
+    // The store holds secret hashes and the control socket lives here: owner only.
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const store = new SqliteStore(join(dataDir, 'svc.db'));
     const hostCalls = new HostCalls(log);
     const sb = config.server.sandbox;

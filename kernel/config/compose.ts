@@ -109,7 +109,9 @@ export function crossCheck(config: SvcConfig, plugins: readonly Plugin[]): Confi
   });
 
   const seenChannels = new Map<string, number>();
+  const queues = plugins.some((p) => p.kind === 'delivery');
   config.channel_rest.forEach((ch, i) => {
+    if (ch.use_queue && !queues) issues.push({ path: ['channel_rest', i, 'use_queue'], message: 'no enabled delivery plugin runs services from a queue' });
     if (seenChannels.has(ch.name)) issues.push({ path: ['channel_rest', i, 'name'], message: `duplicate channel name '${ch.name}' (also channel_rest[${seenChannels.get(ch.name)}])` });
     else seenChannels.set(ch.name, i);
     if (ch.security !== 'none' && !targets.has(ch.security)) {

@@ -18,7 +18,8 @@ export class ConfigError extends Error {
 /** YAML text → plain data, with `${NAME}` replaced from env; a missing variable is an error. */
 export function readSource(text: string, env: NodeJS.ProcessEnv): unknown {
   const doc = parseDocument(text, { prettyErrors: true });
-  if (doc.errors.length) throw new ConfigError(doc.errors.map((e) => `YAML: ${e.message}`));
+  // Line and column only: the YAML library's code frame would copy the offending line (maybe a secret) into logs.
+  if (doc.errors.length) throw new ConfigError(doc.errors.map((e) => `YAML: ${e.message.split(' at line ')[0]!.split('\n')[0]}${e.linePos ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}` : ''}`));
   const issues: string[] = [];
   const substitute = (value: unknown, path: string): unknown => {
     if (typeof value === 'string') {
@@ -94,8 +95,16 @@ export class ConfigStore extends EventEmitter {
     return this.config;
   }
 
-  /** Validates and installs a new config from any source; resolves false when refused. */
-  async apply(raw: unknown, source: string): Promise<boolean> {
+  private applying: Promise<unknown> = Promise.resolve();
+
+  /** Validates and installs a new config from any source; resolves false when refused. One at a time. */
+  apply(raw: unknown, source: string): Promise<boolean> {
+    const next = this.applying.then(() => this.applyNow(raw, source));
+    this.applying = next.catch(() => undefined);
+    return next;
+  }
+
+  private async applyNow(raw: unknown, source: string): Promise<boolean> {
     let next: SvcConfig;
     try {
       next = validate(raw, this.plugins, this.env);

@@ -31,7 +31,8 @@ function splitUrl(url: string): { path: string; search: string } {
 }
 
 function parseQuery(search: string): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+  // No prototype: `?__proto__=x` is a parameter like any other, not a way to reshape the object.
+  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
   if (!search) return out;
   for (const [k, v] of new URLSearchParams(search)) {
     const prev = out[k];

@@ -9,6 +9,9 @@ const data = z.union([z.object({ text: z.string() }).strict(), z.object({ bytes:
 const hmacArgs = z.object({ key: z.string(), data, encoding: z.enum(['hex', 'base64']) }).strict();
 const verifyArgs = hmacArgs.extend({ signature: z.string().max(1024) }).strict();
 
+const HEX = /^[0-9a-fA-F]{64}$/;
+const BASE64 = /^[A-Za-z0-9+/]{43}=$/;
+
 type Reply = { ok: true; value: unknown } | { ok: false; error: { kind: string; status: number; message: string } };
 
 function bytesOf(d: z.infer<typeof data>): Buffer {
@@ -27,7 +30,10 @@ const LOCAL: Record<string, (json: string) => unknown> = {
   'crypto.verifyHmac': (json) => {
     const args = verifyArgs.parse(JSON.parse(json));
     const expected = hmac(args);
-    const given = Buffer.from(args.signature.trim(), args.encoding);
+    const text = args.signature.trim();
+    // Only the canonical spelling counts: Buffer.from would skip junk after valid digits.
+    if (!(args.encoding === 'hex' ? HEX : BASE64).test(text)) return false;
+    const given = Buffer.from(text, args.encoding);
     return given.length === expected.length && timingSafeEqual(given, expected);
   },
 };

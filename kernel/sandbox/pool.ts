@@ -22,10 +22,20 @@ export type DeployOutcome = { ok: true; meta: ServiceMeta } | { ok: false; error
 
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-/** Past this many deaths a minute a worker is restarted with a delay, so a crash loop cannot spin a core. */
-const CRASH_BURST = 5;
+/** Past this many deaths a minute a worker is restarted after a short delay, so a crash loop cannot spin a core. */
+const CRASH_BURST = 20;
 /** Calls in flight on one sandbox process before new calls go to the next one. */
 const SPILL_AT = Number(process.env.SVC_SPILL_AT ?? 48);
+
+/**
+ * Sandbox processes get a minimal environment: the kernel's may hold secrets (`${ENV}` values
+ * of the config), and nothing in a sandbox needs them.
+ */
+function sandboxEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { NODE_OPTIONS: '' };
+  for (const name of ['PATH', 'TMPDIR', 'TZ', 'LANG', 'SVC_WIRE_STATS']) if (process.env[name] !== undefined) env[name] = process.env[name];
+  return env;
+}
 
 interface Pending {
   request: InvokeRequest;
@@ -92,7 +102,7 @@ export class SandboxPool {
     const extra = process.env.SVC_SANDBOX_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
     const child = spawn(process.execPath, ['--no-node-snapshot', ...extra, '--import', TSX, WORKER], {
       stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '' },
+      env: sandboxEnv(),
     });
     const worker = new SandboxWorker(index, child, (w, h, b) => this.onMessage(w, h, b));
     worker.wire.send({ t: 'init', caps: this.caps }, JSON.stringify(this.sdkCode));
@@ -112,7 +122,7 @@ export class SandboxPool {
     const now = Date.now();
     this.deaths.push(now);
     while (this.deaths.length && this.deaths[0]! < now - 60_000) this.deaths.shift();
-    const delay = this.deaths.length > CRASH_BURST ? Math.min(5_000, 100 * this.deaths.length) : 0;
+    const delay = this.deaths.length > CRASH_BURST ? Math.min(1_000, 20 * this.deaths.length) : 0;
     setTimeout(() => {
       if (!this.closing) this.workers[worker.index] = this.spawn(worker.index);
     }, delay).unref();

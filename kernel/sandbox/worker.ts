@@ -242,13 +242,14 @@ function failCallsOf(instance: Instance): void {
 }
 
 function onHostCall(instance: Instance | undefined, callId: number, seq: number, op: string, argsJson: string): void {
+  // Pure operations need no request: answered here whatever call they are attributed to.
+  if (isLocalHostCall(op)) {
+    answerHostCall(instance, seq, runLocalHostCall(op, argsJson));
+    return;
+  }
   const entry = calls.get(callId);
   if (!instance || !entry || entry.instance !== instance) {
     answerHostCall(instance, seq, { ok: false, error: { kind: 'Error', status: 500, message: 'host call outside a running request' } });
-    return;
-  }
-  if (isLocalHostCall(op)) {
-    answerHostCall(instance, seq, runLocalHostCall(op, argsJson));
     return;
   }
   hostCalls.set(seq + ':' + callId, instance);

@@ -11,14 +11,16 @@ type Send = (callId: number, seq: number, op: string, argsJson: string) => void;
 
 const G = globalThis as Record<string, unknown>;
 const send = G.__svc_send as Send | undefined;
-const waiting = new Map<number, (replyJson: string) => void>();
+const waiting = new Map<number, { callId: number; done: (replyJson: string) => void }>();
 let nextSeq = 0;
 
 function resolveHostCall(seq: number, replyJson: string): void {
-  const done = waiting.get(seq);
-  if (!done) return;
+  const entry = waiting.get(seq);
+  if (!entry) return;
   waiting.delete(seq);
-  done(replyJson);
+  // The code that awaited this reply resumes next, on behalf of the call that made it.
+  currentCallId = entry.callId;
+  entry.done(replyJson);
 }
 const stringify = JSON.stringify;
 const parse = JSON.parse;
@@ -31,7 +33,8 @@ let maxOutput = 16 * 1024 * 1024;
 
 /**
  * Host calls are attributed to a request: by its CID when the caller passes one (spec D:
- * outgoing methods take the CID first), else to the request that started last.
+ * outgoing methods take the CID first), else to the call whose code is running: set when a
+ * handler starts and when a host reply resumes the code that awaited it.
  */
 let currentCallId = 0;
 const callIdByCid = new Map<string, number>();
@@ -42,7 +45,7 @@ export async function callHost(op: string, args: unknown, cid?: string): Promise
   const seq = ++nextSeq;
   const argsJson = stringify(args ?? null);
   const replyJson = await new Promise<string>((resolve) => {
-    waiting.set(seq, resolve);
+    waiting.set(seq, { callId, done: resolve });
     send(callId, seq, op, argsJson);
   });
   const reply = parse(replyJson) as {
@@ -177,18 +180,22 @@ function dispatch(req: WireRequest): string | Promise<string> {
   const cid = req.cid;
   try {
     currentCallId = req.callId;
+    callIdByCid.set(cid, req.callId);
     ctx = new CallContext(req);
     const handler = pickHandler(req.method);
     if (!handler) return finish({ status: 405, headers: {}, error: { kind: 'MethodNotAllowed', message: 'Method not allowed' }, logs: [] });
     const out = handler.call(definition, ctx);
-    if (out === null || typeof out !== 'object' || typeof (out as { then?: unknown }).then !== 'function') return succeeded(ctx, out);
-    callIdByCid.set(cid, req.callId);
+    if (out === null || typeof out !== 'object' || typeof (out as { then?: unknown }).then !== 'function') {
+      callIdByCid.delete(cid);
+      return succeeded(ctx, out);
+    }
     const running = ctx;
     return (out as Promise<unknown>).then(
       (value) => (callIdByCid.delete(cid), succeeded(running, value)),
       (err) => (callIdByCid.delete(cid), failed(running, err)),
     );
   } catch (err) {
+    callIdByCid.delete(cid);
     return failed(ctx, err);
   }
 }

@@ -243,3 +243,12 @@ describe('error mapping (spec Errors)', () => {
     expect(res.json().details).toBe("Service 'nosuch' is not deployed");
   });
 });
+
+describe('query strings', () => {
+  it('treats __proto__ and constructor as ordinary parameters', async () => {
+    const res = await call('GET', '/echo/1/2?__proto__=x&constructor=y');
+    expect(res.statusCode).toBe(200);
+    expect(res.json().input).toMatchObject({ a: '1', b: '2', constructor: 'y' });
+    expect(res.json().input.__proto__).toBe('x');
+  });
+});

@@ -145,3 +145,18 @@ describe('plugin loading', () => {
     await expect(loadConfig(file, {})).rejects.toSatisfy((e: ConfigError) => e.issues.length === 2 && e.issues.some((i) => i.startsWith('server.port')));
   });
 });
+
+describe('config errors never copy source lines', () => {
+  it('reports a YAML syntax error by line and column only (the line may hold a secret)', () => {
+    const issues = issuesOf(() => readSource('server:\n  password: s3cr3t-value: x\n', {}));
+    expect(issues).toEqual(['YAML: Nested mappings are not allowed in compact mappings at line 2, column 13']);
+    expect(issues.join()).not.toContain('s3cr3t');
+  });
+});
+
+describe('use_queue', () => {
+  it('is refused while no delivery plugin is enabled, rather than silently ignored', () => {
+    expect(issuesOf(() => validate({ channel_rest: [channel({ use_queue: true })] }, plugins, {}))).toEqual(['channel_rest[0].use_queue: no enabled delivery plugin runs services from a queue']);
+    expect(validate({ channel_rest: [channel({ use_queue: false })] }, plugins, {}).channel_rest[0]!.use_queue).toBe(false);
+  });
+});

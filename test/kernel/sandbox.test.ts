@@ -13,6 +13,7 @@ const services: Record<string, string> = {
   'escape-ctor.js': svc(`try { return { r: typeof (ctx.constructor.constructor('return process')()) }; } catch (e) { return { error: String(e) }; }`),
   'escape-fn.js': svc(`try { return { r: typeof Function('return this')().process, send: typeof globalThis.__svc_send, rt: typeof globalThis.__svc_runtime }; } catch (e) { return { error: String(e) }; }`),
   'tamper.js': svc(`Object.prototype.polluted = 'yes'; Array.prototype.push = () => 0; JSON.stringify = () => 'hacked'; return { done: true };`),
+  'check-proto.js': svc(`return { polluted: ({}).polluted ?? null, nativePush: String([].push).includes('[native code]'), json: JSON.stringify({ a: 1 }) };`),
   'timers.js': svc(`return { setTimeout: typeof setTimeout, setInterval: typeof setInterval, wasm: typeof WebAssembly, sab: typeof SharedArrayBuffer };`),
   'bigout.js': svc(`return 'x'.repeat(2 * 1024 * 1024);`),
   'import.js': `import fs from 'node:fs';\nimport { service } from 'svc/sdk';\nexport default service({ handle: () => fs });`,
@@ -95,11 +96,16 @@ describe('escape attempts', () => {
     expect((await get('/escape-fn')).json()).toEqual({ r: 'undefined', send: 'undefined', rt: 'undefined' });
   });
 
-  it('prototype tampering stays in the isolate; the host and the SDK are unaffected', async () => {
-    expect((await get('/tamper')).json()).toEqual({ done: true });
-    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  it('prototype tampering stays in its isolate: other services in the same process are unaffected', async () => {
+    for (let i = 0; i < 4; i++) expect((await get('/tamper')).json()).toEqual({ done: true });
+    // Sequential calls go to the same sandbox process (it fills before spilling): another isolate there is clean.
+    for (let i = 0; i < 4; i++) expect((await get('/check-proto')).json()).toEqual({ polluted: null, nativePush: true, json: '{"a":1}' });
+  });
+
+  it("the SDK's envelope survives a service that replaced JSON.stringify and Array.prototype.push", async () => {
     const again = await get('/tamper');
     expect(again.statusCode).toBe(200);
+    expect(again.headers['content-type']).toMatch(/json/);
     expect(again.json()).toEqual({ done: true });
   });
 

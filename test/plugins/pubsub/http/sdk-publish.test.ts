@@ -3,6 +3,16 @@ import { ALICE, PUBSUB_CONFIG, json, startPubSub, type PubSubKernel } from './he
 
 /** Services publish through the SDK's publish(); the host call behind it checks grants and arguments. */
 
+const INTERLEAVED = `import { service, publish, hmacSha256Hex } from 'svc/sdk';
+export default service({
+  async handle(ctx) {
+    // Host calls of many requests interleave in one isolate: each must stay attributed to its own.
+    await hmacSha256Hex('k', String(ctx.input.n));
+    const { msgId } = await publish('/orders/paid', { n: ctx.input.n });
+    return { msgId };
+  },
+});`;
+
 const BILLING = `import { service, publish } from 'svc/sdk';
 export default service({
   async handle(ctx) {
@@ -18,14 +28,15 @@ export default service({
 
 let k: PubSubKernel;
 const CONFIG = `${PUBSUB_CONFIG}
-  - { name: ep.billing, services: [billing], pub: ['/orders/paid'] }
+  - { name: ep.billing, services: [billing, interleaved], pub: ['/orders/paid'] }
 channel_rest:
+  - { name: interleaved, url_path: /interleaved, service: interleaved, security: none }
   - { name: billing, url_path: /billing, service: billing, security: none }
   - { name: other, url_path: /other, service: other, security: none }
 `;
 
 beforeAll(async () => {
-  k = await startPubSub({ config: CONFIG, services: { 'billing.js': BILLING, 'other.js': BILLING } });
+  k = await startPubSub({ config: CONFIG, services: { 'billing.js': BILLING, 'other.js': BILLING, 'interleaved.js': INTERLEAVED } });
   await k.call('POST', '/svc/pubsub/subscribe/topic/orders/paid', ALICE);
 });
 afterAll(async () => {
@@ -41,6 +52,15 @@ describe('publish() from a service', () => {
     expect(reply.msgId).toMatch(/^svcpsm/);
     const [m] = json(await k.call('PATCH', '/svc/pubsub/topic/orders/paid', ALICE)) as Array<Record<string, unknown>>;
     expect(m).toMatchObject({ data: { invoice: 7 }, priority: 8, has_gd: true, correl_id: res.headers['x-svc-cid'], ext_client_id: 'billing', msg_id: reply.msgId });
+  });
+
+  it('attributes each publish to its own request when many run at once in one isolate', async () => {
+    await k.call('PATCH', '/svc/pubsub/topic/orders/paid', ALICE);
+    const responses = await Promise.all(Array.from({ length: 24 }, (_, n) => k.call('POST', '/interleaved', undefined, { n })));
+    const cidOf = new Map(responses.map((r, n) => [n, r.headers['x-svc-cid']]));
+    const messages = json(await k.call('PATCH', '/svc/pubsub/topic/orders/paid', ALICE)) as Array<{ data: { n: number }; correl_id: string }>;
+    expect(messages).toHaveLength(24);
+    for (const m of messages) expect(m.correl_id).toBe(cidOf.get(m.data.n));
   });
 
   it('refuses topics config does not grant the service, and services config does not name', async () => {
