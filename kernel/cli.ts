@@ -2,7 +2,8 @@ import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { Kernel, loadConfig, resolveDir } from './kernel.ts';
-import { ConfigError } from './config/store.ts';
+import { ConfigError, readSource } from './config/store.ts';
+import { sandboxSchema, type SvcConfig } from './config/schema.ts';
 import { SqliteStore } from './store/sqlite.ts';
 import { sendControl } from './control.ts';
 import { SandboxPool } from './sandbox/pool.ts';
@@ -95,20 +96,37 @@ async function start(configPath: string): Promise<number> {
   });
 }
 
-/** Validates the config and compiles every service, printing every problem. */
-async function check(configPath: string): Promise<number> {
-  let loaded: Awaited<ReturnType<typeof loadConfig>>;
+/** The services directory a config names, read leniently (for `check` when the config is invalid). */
+function servicesDirOf(configPath: string): string {
   try {
-    loaded = await loadConfig(configPath);
-  } catch (err) {
-    return printConfigError(err);
+    const raw = readSource(readFileSync(configPath, 'utf8'), process.env) as { server?: { services_dir?: unknown } };
+    if (typeof raw.server?.services_dir === 'string') return raw.server.services_dir;
+  } catch {
+    /* the config errors are reported already */
   }
-  const { config } = loaded;
+  return './services';
+}
+
+/** Validates the config and compiles every service, printing every problem (config and services alike). */
+async function check(configPath: string): Promise<number> {
+  if (!existsSync(configPath)) {
+    process.stderr.write(`config error: no config file at ${configPath}\n`);
+    return EXIT_USAGE;
+  }
   const problems: string[] = [];
-  const dir = resolveDir(config.server.services_dir);
+  let config: SvcConfig | undefined;
+  try {
+    config = (await loadConfig(configPath)).config;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) return printConfigError(err);
+    problems.push(...err.issues.map((i) => `config error: ${i}`));
+  }
+  const sandbox = config?.server.sandbox ?? sandboxSchema.parse(undefined);
+  const dir = resolveDir(config?.server.services_dir ?? servicesDirOf(configPath));
   const files = existsSync(dir) ? readdirSync(dir).filter(isServiceFile) : [];
   const deployed = new Set<string>();
-  const pool = new SandboxPool(1, { defaultMemoryMb: config.server.sandbox.memory_mb, maxMemoryMb: config.server.sandbox.max_memory_mb, defaultTimeoutMs: config.server.sandbox.timeout_ms, maxTimeoutMs: config.server.sandbox.max_timeout_ms, maxOutputBytes: config.server.sandbox.max_output_bytes }, pino({ level: 'silent' }), async () => '{"ok":false}');
+  const caps = { defaultMemoryMb: sandbox.memory_mb, maxMemoryMb: sandbox.max_memory_mb, defaultTimeoutMs: sandbox.timeout_ms, maxTimeoutMs: sandbox.max_timeout_ms, maxOutputBytes: sandbox.max_output_bytes };
+  const pool = new SandboxPool(1, caps, pino({ level: 'silent' }), async () => '{"ok":false}');
   await pool.start(buildSdkBundle());
   try {
     for (const file of files) {
@@ -120,11 +138,11 @@ async function check(configPath: string): Promise<number> {
   } finally {
     await pool.close();
   }
-  config.channel_rest.forEach((ch, i) => {
+  config?.channel_rest.forEach((ch, i) => {
     if (!deployed.has(ch.service)) problems.push(`config error: channel_rest[${i}].service: no service '${ch.service}' in ${dir}`);
   });
   for (const p of problems) process.stderr.write(p + '\n');
-  if (problems.length) return EXIT_USAGE;
+  if (problems.length || !config) return EXIT_USAGE;
   process.stdout.write(`ok: ${configPath} (${config.channel_rest.length} channels, ${deployed.size} services)\n`);
   return EXIT_OK;
 }

@@ -85,14 +85,15 @@ describe('svc check and exit codes', () => {
     expect(r.status).toBe(0);
   });
 
-  it('exits 2 and prints every error: config paths and service compile errors', () => {
+  it('exits 2 and prints every error at once: config paths and service compile errors', () => {
     const bad = config.replace("url_path: /slow", 'url_path: slow') + '  - { name: x, url_path: /x, service: broken, security: none }\n';
     const r = runCli(['check', 'config/svc.yaml'], makeProject(bad, { ...services, 'broken.ts': 'export default service({ handle( });' }));
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('channel_rest[1].url_path: must start with /');
-    const fixed = runCli(['check', 'config/svc.yaml'], makeProject(config + '  - { name: x, url_path: /x, service: broken, security: none }\n', { ...services, 'broken.ts': 'export default service({ handle( });' }));
-    expect(fixed.status).toBe(2);
-    expect(fixed.stderr).toMatch(/service error: broken\.ts:1:\d+/);
+    expect(r.stderr).toContain('config error: channel_rest[1].url_path: must start with /');
+    expect(r.stderr).toMatch(/service error: broken\.ts:1:\d+/);
+    const missing = runCli(['check', 'config/svc.yaml'], makeProject(config + '  - { name: x, url_path: /x, service: nosuch, security: none }\n', services));
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain("channel_rest[2].service: no service 'nosuch'");
   });
 
   it('start with an invalid config exits 2 naming the path', () => {
