@@ -8,7 +8,7 @@ import type {
   PubSubEngineApi,
   PubSubMessageView,
   PubSubPublishRequest,
-} from '../../../kernel/capabilities.ts';
+} from '../../capabilities.ts';
 import { GroupCommitter, type WriteOp } from './group-commit.ts';
 import { newMsgId, newSubKey } from './ids.ts';
 import { EntryQueue, PRIORITY_LEVELS, type Entry, type Message, type Subscription, type SubscriptionSource } from './model.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Capabilities } from '../../../kernel/capabilities.ts';
+import type { Capabilities } from '../../capabilities.ts';
 import { SvcError } from '../../../kernel/errors.ts';
 import { definePlugin, type CliCommand, type HostCall, type KernelApi } from '../../../kernel/plugin.ts';
 import { expirationField, messageData, textField } from '../shared/fields.ts';

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import sjson from 'secure-json-parse';
-import type { Capabilities, PubSubDelivery, PubSubEndpointView, PubSubEngineApi } from '../../../kernel/capabilities.ts';
+import type { Capabilities, PubSubDelivery, PubSubEndpointView, PubSubEngineApi } from '../../capabilities.ts';
 import type { Exchange } from '../../../kernel/exchange.ts';
 import { SvcError } from '../../../kernel/errors.ts';
 import type { KernelApi } from '../../../kernel/plugin.ts';

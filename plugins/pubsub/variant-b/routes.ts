@@ -1,4 +1,4 @@
-import type { PubSubMessageView } from '../../../kernel/capabilities.ts';
+import type { PubSubMessageView } from '../../capabilities.ts';
 import type { Exchange } from '../../../kernel/exchange.ts';
 import type { SystemRoute } from '../../../kernel/plugin.ts';
 import {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Capabilities } from '../../../kernel/capabilities.ts';
+import type { Capabilities } from '../../capabilities.ts';
 import { definePlugin } from '../../../kernel/plugin.ts';
 import { authenticator } from '../shared/authenticator.ts';
 import { BASIC_CHALLENGE } from '../shared/challenge.ts';

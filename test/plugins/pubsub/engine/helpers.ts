@@ -5,7 +5,7 @@ import pino from 'pino';
 import { ManualClock } from '../../../../kernel/clock.ts';
 import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
 import { PubSubEngine, type ResourceSet } from '../../../../plugins/pubsub/engine/engine.ts';
-import type { PubSubPublishRequest } from '../../../../kernel/capabilities.ts';
+import type { PubSubPublishRequest } from '../../../../plugins/capabilities.ts';
 
 export const RESOURCES: ResourceSet = {
   topics: [{ name: '/orders/new' }, { name: '/orders/paid' }, { name: '/small', max_depth: 3 }],

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Capabilities } from '../../../../kernel/capabilities.ts';
+import type { Capabilities } from '../../../../plugins/capabilities.ts';
 import basicAuthPlugin from '../../../../plugins/security/basic-auth/plugin.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 import { basic, expectUnauthorized, runCli, WHOAMI } from '../support.ts';

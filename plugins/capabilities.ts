@@ -1,8 +1,10 @@
-import type { AuthInfo } from './exchange.ts';
+import type { AuthInfo } from '../kernel/exchange.ts';
 
 /**
- * Named capabilities plugins share through kernel.provide / kernel.lookup, so that
- * no plugin imports another plugin's internals. Names and shapes live here.
+ * The contracts bundled plugins offer each other through kernel.provide / kernel.lookup, so that
+ * no plugin imports another plugin's internals. The kernel knows none of these names: to it a
+ * capability is a string and a value. (The security family also shares per-type verifiers,
+ * declared in plugins/security/shared/verifier.ts.)
  */
 export interface Capabilities {
   /**
@@ -19,7 +21,6 @@ export interface Capabilities {
   'security.basic.register': (definition: BasicDefinitionRegistration) => Promise<void>;
   /** The pub/sub engine (plugins/pubsub/engine), shared by the REST variants A and B. */
   'pubsub.engine': PubSubEngineApi;
-  /** The client address rules of the kernel (forwarded headers, trusted proxies), for plugins' own routes. */
 }
 
 export type CapabilityName = keyof Capabilities;
