@@ -125,7 +125,7 @@ async function check(configPath: string): Promise<number> {
   const dir = resolveDir(config?.server.services_dir ?? servicesDirOf(configPath));
   const files = existsSync(dir) ? readdirSync(dir).filter(isServiceFile) : [];
   const deployed = new Set<string>();
-  const caps = { defaultMemoryMb: sandbox.memory_mb, maxMemoryMb: sandbox.max_memory_mb, defaultTimeoutMs: sandbox.timeout_ms, maxTimeoutMs: sandbox.max_timeout_ms, maxOutputBytes: sandbox.max_output_bytes };
+  const caps = { spillAt: sandbox.spill_at, defaultMemoryMb: sandbox.memory_mb, maxMemoryMb: sandbox.max_memory_mb, defaultTimeoutMs: sandbox.timeout_ms, maxTimeoutMs: sandbox.max_timeout_ms, maxOutputBytes: sandbox.max_output_bytes };
   const pool = new SandboxPool(1, caps, pino({ level: 'silent' }), async () => '{"ok":false}');
   await pool.start(buildSdkBundle());
   try {

@@ -105,7 +105,7 @@ export class Kernel {
     const sb = config.server.sandbox;
     const pool = new SandboxPool(
       sb.workers,
-      { defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes },
+      { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes },
       log,
       (op, argsJson, invocation) => hostCalls.run(op, argsJson, invocation),
     );

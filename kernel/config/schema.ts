@@ -32,9 +32,15 @@ export const sandboxSchema = z
     timeout_ms: z.number().int().min(1).max(600_000).default(5_000).describe('Default wall-clock limit of one service call, in ms.'),
     max_timeout_ms: z.number().int().min(1).max(3_600_000).default(60_000).describe('Ceiling for a service-declared time limit, in ms.'),
     max_output_bytes: z.number().int().min(1024).max(512 * MiB).default(16 * MiB).describe('Largest service output (serialized), in bytes.'),
+    spill_at: z
+      .number()
+      .int()
+      .min(1)
+      .default(128)
+      .describe("Calls in flight on a service's home sandbox process before its calls spill to the others (a service's calls batch best in one process)."),
   })
   .strict()
-  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB });
+  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128 });
 
 export const serverSchema = z
   .object({

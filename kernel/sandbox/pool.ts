@@ -8,6 +8,8 @@ import { Wire } from './wire.ts';
 import type { InvokeRequest, InvokeResult, ServiceMeta } from './protocol.ts';
 
 export interface SandboxCaps {
+  /** Calls in flight on one sandbox process before new calls go to the next one. */
+  spillAt: number;
   defaultMemoryMb: number;
   maxMemoryMb: number;
   defaultTimeoutMs: number;
@@ -24,8 +26,6 @@ const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 /** Past this many deaths a minute a worker is restarted after a short delay, so a crash loop cannot spin a core. */
 const CRASH_BURST = 20;
-/** Calls in flight on one sandbox process before new calls go to the next one. */
-const SPILL_AT = Number(process.env.SVC_SPILL_AT ?? 48);
 
 /**
  * Sandbox processes get a minimal environment: the kernel's may hold secrets (`${ENV}` values
@@ -35,6 +35,12 @@ function sandboxEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { NODE_OPTIONS: '' };
   for (const name of ['PATH', 'TMPDIR', 'TZ', 'LANG', 'SVC_WIRE_STATS']) if (process.env[name] !== undefined) env[name] = process.env[name];
   return env;
+}
+
+function homeIndex(service: string, workers: number): number {
+  let h = 0;
+  for (let i = 0; i < service.length; i++) h = (h * 31 + service.charCodeAt(i)) | 0;
+  return Math.abs(h) % workers;
 }
 
 interface Pending {
@@ -201,22 +207,21 @@ export class SandboxPool {
   }
 
   invoke(request: InvokeRequest): Promise<InvokeResult> {
-    const worker = this.readyWorker();
+    const worker = this.readyWorker(request.service);
     return worker ? this.send(worker, request) : this.anyLive().then((w) => this.send(w, request));
   }
 
   /**
-   * A live, ready worker without waiting (the usual case): the first one with room below
-   * SPILL_AT calls in flight, else the least busy. Filling one process first keeps batches
-   * large (one hand-over carries many calls); the others take the overflow and slow services.
+   * A live, ready worker without waiting (the usual case). Each service has a home process
+   * (by a hash of its name): its calls batch there, into one isolate, and a service that crashes
+   * its process takes down only the services at home there. Past `spillAt` calls in flight at
+   * home, or when home is down, the least busy other process takes the call.
    */
-  private readyWorker(): SandboxWorker | undefined {
+  private readyWorker(service: string): SandboxWorker | undefined {
+    const home = this.workers[homeIndex(service, this.workers.length)];
+    if (home?.alive && home.isReady && home.inflight.size < this.caps.spillAt) return home;
     let best: SandboxWorker | undefined;
-    for (const w of this.workers) {
-      if (!w?.alive || !w.isReady) continue;
-      if (w.inflight.size < SPILL_AT) return w;
-      if (!best || w.inflight.size < best.inflight.size) best = w;
-    }
+    for (const w of this.workers) if (w?.alive && w.isReady && (!best || w.inflight.size < best.inflight.size)) best = w;
     return best;
   }
 
