@@ -7,10 +7,10 @@
 import { readFileSync } from 'node:fs';
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
 import { buildXml, createXmlReader, decodeXmlBytes } from '../plugins/formats/xml/codec.ts';
-import { parseHl7, serializeHl7 } from '../plugins/formats/hl7/codec.ts';
+import { parseHl7, serializeHl7 } from '../sdk/hl7/codec.ts';
 import { decodeHl7Bytes } from '../plugins/formats/hl7/bytes.ts';
 import { hl7Payload } from '../plugins/formats/hl7/plugin.ts';
-import { buildAck } from '../plugins/formats/hl7/ack.ts';
+import { buildAck } from '../sdk/hl7/ack.ts';
 import { parseForm } from '../plugins/formats/form/codec.ts';
 import { parseMultipart } from '../plugins/formats/multipart/codec.ts';
 

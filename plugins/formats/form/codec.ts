@@ -1,5 +1,5 @@
-import { addField, FieldNameError } from './fields.ts';
-import type { Fields } from './fields.ts';
+import { addField, FieldNameError } from '../shared/fields.ts';
+import type { Fields } from '../shared/fields.ts';
 
 /**
  * application/x-www-form-urlencoded ⇄ fields (WHATWG URL standard: `+` is a space, names and

@@ -1,4 +1,4 @@
-import { Hl7Error } from './types.ts';
+import { Hl7Error } from '../../../sdk/hl7/types.ts';
 
 /**
  * Body bytes → message text (Node side only). UTF-8 unless MSH-18 names ISO-8859-1 or ASCII,

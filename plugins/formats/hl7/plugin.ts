@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { definePlugin, type HookFn } from '../../../kernel/plugin.ts';
 import type { Exchange, ResponseDraft } from '../../../kernel/exchange.ts';
 import { SvcError } from '../../../kernel/errors.ts';
+import { parseHl7, serializeHl7, type Hl7MessageInput } from '../../../sdk/hl7/codec.ts';
+import { Hl7Error, type Hl7Payload } from '../../../sdk/hl7/types.ts';
 import { decodeHl7Bytes } from './bytes.ts';
-import { parseHl7, serializeHl7, type Hl7MessageInput } from './codec.ts';
-import { flattenFields } from './fields.ts';
-import { Hl7Error, type Hl7Payload } from './types.ts';
+import { flattenFields } from './flatten.ts';
 
 export const HL7_CONTENT_TYPE = 'x-application/hl7-v2+er7; charset=utf-8';
 

@@ -1,6 +1,6 @@
 import busboy from 'busboy';
-import { addField, FieldNameError } from '../form/fields.ts';
-import type { Fields } from '../form/fields.ts';
+import { addField, FieldNameError } from '../shared/fields.ts';
+import type { Fields } from '../shared/fields.ts';
 import type { UploadedFile } from '../../../kernel/exchange.ts';
 
 /**

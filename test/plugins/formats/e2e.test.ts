@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
-import { parseHl7 } from '../../../plugins/formats/hl7/codec.ts';
-import { getField } from '../../../plugins/formats/hl7/fields.ts';
+import { getField, parseHl7 } from '../../../sdk/hl7.ts';
 import { createXmlReader } from '../../../plugins/formats/xml/codec.ts';
 
 /**
@@ -62,6 +61,11 @@ export default service({
     return { fields: ctx.payload, files: ctx.files.map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, size: f.content.length })) };
   },
 });`,
+  'upload-typed.js': `import { service, t } from 'svc/sdk';
+export default service({
+  input: { qty: t.integer(), title: t.string(), urgent: t.boolean({ default: false }) },
+  handle: (ctx) => ({ input: ctx.input, files: ctx.files.map((f) => f.filename) }),
+});`,
   'download.js': `import { service, utf8Encode, toBase64, downloadHeaders } from 'svc/sdk';
 export default service({
   handle(ctx) {
@@ -83,6 +87,7 @@ channel_rest:
   - { name: signup, url_path: /signup, service: form-echo, security: none, data_format: form }
   - { name: form.typed, url_path: /form/typed, service: form-typed, security: none, data_format: form }
   - { name: upload, url_path: /upload, service: upload, security: none, data_format: multipart, body_limit: 4194304, multipart: { max_file_bytes: 2097152, max_files: 2 } }
+  - { name: upload.typed, url_path: /upload/typed, service: upload-typed, security: none, data_format: multipart }
   - { name: download, url_path: /download, service: download, security: none }
   - { name: download.xml, url_path: /download.xml, service: download, security: none, data_format: xml }
 `;
@@ -199,13 +204,13 @@ describe('form channel', () => {
 });
 
 describe('multipart channel', () => {
-  const upload = (parts: Array<[string, string | Blob, string?]>, query = '') => {
+  const upload = (parts: Array<[string, string | Blob, string?]>, query = '', path = '/upload') => {
     const form = new FormData();
     for (const [name, value, filename] of parts) {
       if (typeof value === 'string') form.append(name, value);
       else form.append(name, value, filename);
     }
-    return fetch(`${k.url}/upload${query}`, { method: 'POST', body: form });
+    return fetch(`${k.url}${path}${query}`, { method: 'POST', body: form });
   };
 
   it('reads an uploaded binary file back byte-exact', async () => {
@@ -232,6 +237,18 @@ describe('multipart channel', () => {
     await expectError(await upload([['document', new Blob([Buffer.alloc(2_097_153)]), 'big.bin']]), 413, /^Upload too large: file "big.bin" is larger than 2097152 bytes$/);
     const three = [1, 2, 3].map((i) => ['document', new Blob(['x']), `${i}.txt`] as [string, Blob, string]);
     await expectError(await upload(three), 413, /more than 2 files/);
+  });
+
+  it('converts text fields to the typed model like URL parameters', async () => {
+    const res = await upload([['qty', '3'], ['title', 'Q1'], ['urgent', 'true'], ['scan', new Blob(['x']), 'a.txt']], '', '/upload/typed');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ input: { qty: 3, title: 'Q1', urgent: true }, files: ['a.txt'] });
+  });
+
+  it('answers 400 naming the field when a multipart field does not fit the typed model', async () => {
+    await expectError(await upload([['qty', 'three'], ['title', 'Q1']], '', '/upload/typed'), 400, /field 'qty' must be an integer/);
+    await expectError(await upload([['qty', '2.5'], ['title', 'Q1']], '', '/upload/typed'), 400, /field 'qty' must be an integer/);
+    await expectError(await upload([['qty', '1']], '', '/upload/typed'), 400, /missing required field 'title'/);
   });
 
   it('answers 415 for a body that is not multipart', async () => {

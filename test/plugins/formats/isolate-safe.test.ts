@@ -2,20 +2,19 @@ import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import ivm from 'isolated-vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildAck } from '../../../plugins/formats/hl7/ack.ts';
-import { contentDisposition } from '../../../plugins/formats/download.ts';
+import { buildAck } from '../../../sdk/hl7.ts';
+import { contentDisposition } from '../../../sdk/download.ts';
 
 /**
- * The helpers the SDK exposes must run in a bare V8 isolate: no Node APIs, no Buffer, no
- * packages. Bundle them as a service would get them and run them in isolated-vm.
+ * The format helpers the SDK exposes (sdk/hl7.ts, sdk/download.ts), which the format plugins
+ * also use on the host, must run in a bare V8 isolate: no Node APIs, no Buffer, no packages.
+ * Bundle them as a service would get them and run them in isolated-vm.
  */
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const ENTRY = `
-export { buildAck, hl7Timestamp } from './plugins/formats/hl7/ack.ts';
-export { parseHl7, serializeHl7 } from './plugins/formats/hl7/codec.ts';
-export { getField, getAllFields, flattenFields } from './plugins/formats/hl7/fields.ts';
-export { contentDisposition, downloadHeaders } from './plugins/formats/download.ts';
+export * from './sdk/hl7.ts';
+export * from './sdk/download.ts';
 `;
 
 let isolate: ivm.Isolate;
@@ -45,7 +44,14 @@ describe('SDK helpers in a bare isolate', () => {
   it('bundle nothing but their own files', () => {
     const inputs = Object.keys(bundle.metafile.inputs).filter((f) => f !== '<stdin>');
     expect(inputs.length).toBeGreaterThan(3);
-    for (const f of inputs) expect(f).toMatch(/^plugins\/formats\/(hl7\/(ack|codec|escape|fields|types)|download)\.ts$/);
+    for (const f of inputs) expect(f).toMatch(/^sdk\/(hl7\/(ack|codec|escape|fields|types)|hl7|download)\.ts$/);
+  });
+
+  it('are part of an SDK that imports nothing outside sdk/ (plugins depend on the SDK, never the reverse)', async () => {
+    const sdk = await esbuild.build({ entryPoints: [`${ROOT}sdk/index.ts`], absWorkingDir: ROOT, bundle: true, format: 'esm', platform: 'neutral', write: false, metafile: true });
+    const inputs = Object.keys(sdk.metafile.inputs);
+    expect(inputs).toContain('sdk/hl7/codec.ts');
+    for (const f of inputs) expect(f).toMatch(/^sdk\//);
   });
 
   it('find no Node globals there (so the test means something)', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { contentDisposition, downloadHeaders } from '../../../../plugins/formats/download.ts';
+import { contentDisposition, downloadHeaders } from '../../../../sdk/download.ts';
 
 /** What a client recovers from the header (the RFC 6266 rule: filename* wins over filename). */
 function filenameFrom(header: string): string {

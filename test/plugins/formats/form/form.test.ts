@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FormError, parseForm } from '../../../../plugins/formats/form/codec.ts';
-import { addField, type Fields } from '../../../../plugins/formats/form/fields.ts';
+import { addField, type Fields } from '../../../../plugins/formats/shared/fields.ts';
 import formPlugin from '../../../../plugins/formats/form/plugin.ts';
 import { SvcError } from '../../../../kernel/errors.ts';
 import { channelOf, hasStep, parseWith } from '../support.ts';

@@ -1,12 +1,13 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseHl7, serializeHl7, stripFraming } from '../../../../plugins/formats/hl7/codec.ts';
-import { decodeLeaf, encodeLeaf, bytesToText } from '../../../../plugins/formats/hl7/escape.ts';
-import { flattenFields, getAllFields, getField } from '../../../../plugins/formats/hl7/fields.ts';
-import { buildAck, hl7Timestamp } from '../../../../plugins/formats/hl7/ack.ts';
+import { parseHl7, serializeHl7, stripFraming } from '../../../../sdk/hl7/codec.ts';
+import { decodeLeaf, encodeLeaf, bytesToText } from '../../../../sdk/hl7/escape.ts';
+import { getAllFields, getField } from '../../../../sdk/hl7/fields.ts';
+import { buildAck, hl7Timestamp } from '../../../../sdk/hl7/ack.ts';
+import { Hl7Error, STANDARD_DELIMITERS, type Hl7Message } from '../../../../sdk/hl7/types.ts';
 import { decodeHl7Bytes } from '../../../../plugins/formats/hl7/bytes.ts';
-import { Hl7Error, STANDARD_DELIMITERS, type Hl7Message } from '../../../../plugins/formats/hl7/types.ts';
+import { flattenFields } from '../../../../plugins/formats/hl7/flatten.ts';
 import hl7Plugin, { HL7_CONTENT_TYPE, hl7Payload } from '../../../../plugins/formats/hl7/plugin.ts';
 import { SvcError } from '../../../../kernel/errors.ts';
 import { channelOf, hasStep, parseWith, serializeWith } from '../support.ts';
