@@ -48,6 +48,9 @@ export interface CredentialBookOptions {
  * no KDF and no allocation beyond the digest. Cold path: parse, compare usernames
  * timing-safe against every candidate, then one scrypt check per remaining candidate.
  */
+const FAILED_TTL_MS = 60_000;
+const MAX_FAILED = 10_000;
+
 export class CredentialBook {
   readonly type: string;
   private readonly parse: (token: string) => Presented | undefined;
@@ -55,6 +58,14 @@ export class CredentialBook {
   private readonly cache: VerifiedCache<SecretRecord>;
   private readonly pending = new Map<string, Promise<SecretRecord | undefined>>();
   private records = new Map<string, SecretRecord>();
+  /**
+   * Credentials that failed recently (digest → when to forget): the same wrong credential sent
+   * again is refused without another KDF run, so repeating one bad request cannot burn CPU.
+   * Forgotten as soon as any record changes (the credential may have become valid).
+   */
+  private readonly failed = new Map<string, number>();
+  /** Bumped whenever a record changes, so a failure seen across a change is not remembered. */
+  private generation = 0;
 
   constructor(opts: CredentialBookOptions) {
     this.type = opts.type;
@@ -82,12 +93,16 @@ export class CredentialBook {
     for (const r of records) next.set(r.definition, r);
     this.records = next;
     this.cache.retain((r) => next.get(r.definition) === r);
+    this.failed.clear();
+    this.generation++;
   }
 
   /** Installs one record (secret rotated at run time). */
   put(record: SecretRecord): void {
     this.records.set(record.definition, record);
     this.cache.retain((r) => this.records.get(r.definition) === r);
+    this.failed.clear();
+    this.generation++;
   }
 
   /**
@@ -100,6 +115,13 @@ export class CredentialBook {
     if (hit !== undefined && this.records.get(hit.definition) === hit && (scope.names === undefined || scope.names.has(hit.definition))) {
       return hit;
     }
+    // A credential fails within a scope: valid on one channel, it may be refused on another.
+    const failedKey = `${scope.key}\0${digest}`;
+    const failedUntil = this.failed.get(failedKey);
+    if (failedUntil !== undefined) {
+      if (failedUntil > Date.now()) return Promise.resolve(undefined);
+      this.failed.delete(failedKey);
+    }
     return this.verifyCold(digest, token, scope);
   }
 
@@ -111,9 +133,18 @@ export class CredentialBook {
       running = this.match(token, scope).finally(() => this.pending.delete(pendingKey));
       this.pending.set(pendingKey, running);
     }
+    const generation = this.generation;
     const record = await running;
+    if (record === undefined) {
+      // Remembered only if no record changed meanwhile, and within a bound (oldest forgotten first).
+      if (this.generation === generation) {
+        if (this.failed.size >= MAX_FAILED) this.failed.delete(this.failed.keys().next().value!);
+        this.failed.set(`${scope.key}\0${digest}`, Date.now() + FAILED_TTL_MS);
+      }
+      return undefined;
+    }
     // The definition may have changed while the KDF ran: only the current version counts.
-    if (record === undefined || this.records.get(record.definition) !== record) return undefined;
+    if (this.records.get(record.definition) !== record) return undefined;
     this.cache.set(digest, record);
     return record;
   }

@@ -57,6 +57,18 @@ describe('CredentialBook', () => {
     expect(await other).toBeUndefined();
   });
 
+  it('refuses a credential that just failed without another KDF run, until a record changes', async () => {
+    const { book, parses } = await basicBook();
+    const scope = scopeOf(['alice-def']);
+    expect(await book.authenticate('alice|wrong', scope)).toBeUndefined();
+    const before = parses();
+    for (let i = 0; i < 5; i++) expect(await book.authenticate('alice|wrong', scope)).toBeUndefined();
+    expect(parses()).toBe(before);
+    // The admin sets exactly that password: the failure is forgotten at once.
+    book.put(book.makeRecord('alice-def', await hashSecret('wrong', CHEAP), 'alice'));
+    expect((await book.authenticate('alice|wrong', scope))?.definition).toBe('alice-def');
+  });
+
   it('refuses malformed tokens without caching them', async () => {
     const { book } = await basicBook();
     expect(await book.authenticate('', ANY_DEFINITION)).toBeUndefined();
