@@ -174,7 +174,7 @@ async function pluginCommand(words: string[], configPath: string): Promise<numbe
   const commands: CliCommand[] = loaded.plugins.flatMap((p) => p.cli ?? []);
   const command = commands.find((c) => c.words.every((w, i) => words[i] === w));
   if (!command || words[0] === 'help') {
-    const help = [USAGE, '', 'plugin commands:', ...commands.map((c) => `  svc ${c.usage.padEnd(30)} ${c.describe}`)].join('\n');
+    const help = [USAGE, '', 'plugin commands:', ...commands.map((c) => `  svc ${c.usage.replace(/^svc /, '')}\n      ${c.describe}`)].join('\n');
     if (words[0] === 'help') {
       process.stdout.write(help + '\n');
       return EXIT_OK;
