@@ -1,7 +1,7 @@
 import type { ClientAddress } from './addresses.ts';
 import type { ZoneTime } from './calendar.ts';
 import type { CounterStore, Decision, DecisionRequest } from './policies/types.ts';
-import { matchRule, rangeAt, type RuleSet } from './rules.ts';
+import { matchRule, rangeAt, type CompiledRange, type RuleSet } from './rules.ts';
 
 export const ALLOW = 0;
 export const DROP = 1;
@@ -21,6 +21,9 @@ export class Verdict implements Decision {
   counted = false;
   headerLimit = 0;
   headerRemaining = 0;
+  /** When the outcome is DROP: the rule set and the disallowed range that decided it (for the log line). */
+  droppedBy: RuleSet | undefined = undefined;
+  droppedRange: CompiledRange | undefined = undefined;
 }
 
 /** Applies compiled rule sets to requests against a counter store. */
@@ -41,6 +44,17 @@ export class Limiter {
     readonly time: ZoneTime,
   ) {}
 
+  /**
+   * The firewall alone: the range in force for this client when it is `disallowed`, else
+   * undefined. Touches no counter, so it can run before authentication.
+   */
+  disallowedRange(set: RuleSet, client: ClientAddress, now: number): CompiledRange | undefined {
+    const rule = matchRule(set, client);
+    if (rule === undefined) return undefined;
+    const range = rangeAt(rule, this.time.minuteOfDay(now));
+    return range?.disallowed ? range : undefined;
+  }
+
   /** Checks one level; the verdict's outcome says whether to go on. */
   check(set: RuleSet, client: ClientAddress, now: number, verdict: Verdict): Verdict | Promise<Verdict> {
     const rule = matchRule(set, client);
@@ -49,6 +63,8 @@ export class Limiter {
     if (range === undefined) return verdict;
     if (range.disallowed) {
       verdict.outcome = DROP;
+      verdict.droppedBy = set;
+      verdict.droppedRange = range;
       return verdict;
     }
     if (!range.limited) return verdict;

@@ -8,7 +8,7 @@ import { clearCommand, clearControl } from './clear.ts';
 import { ALLOW, DENY, DROP, Limiter, Verdict } from './limiter.ts';
 import { MemoryCounterStore } from './policies/memory.ts';
 import type { CounterStore } from './policies/types.ts';
-import { compileRuleSet, WindowPool, type RuleSet } from './rules.ts';
+import { compileRuleSet, WindowPool, type CompiledRange, type RuleSet } from './rules.ts';
 import { optionsSchema, rateLimitingSchema, validateRateLimiting, type RateLimitOptions, type Rule } from './schema.ts';
 
 export interface RateLimitState {
@@ -57,9 +57,18 @@ function httpDate(ms: number): string {
   return new Date(Math.ceil(ms / 1000) * 1000).toUTCString();
 }
 
+/** A dropped request gets no response, so the kernel writes no request line for it: this is its line. */
+function dropConnection(ex: Exchange, by: RuleSet, range: CompiledRange): void {
+  ex.log.info(
+    { channel: ex.channel.name, client: ex.clientAddress, peer: ex.remoteAddress, [by.kind]: by.name, rule: range.ruleIndex + 1, range: range.label },
+    'connection dropped: client disallowed by rate_limiting',
+  );
+  ex.drop();
+}
+
 function conclude(ex: Exchange, verdict: Verdict): void {
   if (verdict.outcome === DROP) {
-    ex.drop();
+    dropConnection(ex, verdict.droppedBy!, verdict.droppedRange!);
     return;
   }
   if (verdict.outcome === DENY) {
@@ -108,6 +117,20 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
   onConfig,
 
   hooks: {
+    // The channel's firewall runs before authentication: a disallowed client must not even learn
+    // (from a 401) that credentials are wanted. It counts nothing; counting waits for `limit`.
+    // A definition's disallowed ranges apply to its credential, so they can only act in `limit`.
+    onRequest: ({ channel, state }) => {
+      const rules = state.channels.get(channel.name);
+      if (rules === undefined || !rules.disallows) return undefined;
+      const { limiter, addresses } = state;
+      const clock = state.kernel.clock;
+      return function firewall(ex: Exchange): void {
+        const range = limiter.disallowedRange(rules, addresses.get(ex.clientAddress), clock.now());
+        if (range !== undefined) dropConnection(ex, rules, range);
+      };
+    },
+
     limit: ({ channel, state }) => {
       const channelRules = state.channels.get(channel.name);
       const securities = securitiesFor(channel, state);
@@ -124,6 +147,8 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
       }
 
       // Definition rules first (one budget per credential across channels), then the channel's.
+      // The channel's disallowed ranges were applied in onRequest; checked again here only
+      // because the time range in force may have changed in between.
       return function rateLimit(ex: Exchange): void | Promise<void> {
         const now = clock.now();
         const client = addresses.get(ex.clientAddress);

@@ -21,6 +21,8 @@ export type OwnerKind = 'security' | 'channel';
 export interface CompiledRange {
   /** 0-based position in the rule's time_range. */
   readonly index: number;
+  /** 0-based position of its rule in rate_limiting (for log lines). */
+  readonly ruleIndex: number;
   readonly label: string;
   readonly key: string;
   readonly allDay: boolean;
@@ -57,6 +59,8 @@ export interface RuleSet {
   readonly name: string;
   readonly key: string;
   readonly rules: readonly CompiledRule[];
+  /** Some enabled range is `disallowed`: the set can drop connections (the firewall has work to do). */
+  readonly disallows: boolean;
 }
 
 /** Calendar windows shared by every range of one unit (all use the same zone). */
@@ -89,12 +93,13 @@ function distinct(seen: Map<string, number>, id: string): string {
   return n === 1 ? id : `${id}~${n}`;
 }
 
-function compileRange(range: TimeRange, index: number, ruleKey: string, perClient: boolean, pool: WindowPool, ids: Map<string, number>): CompiledRange {
+function compileRange(range: TimeRange, index: number, ruleIndex: number, ruleKey: string, perClient: boolean, pool: WindowPool, ids: Map<string, number>): CompiledRange {
   const label = range.is_all_day ? 'all-day' : `${range.time_from}-${range.time_to}`;
   const rate = range.rate ?? 0;
   const limit = range.limit ?? Number.POSITIVE_INFINITY;
   return {
     index,
+    ruleIndex,
     label,
     key: `${ruleKey}${distinct(ids, label)}/`,
     allDay: range.is_all_day,
@@ -120,7 +125,7 @@ export function compileRuleSet(kind: OwnerKind, name: string, rules: readonly Ru
     const digest = createHash('sha256').update(`${addresses.canonical}|${rule.per_client}`).digest('base64url').slice(0, 12);
     const ruleKey = `${key}${distinct(ruleIds, digest)}/`;
     const rangeIds = new Map<string, number>();
-    const ranges = rule.time_range.map((t, i) => compileRange(t, i, ruleKey, rule.per_client, pool, rangeIds));
+    const ranges = rule.time_range.map((t, i) => compileRange(t, i, index, ruleKey, rule.per_client, pool, rangeIds));
     const allDay = ranges.find((r) => r.allDay);
     // validateConfig refuses rules without exactly one all-day range; this guards direct callers.
     if (allDay === undefined) throw new Error(`${kind} '${name}', rate_limiting rule ${index + 1}: no all-day time range`);
@@ -133,7 +138,8 @@ export function compileRuleSet(kind: OwnerKind, name: string, rules: readonly Ru
       allDay,
     };
   });
-  return { kind, name, key, rules: compiled };
+  const disallows = compiled.some((rule) => [...rule.specific, rule.allDay].some((r) => r.disallowed && !r.disabled));
+  return { kind, name, key, rules: compiled, disallows };
 }
 
 /** The first rule whose cidr_list matches the client; undefined = no limit. */

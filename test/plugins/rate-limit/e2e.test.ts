@@ -9,7 +9,13 @@ import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 
 const ECHO = { 'echo.ts': `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ ok: true }) });\n` };
 
+const PARTNER = `Basic ${Buffer.from('partner:partner-pass-1').toString('base64')}`;
+const DROP_LINE = 'connection dropped: client disallowed by rate_limiting';
+
 const channels = `
+security:
+  - { name: partner, type: basic_auth, username: partner, password: partner-pass-1,
+      rate_limiting: [{ time_range: [{ is_all_day: true, limit: 3, limit_unit: day }] }] }
 channel_rest:
   - { name: capped, url_path: /capped, service: echo, security: none,
       rate_limiting: [{ time_range: [{ is_all_day: true, limit: 10, limit_unit: day }] }] }
@@ -23,14 +29,23 @@ channel_rest:
       - cidr_list: [203.0.113.0/24]
         time_range: [{ is_all_day: true, disallowed: true }]
       - time_range: [{ is_all_day: true }]
+  - name: secured
+    url_path: /secured
+    service: echo
+    security: partner
+    rate_limiting:
+      - cidr_list: [127.0.0.0/8, '::1']
+        time_range: [{ is_all_day: true, disallowed: true }]
+      - time_range: [{ is_all_day: true }]
 `;
 
 let k: TestKernel;
 let base: string;
 let port: number;
+const logs: Array<Record<string, unknown>> = [];
 
 beforeAll(async () => {
-  k = await startKernel({ config: channels, services: ECHO, clock: new ManualClock(Date.UTC(2026, 0, 1, 12)), listen: true });
+  k = await startKernel({ config: channels, services: ECHO, clock: new ManualClock(Date.UTC(2026, 0, 1, 12)), listen: true, logs });
   base = k.url!;
   port = Number(new URL(base).port);
 });
@@ -47,6 +62,20 @@ async function attempt(path: string, headers: Record<string, string> = {}): Prom
   }
 }
 
+/**
+ * Sends one raw GET on a fresh socket (asking the server to close after any response, so a
+ * wrongly answered request ends the wait too); resolves once the socket closed, with what came back.
+ */
+function rawGet(path: string, headers = ''): Promise<{ received: number; error: NodeJS.ErrnoException | undefined }> {
+  const socket = connect(port, '127.0.0.1');
+  let received = 0;
+  let error: NodeJS.ErrnoException | undefined;
+  socket.on('data', (chunk: Buffer) => (received += chunk.length));
+  socket.on('error', (err) => (error = err));
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${headers}\r\n`);
+  return new Promise((resolve) => socket.on('close', () => resolve({ received, error })));
+}
+
 describe('over real sockets', () => {
   it('N concurrent requests against a limit of K admit exactly K', async () => {
     const results = await Promise.all(Array.from({ length: 40 }, () => attempt('/capped')));
@@ -55,15 +84,40 @@ describe('over real sockets', () => {
   });
 
   it('a disallowed client receives not one byte and sees its connection reset or closed', async () => {
-    const socket = connect(port, '127.0.0.1');
-    let received = 0;
-    let error: NodeJS.ErrnoException | undefined;
-    socket.on('data', (chunk: Buffer) => (received += chunk.length));
-    socket.on('error', (err) => (error = err));
-    socket.write('GET /closed HTTP/1.1\r\nHost: localhost\r\n\r\n');
-    await new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    const { received, error } = await rawGet('/closed');
     expect(received).toBe(0);
     if (error) expect(error.code).toBe('ECONNRESET');
+  });
+
+  it('on a secured channel a disallowed client is dropped before authentication: no 401, not one byte, nothing counted', async () => {
+    logs.length = 0;
+    const withoutCredentials = await rawGet('/secured');
+    expect(withoutCredentials.received).toBe(0);
+    if (withoutCredentials.error) expect(withoutCredentials.error.code).toBe('ECONNRESET');
+    const wrongCredentials = await rawGet('/secured', `Authorization: Basic ${Buffer.from('partner:nope').toString('base64')}\r\n`);
+    expect(wrongCredentials.received).toBe(0);
+    const validCredentials = await rawGet('/secured', `Authorization: ${PARTNER}\r\n`);
+    expect(validCredentials.received).toBe(0);
+    if (validCredentials.error) expect(validCredentials.error.code).toBe('ECONNRESET');
+
+    // A client the firewall lets through meets authentication as usual...
+    expect(await attempt('/secured', { 'x-forwarded-for': '198.51.100.1' })).toBe(401);
+    const admitted = await fetch(`${base}/secured`, { headers: { authorization: PARTNER, 'x-forwarded-for': '198.51.100.1' } });
+    expect(admitted.status).toBe(200);
+    // ...and the partner's budget (3 a day) is whole: the dropped request with valid credentials took nothing.
+    expect(admitted.headers.get('x-ratelimit-remaining')).toBe('2');
+
+    const drops = logs.filter((line) => line.msg === DROP_LINE);
+    expect(drops).toHaveLength(3);
+    for (const line of drops) {
+      expect(line).toMatchObject({ level: 30, channel: 'secured', rule: 1, range: 'all-day' });
+      expect(String(line.client)).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
+      expect(line.cid).toEqual(expect.any(String));
+    }
+    // The dropped requests have no request line of their own: the drop line is all there is.
+    expect(logs.filter((line) => line.msg === 'request' && line.channel === 'secured')).toHaveLength(2);
+    // No secret reaches the log.
+    expect(JSON.stringify(logs)).not.toContain(PARTNER.slice(6));
   });
 
   it('honours forwarded headers from every peer when trusted_proxies is absent', async () => {

@@ -109,6 +109,37 @@ describe('Limiter.check', () => {
   });
 });
 
+describe('Limiter.disallowedRange (the firewall before authentication)', () => {
+  it('names the disallowed range in force for the client, at the current time, and counts nothing', () => {
+    const { compile, clock, store } = setup();
+    const limiter = new Limiter(store, new ZoneTime('UTC'));
+    const addresses = new AddressCache();
+    const set = compile([
+      { cidr_list: ['10.0.0.0/8'], time_range: [{ is_all_day: true, rate: 1, burst: 1 }] },
+      { cidr_list: ['203.0.113.0/24'], time_range: [{ is_all_day: true, disallowed: true }] },
+      { time_range: [{ is_all_day: true, rate: 1, burst: 1 }, { time_from: '22:00', time_to: '06:00', disallowed: true }] },
+    ]);
+    const decide = (client: string) => limiter.disallowedRange(set, addresses.get(client), clock.now());
+    expect(decide('203.0.113.9')).toMatchObject({ ruleIndex: 1, label: 'all-day', disallowed: true });
+    expect(decide('10.1.2.3')).toBeUndefined();
+    expect(decide('198.51.100.7')).toBeUndefined();
+    clock.set(Date.parse('2026-03-02T23:00:00Z'));
+    expect(decide('198.51.100.7')).toMatchObject({ ruleIndex: 2, label: '22:00-06:00' });
+    // A rule matched earlier shields its clients from later rules' firewall.
+    expect(decide('10.1.2.3')).toBeUndefined();
+    expect(store.size).toBe(0);
+  });
+
+  it('a drop found by check() carries the rule set and range for the log line', () => {
+    const { compile, check } = setup();
+    const set = compile([{ cidr_list: ['203.0.113.0/24'], time_range: [{ is_all_day: true, disallowed: true }] }]);
+    const verdict = check(set, '203.0.113.9');
+    expect(verdict.outcome).toBe(DROP);
+    expect(verdict.droppedBy).toBe(set);
+    expect(verdict.droppedRange).toMatchObject({ ruleIndex: 0, label: 'all-day' });
+  });
+});
+
 describe('counters across reloads', () => {
   const rules = (limit: number, disabled = false) => [
     {

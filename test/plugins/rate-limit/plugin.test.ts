@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../kernel/clock.ts';
+import type { HookName } from '../../../kernel/hooks.ts';
+import type { KernelApi } from '../../../kernel/plugin.ts';
+import rateLimit from '../../../plugins/rate-limit/plugin.ts';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
@@ -24,6 +27,10 @@ channel_rest:
       rate_limiting: [{ time_range: [{ is_all_day: true, limit: 1, limit_unit: minute }] }] }
   - { name: cap, url_path: /cap, service: echo, security: none,
       rate_limiting: [{ time_range: [{ is_all_day: true, limit: 5, limit_unit: hour }] }] }
+  - { name: fenced, url_path: /fenced, service: echo, security: partner,
+      rate_limiting: [{ time_range: [{ is_all_day: true }, { time_from: '22:00', time_to: '06:00', disallowed: true }] }] }
+  - { name: fence-off, url_path: /fence-off, service: echo, security: none,
+      rate_limiting: [{ time_range: [{ is_all_day: true, rate: 5 }, { time_from: '22:00', time_to: '06:00', disallowed: true, disabled: true }] }] }
 `;
 
 let k: TestKernel;
@@ -104,6 +111,26 @@ describe('reload and clear', () => {
     expect(await k.kernel.runControl('limits.clear', { kind: 'channel', name: 'cap', rule: 1 })).toEqual({ cleared: 1 });
     expect((await get('/cap')).statusCode).toBe(200);
     await expect(k.kernel.runControl('limits.clear', { kind: 'channel', name: 'cap', rule: 2 })).rejects.toThrow(/no rule 2/);
+  });
+});
+
+describe('hook factories', () => {
+  it('add the firewall (onRequest) only where a channel rule has an enabled disallowed range, counting (limit) where any rule may apply', async () => {
+    // A state of its own, built from the running kernel's config (its control op is not re-registered).
+    const api: KernelApi = { ...k.kernel.api, addControl: () => undefined };
+    const state = await rateLimit.setup!(api, { max_counters: 1000 });
+    const config = k.kernel.configStore.current();
+    await rateLimit.onConfig!(state, config);
+    const hooked = (phase: HookName) =>
+      config.channel_rest.filter((channel) => rateLimit.hooks[phase]!({ channel, config, state, kernel: api }) !== undefined).map((c) => c.name);
+    expect(hooked('onRequest')).toEqual(['fenced']);
+    expect(hooked('limit')).toEqual(['open', 'a', 'b', 'cap', 'fenced', 'fence-off']);
+  });
+
+  it('the firewall leaves a secured channel to authentication outside its disallowed hours', async () => {
+    clock.set(Date.UTC(2026, 0, 1, 21, 59));
+    expect((await get('/fenced')).statusCode).toBe(401);
+    expect((await get('/fenced', { authorization: PARTNER })).statusCode).toBe(200);
   });
 });
 

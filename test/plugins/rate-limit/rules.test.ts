@@ -148,6 +148,21 @@ describe('time range choice', () => {
   });
 });
 
+describe('firewall flag', () => {
+  it('a rule set disallows when some enabled range, all-day or specific, of any rule is disallowed', () => {
+    expect(compile([{ time_range: [{ is_all_day: true, rate: 5 }] }]).disallows).toBe(false);
+    expect(compile([{ time_range: [{ is_all_day: true }] }, { cidr_list: ['10.0.0.0/8'], time_range: [{ is_all_day: true, disallowed: true }] }]).disallows).toBe(true);
+    expect(compile([{ time_range: [{ is_all_day: true }, { time_from: '22:00', time_to: '06:00', disallowed: true }] }]).disallows).toBe(true);
+    // Disabled ranges never apply, so they give the firewall nothing to do.
+    expect(compile([{ time_range: [{ is_all_day: true, disallowed: true, disabled: true }, { time_from: '22:00', time_to: '06:00', disallowed: true, disabled: true }] }]).disallows).toBe(false);
+  });
+
+  it('ranges know the 1-based rule position for log lines through their 0-based ruleIndex', () => {
+    const set = compile([{ cidr_list: ['10.0.0.0/8'], time_range: [{ is_all_day: true }] }, { time_range: [{ time_from: '09:00', time_to: '17:00', rate: 1 }, { is_all_day: true, disallowed: true }] }]);
+    expect(set.rules.map((r) => [r.allDay.ruleIndex, ...r.specific.map((x) => x.ruleIndex)])).toEqual([[0], [1, 1]]);
+  });
+});
+
 describe('counter keys', () => {
   const base = [
     { cidr_list: ['10.0.0.0/8', '192.168.0.0/16'], time_range: [{ is_all_day: true, limit: 100, limit_unit: 'day' }, { time_from: '09:00', time_to: '17:00', rate: 5 }] },
