@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { Channel, SvcConfig } from '../config/schema.ts';
 import type { Exchange } from '../exchange.ts';
 import { CHAIN_PHASES, type HookName } from '../hooks.ts';
@@ -132,19 +133,32 @@ function invokeService(channel: Channel, invoke: KernelSteps['invoke']): HookFn 
     const result = await invoke(invokeRequestOf(ex, service));
     if (result.logs?.length) for (const [level, message] of result.logs) ex.log[level]({ service }, message);
     const r = ex.response;
-    if (result.headers) Object.assign(r.headers, result.headers);
+    if (result.headers) Object.assign(r.headers, checkedHeaders(result.headers));
     if (result.error) {
       const code = ERROR_CODES[result.error.kind as keyof typeof ERROR_CODES] ?? 'SERVICE_FAILED';
       if (code === 'SERVICE_FAILED') {
         ex.log.error({ service, error: result.error.message }, 'service raised an exception');
         throw new SvcError(code);
       }
-      throw new SvcError(code, result.error.message, { headers: result.headers });
+      throw new SvcError(code, result.error.message, { headers: checkedHeaders(result.headers) });
     }
     r.status = result.status;
     r.contentType = result.contentType ?? r.contentType;
     r.body = result.bodyEncoding === 'base64' ? Buffer.from(result.body as string, 'base64') : result.body;
   };
+}
+
+/** Headers from service code are checked here (plugins' own are trusted): a bad one is a 500, not a crash. */
+function checkedHeaders(headers: Record<string, string>): Record<string, string> {
+  for (const name in headers) {
+    try {
+      validateHeaderName(name);
+      validateHeaderValue(name, headers[name]);
+    } catch {
+      throw new SvcError('INTERNAL', `Invalid response header '${name.slice(0, 64)}'`);
+    }
+  }
+  return headers;
 }
 
 /** Runs a chain; awaits only steps that returned a promise, and stops once a reply went out. */

@@ -1,5 +1,4 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { Logger } from 'pino';
 import type { Channel } from '../config/schema.ts';
 import type { AuthInfo, Exchange, ResponseDraft, UploadedFile } from '../exchange.ts';
@@ -139,14 +138,6 @@ const EMPTY_BODY_STATUSES = new Set([204, 304]);
 /** Writes the response draft: status, headers, and a body unless the status or method forbids one. */
 export function sendDraft(ex: HttpExchange): void {
   const r = ex.response;
-  for (const name in r.headers) {
-    try {
-      validateHeaderName(name);
-      validateHeaderValue(name, r.headers[name]);
-    } catch {
-      throw new SvcError('INTERNAL', `Invalid response header '${name.slice(0, 64)}'`);
-    }
-  }
   ex.replied = true;
   const reply = ex.replyTo;
   reply.code(r.status);
