@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
   echo "One file per area under docs/decisions/; this page is their concatenation (npm run docs)."
   for f in docs/decisions/kernel.md $(ls docs/decisions/*.md | grep -v '/kernel.md$'); do
     echo
-    sed -e 's/^# /## /' "$f"
+    sed -e 's/^## /### /' -e 's/^# /## /' "$f"
   done
 } > docs/decisions.md
