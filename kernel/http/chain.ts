@@ -47,6 +47,11 @@ export function buildChain(channel: Channel, config: SvcConfig, plugins: readonl
   return { channel, steps: chain, onError: tapped('onError') as ErrorHookFn[], onResponse: tapped('onResponse') as HookFn[] };
 }
 
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
 function isTextFormat(channel: Channel, plugins: readonly ActivePlugin[]): boolean {
   return plugins.some(({ plugin }) => plugin.contributes?.textFormats?.includes(channel.data_format));
 }
@@ -70,6 +75,9 @@ function prepareInput(channel: Channel, registry: ServiceRegistry, textPayload: 
     if (!fields) {
       input = url;
       for (const k in url) textKeys.add(k);
+    } else if (isEmpty(url) && !svc.checkInput) {
+      // Nothing to merge and nothing to change: the payload's fields are the input, uncopied.
+      input = fields;
     } else if (urlOverMsg) {
       input = { ...fields, ...url };
       for (const k in url) textKeys.add(k);
@@ -77,7 +85,7 @@ function prepareInput(channel: Channel, registry: ServiceRegistry, textPayload: 
       input = { ...url, ...fields };
       for (const k in url) if (!(k in fields)) textKeys.add(k);
     }
-    if (fields && textPayload) for (const k in fields) textKeys.add(k);
+    if (fields && textPayload && svc.checkInput) for (const k in fields) textKeys.add(k);
     ex.input = input;
     const problem = svc.checkInput?.(input, textKeys);
     if (problem) throw new SvcError('INVALID_INPUT', `Invalid input: ${problem}`);
@@ -97,10 +105,13 @@ const ERROR_CODES: Record<ServiceErrorKind | 'MethodNotAllowed' | 'OutputTooLarg
   Error: 'SERVICE_FAILED',
 };
 
+const EMPTY_OVER: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+
 /** Input fields that are not the payload's own value (undefined when input is not built on the payload). */
 function inputOverPayload(input: Record<string, unknown>, payload: unknown): Record<string, unknown> | undefined {
   if (!payload || typeof payload !== 'object' || Array.isArray(payload) || Buffer.isBuffer(payload)) return undefined;
   const fields = payload as Record<string, unknown>;
+  if (input === fields) return EMPTY_OVER;
   for (const k in fields) if (!(k in input)) return undefined;
   const over: Record<string, unknown> = {};
   for (const k in input) if (input[k] !== fields[k]) over[k] = input[k];

@@ -62,6 +62,11 @@ export async function callHost(op: string, args: unknown, cid?: string): Promise
 /** What the kernel sends for one call (kernel/sandbox/protocol.ts), with the call's id in this process. */
 type WireRequest = InvokeRequest & { callId: number };
 
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
 function envOf(req: WireRequest): Record<string, string> {
   const env: Record<string, string> = { REQUEST_METHOD: req.method, PATH_INFO: req.path ?? '' };
   const headers = req.headers ?? {};
@@ -96,7 +101,8 @@ class CallContext implements Context {
     this.channel = req.channel;
     this.method = req.method;
     this.path = req.path;
-    this.input = req.inputOverPayload ? { ...(req.payload as Record<string, unknown>), ...req.inputOverPayload } : (req.input ?? {});
+    const over = req.inputOverPayload;
+    this.input = over ? (isEmpty(over) ? (req.payload as Record<string, unknown>) : { ...(req.payload as Record<string, unknown>), ...over }) : (req.input ?? {});
     this.payload = req.payload;
     this.query = req.query ?? {};
     this.pathParams = req.pathParams ?? {};
