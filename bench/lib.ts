@@ -34,6 +34,24 @@ export async function load(url: string, opts: Partial<Omit<CannonOptions, 'url'>
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
 }
 
+/** Rounds per measured case; each case keeps its best round (a 2-core machine is noisy, and order matters). */
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+/**
+ * Measures several cases in turn, ROUNDS times, interleaved (so a slow spell hits every case
+ * alike), and keeps each case's best round.
+ */
+export async function interleaved(cases: Array<() => Promise<Load>>): Promise<Load[]> {
+  const best: Array<Load | undefined> = cases.map(() => undefined);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < cases.length; i++) {
+      const l = await cases[i]!();
+      if (!best[i] || l.rps > best[i]!.rps) best[i] = l;
+    }
+  }
+  return best as Load[];
+}
+
 /** Resident memory of processes, MB. */
 export function rssMb(pids: number[]): number {
   let kb = 0;

@@ -1,4 +1,4 @@
-import { load, printTable, withSvc, type Row } from '../lib.ts';
+import { interleaved, load, printTable, withSvc, type Row } from '../lib.ts';
 
 const hello = `import { service } from 'svc/sdk';\nexport default service({ handle: (ctx) => ({ hello: ctx.user?.username ?? 'anonymous' }) });\n`;
 
@@ -16,13 +16,15 @@ export async function run(): Promise<void> {
     ],
   };
   const rows: Row[] = await withSvc(config, { 'hello.ts': hello }, async (t) => {
-    const open = await load(`${t.url}/open`);
-    const basic = await load(`${t.url}/basic`, { headers: { authorization: `Basic ${Buffer.from('bench:bench-password-123').toString('base64')}` } });
-    const key = await load(`${t.url}/key`, { headers: { 'x-api-key': 'bench-api-key-0123456789' } });
+    const [open, basic, key] = await interleaved([
+      () => load(`${t.url}/open`),
+      () => load(`${t.url}/basic`, { headers: { authorization: `Basic ${Buffer.from('bench:bench-password-123').toString('base64')}` } }),
+      () => load(`${t.url}/key`, { headers: { 'x-api-key': 'bench-api-key-0123456789' } }),
+    ]);
     return [
-      { name: 'channel, security: none', load: open, ratio: 1 },
-      { name: 'channel, Basic Auth (verified cache)', load: basic, ratio: basic.rps / open.rps },
-      { name: 'channel, API key (verified cache)', load: key, ratio: key.rps / open.rps },
+      { name: 'channel, security: none', load: open!, ratio: 1 },
+      { name: 'channel, Basic Auth (verified cache)', load: basic!, ratio: basic!.rps / open!.rps },
+      { name: 'channel, API key (verified cache)', load: key!, ratio: key!.rps / open!.rps },
     ];
   });
   printTable('Security: authenticated channels vs none (goal ≥ 0.9×)', rows, 'vs none');
