@@ -142,9 +142,13 @@ function deploy(name: string, file: string, code: string): void {
   }
 }
 
+/** `file:line:col: message`, with the position V8 gives (compile errors and top-level throws alike). */
 function describeCompileError(err: unknown, file: string): string {
   const message = err instanceof Error ? err.message : String(err);
-  return message.includes(file) ? message : `${file}: ${message}`;
+  const escaped = file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const at = new RegExp(`services/${escaped}:(\\d+):(\\d+)`).exec(`${message}\n${(err as Error)?.stack ?? ''}`);
+  const text = message.replace(/\s*\[file:\/\/\/services\/[^\]]*\]\s*$/, '');
+  return at ? `${file}:${at[1]}:${at[2]}: ${text}` : `${file}: ${text}`;
 }
 
 /** Disposes an instance once the calls it is running have finished. */

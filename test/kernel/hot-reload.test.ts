@@ -28,6 +28,13 @@ describe('hot deploy', () => {
     expect(k.kernel.services.errors.has('live')).toBe(false);
   });
 
+  it('reports a service that throws while loading with its file, line and message', async () => {
+    await k.writeService('live.js', `import { service } from 'svc/sdk';\nconst limit = 3;\nthrow new Error('config missing');\nexport default service({ handle: () => limit });\n`);
+    expect(k.kernel.services.errors.get('live')).toBe('live.js:3:7: config missing');
+    expect((await get('/live')).json()).toEqual({ version: 'four' });
+    await k.removeService('live.js');
+  });
+
   it('deploys a new file and undeploys a removed one', async () => {
     await k.writeConfig(channels(`  - { name: fresh, url_path: /fresh, service: fresh, security: none }\n`));
     expect((await get('/fresh')).statusCode).toBe(500);
