@@ -63,6 +63,16 @@ describe('hot config reload', () => {
     expect((await get('/live')).statusCode).toBe(404);
   });
 
+  it('lets requests in flight finish on the config they started with', async () => {
+    await k.writeService('slow2.js', `import { service } from 'svc/sdk';\nexport default service({ async handle() { let x = 0; for (let i = 0; i < 3e7; i++) x += i; return { done: x > 0 }; } });\n`);
+    expect(await k.writeConfig(`channel_rest:\n  - { name: live, url_path: /moved, service: live, security: none }\n  - { name: slow2, url_path: /slow2, service: slow2, security: none }\n`)).toBe(true);
+    const inflight = Array.from({ length: 4 }, () => get('/slow2'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await k.writeConfig(`channel_rest:\n  - { name: live, url_path: /moved, service: live, security: none }\n`)).toBe(true);
+    for (const r of await Promise.all(inflight)) expect(r.json()).toEqual({ done: true });
+    expect((await get('/slow2')).statusCode).toBe(404);
+  });
+
   it('refuses an invalid change and keeps the running config', async () => {
     expect(await k.writeConfig(`channel_rest:\n  - { name: live, url_path: no-slash, service: live, security: none }\n`)).toBe(false);
     expect((await get('/moved')).statusCode).toBe(200);
