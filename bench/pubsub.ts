@@ -127,6 +127,9 @@ await withBareFastify(async (t) => {
     bare.set(c, l);
     rows.push({ name: `bare Fastify hello-world, ${c} client${c > 1 ? 's' : ''}`, load: l, ratio: 1, rssMb: rssMb(t.pids) });
   }
+  // Not the goal's baseline, but the fair floor of a publish: a POST with a JSON body, parsed and answered.
+  const post = await load(`${t.url}/echo`, { connections: 50, method: 'POST', body: JSON.stringify(MESSAGE), headers: { 'content-type': 'application/json' } });
+  rows.push({ name: 'bare Fastify POST of the same JSON message, 50 clients', load: post, ratio: post.rps / bare.get(50)!.rps, note: 'HTTP-only floor of a publish' });
 });
 for (const sync of ['NORMAL', 'FULL'] as const) {
   rows.push({

@@ -12,6 +12,8 @@ const [kind, configPath] = process.argv.slice(2);
 if (kind === 'bare') {
   const app = Fastify();
   app.get('/hello', async () => ({ hello: 'world' }));
+  // A POST with a small JSON body and answer: the HTTP-only floor of a publish.
+  app.post('/echo', async (req) => ({ msg_id: String((req.body as { data?: unknown }).data !== undefined) }));
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   process.stdout.write(`READY ${url} ${process.pid}\n`);
 } else {
