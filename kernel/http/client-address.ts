@@ -1,13 +1,27 @@
 import ipaddr from 'ipaddr.js';
 
+/** Per-process memo of small pure functions of an address string (clients repeat). */
+function memo<T>(fn: (address: string) => T, max = 4096): (address: string) => T {
+  const seen = new Map<string, T>();
+  return (address) => {
+    let value = seen.get(address);
+    if (value === undefined) {
+      value = fn(address);
+      if (seen.size >= max) seen.clear();
+      seen.set(address, value);
+    }
+    return value;
+  };
+}
+
 /** Canonical text of an address: IPv4-mapped IPv6 becomes IPv4. */
-export function canonicalAddress(address: string): string {
+export const canonicalAddress = memo((address: string): string => {
   try {
     return ipaddr.process(address).toString();
   } catch {
     return address;
   }
-}
+});
 
 export type PeerFilter = (address: string) => boolean;
 
@@ -15,7 +29,7 @@ export type PeerFilter = (address: string) => boolean;
 export function trustedProxies(cidrs: readonly string[] | undefined): PeerFilter | undefined {
   if (!cidrs) return undefined;
   const ranges = cidrs.map((c) => (c.includes('/') ? ipaddr.parseCIDR(c) : ([ipaddr.parse(c), ipaddr.parse(c).kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number])));
-  return (address) => {
+  return memo((address) => {
     let parsed: ipaddr.IPv4 | ipaddr.IPv6;
     try {
       parsed = ipaddr.process(address);
@@ -23,7 +37,7 @@ export function trustedProxies(cidrs: readonly string[] | undefined): PeerFilter
       return false;
     }
     return ranges.some(([range, bits]) => range.kind() === parsed.kind() && parsed.match(range as never, bits));
-  };
+  });
 }
 
 export function checkTrustedProxies(cidrs: readonly string[]): string | undefined {
