@@ -1,4 +1,4 @@
-import { readFileSync, mkdirSync, rmSync, existsSync } from 'node:fs';
+import { readFileSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
@@ -220,8 +220,4 @@ function systemChannel(route: SystemRoute): Channel {
     params_pri: 'url_over_msg',
     use_queue: false,
   };
-}
-
-export function removeStaleSocket(path: string): void {
-  if (existsSync(path)) rmSync(path, { force: true });
 }

@@ -118,7 +118,7 @@ function inputOverPayload(input: Record<string, unknown>, payload: unknown): Rec
   return over;
 }
 
-export function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
+function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
   const raw = ex.rawBody;
   const over = inputOverPayload(ex.input, ex.payload);
   return {
@@ -203,11 +203,6 @@ export async function replyWithError(hooks: readonly ErrorHookFn[], ex: HttpExch
   const headers = e?.headers ? { ...ex.response.headers, ...e.headers } : ex.response.headers;
   ex.response.contentType = 'application/json; charset=utf-8';
   ex.response.headers = {};
-  try {
-    ex.reply(status, errorBody(ex.cid, e?.details ?? 'Internal server error'), headers);
-  } catch {
-    // Headers the service set along with its error may be invalid: answer without them.
-    ex.response.headers = {};
-    ex.reply(status, errorBody(ex.cid, e?.details ?? 'Internal server error'));
-  }
+  // Headers a service set were checked when its call returned (checkedHeaders).
+  ex.reply(status, errorBody(ex.cid, e?.details ?? 'Internal server error'), headers);
 }

@@ -86,7 +86,7 @@ function createInstance(svc: Deployed): { instance: Instance; meta: Record<strin
         ignored: true,
       }),
     );
-    global.setSync('__svc_done', new ivm.Callback((ids: string, lines: string) => onResults(holder.instance, ids, lines), { ignored: true }));
+    global.setSync('__svc_done', new ivm.Callback((lines: string) => onResults(holder.instance, lines), { ignored: true }));
     const sdk = isolate.compileModuleSync(sdkCode, { filename: 'svc:sdk' });
     sdk.instantiateSync(context, () => {
       throw new Error('the SDK imports nothing');
@@ -209,7 +209,7 @@ function startWaiting(instance: Instance): void {
   instance.dispatchMany.applyIgnored(undefined, [json + ']']);
 }
 
-function onResults(instance: Instance | undefined, ids: string, lines: string): void {
+function onResults(instance: Instance | undefined, lines: string): void {
   if (!instance) return;
   let start = 0;
   for (let nl = lines.indexOf('\n'); nl !== -1; start = nl + 1, nl = lines.indexOf('\n', start)) {
@@ -220,7 +220,6 @@ function onResults(instance: Instance | undefined, ids: string, lines: string): 
     if (envelope.length > caps.maxOutputBytes + 1024) wire.send({ t: 'result', id, fail: 'SERVICE_OUTPUT_TOO_LARGE' });
     else wire.sendRaw('{"t":"result","id":' + id + '}\t' + envelope + '\n');
   }
-  void ids;
   afterProgress(instance);
 }
 

@@ -237,23 +237,19 @@ function register(def: unknown, outputLimit: number): string {
 }
 
 /** Results leave in batches: every call that finishes in the same microtask turn shares one host callback. */
-type Done = (ids: string, lines: string) => void;
+type Done = (lines: string) => void;
 const done = G.__svc_done as Done | undefined;
-let doneIds = '';
 let doneLines = '';
 let flushing = false;
 
 function flushResults(): void {
   flushing = false;
-  const ids = doneIds;
   const lines = doneLines;
-  doneIds = '';
   doneLines = '';
-  done!(ids, lines);
+  done!(lines);
 }
 
 function deliver(callId: number, envelope: string): void {
-  doneIds = doneIds ? doneIds + ',' + callId : String(callId);
   doneLines += callId + '\t' + envelope + '\n';
   if (!flushing) {
     flushing = true;
