@@ -21,10 +21,12 @@ export const ERRORS = {
   SERVICE_NOT_DEPLOYED: { status: 500, message: 'Service is not deployed' },
   SERVICE_MEMORY_LIMIT: { status: 500, message: 'Service exceeded its memory limit' },
   SERVICE_OUTPUT_TOO_LARGE: { status: 500, message: 'Service output exceeds the limit' },
+  SERVICE_OUTPUT_INVALID: { status: 500, message: 'Service output is invalid' },
   BAD_GATEWAY: { status: 502, message: 'Upstream failure' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'Service unavailable' },
   SERVICE_TIMEOUT: { status: 503, message: 'Service exceeded its time limit' },
   SANDBOX_CRASHED: { status: 503, message: 'Service sandbox crashed and was restarted' },
+  SERVICE_QUARANTINED: { status: 503, message: 'Service is quarantined after crashing its sandbox repeatedly' },
   QUEUE_FULL: { status: 503, message: 'Queue is full' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
@@ -47,10 +49,6 @@ export class SvcError extends Error {
     this.details = details ?? entry.message;
     this.headers = opts?.headers;
   }
-}
-
-export function svcError(code: ErrorCode, details?: string, headers?: Record<string, string>): SvcError {
-  return new SvcError(code, details, { headers });
 }
 
 /** The channel error body the spec prescribes: `{result: 'Error', cid, details}`. */

@@ -171,7 +171,10 @@ export class Kernel {
 
   invoke(req: InvokeRequest): Promise<InvokeResult> {
     if (!this.services.get(req.service)) return Promise.reject(new SvcError('SERVICE_NOT_DEPLOYED', `Service '${req.service}' is not deployed`));
-    return this.pool.invoke(req);
+    const outcome = this.pool.invoke(req);
+    const finish = () => this.hostCalls.finish(req);
+    outcome.then(finish, finish);
+    return outcome;
   }
 
   /** Runs a control op as the control socket would (CLI → running server). */

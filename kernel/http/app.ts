@@ -86,6 +86,9 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error.statusCode ?? 500;
     if (status >= 500) deps.log.error({ cid: request.id, err: error }, 'request failed');
+    // The failure may be a header Node refused while writing: none of the draft's headers go out again.
+    for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
+    reply.header('x-svc-cid', request.id);
     reply.code(status >= 400 && status < 600 ? status : 500).send(errorBody(request.id, status < 500 ? error.message : 'Internal server error'));
   });
 
@@ -106,6 +109,11 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
       const ex = new HttpExchange(request, reply, rt.channel, match.params, parseQuery(search), path, rt.channel.body_limit ?? server.body_limit, deps.trusted());
       await runChain(rt, ex);
       if (!ex.replied) await replyWithError(rt.onError, ex, new SvcError('INTERNAL', 'No reply was produced'));
+      // Last resort: whatever a step did, this request gets an answer (or, mid-body, loses its socket).
+      if (!reply.sent && !ex.dropped) {
+        if (reply.raw.headersSent) request.raw.socket.destroy();
+        else throw new SvcError('INTERNAL', 'No reply was produced');
+      }
       for (const hook of rt.onResponse) {
         try {
           await hook(ex);

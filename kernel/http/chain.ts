@@ -1,12 +1,11 @@
 import { isUtf8 } from 'node:buffer';
-import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { Channel, SvcConfig } from '../config/schema.ts';
 import type { Exchange } from '../exchange.ts';
 import { CHAIN_PHASES, type HookName } from '../hooks.ts';
 import type { ErrorHookFn, HookFn, KernelApi, Plugin } from '../plugin.ts';
 import { errorBody, SvcError, type ErrorCode } from '../errors.ts';
 import type { ServiceRegistry } from '../services.ts';
-import type { InvokeRequest, InvokeResult, ServiceErrorKind } from '../sandbox/protocol.ts';
+import type { InvokeRequest, InvokeResult, RUNTIME_ERROR_KINDS, ServiceErrorKind } from '../sandbox/protocol.ts';
 import { sendDraft, type HttpExchange } from './exchange.ts';
 
 export interface ActivePlugin {
@@ -92,7 +91,7 @@ function prepareInput(channel: Channel, registry: ServiceRegistry, textPayload: 
   };
 }
 
-const ERROR_CODES: Record<ServiceErrorKind | 'MethodNotAllowed' | 'OutputTooLarge', ErrorCode> = {
+const ERROR_CODES: Record<ServiceErrorKind | (typeof RUNTIME_ERROR_KINDS)[number], ErrorCode> = {
   BadRequest: 'BAD_REQUEST',
   Unauthorized: 'UNAUTHORIZED',
   Forbidden: 'FORBIDDEN',
@@ -102,6 +101,7 @@ const ERROR_CODES: Record<ServiceErrorKind | 'MethodNotAllowed' | 'OutputTooLarg
   BadGateway: 'BAD_GATEWAY',
   MethodNotAllowed: 'METHOD_NOT_ALLOWED',
   OutputTooLarge: 'SERVICE_OUTPUT_TOO_LARGE',
+  OutputInvalid: 'SERVICE_OUTPUT_INVALID',
   Error: 'SERVICE_FAILED',
 };
 
@@ -141,35 +141,28 @@ function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
 function invokeService(channel: Channel, invoke: KernelSteps['invoke']): HookFn {
   const service = channel.service;
   return async function runService(ex) {
+    // The result was checked where it left the sandbox (parseInvokeResult): status, header names and values, sizes.
     const result = await invoke(invokeRequestOf(ex, service));
     if (result.logs?.length) for (const [level, message] of result.logs) ex.log[level]({ service }, message);
     const r = ex.response;
-    if (result.headers) Object.assign(r.headers, checkedHeaders(result.headers));
     if (result.error) {
-      const code = ERROR_CODES[result.error.kind as keyof typeof ERROR_CODES] ?? 'SERVICE_FAILED';
+      const code = ERROR_CODES[result.error.kind];
       if (code === 'SERVICE_FAILED') {
         ex.log.error({ service, error: result.error.message }, 'service raised an exception');
         throw new SvcError(code);
       }
-      throw new SvcError(code, result.error.message, { headers: checkedHeaders(result.headers) });
+      throw new SvcError(code, result.error.message, { headers: result.headers });
     }
+    copyHeaders(result.headers, r.headers);
     r.status = result.status;
     r.contentType = result.contentType ?? r.contentType;
     r.body = result.bodyEncoding === 'base64' ? Buffer.from(result.body as string, 'base64') : result.body;
   };
 }
 
-/** Headers from service code are checked here (plugins' own are trusted): a bad one is a 500, not a crash. */
-function checkedHeaders(headers: Record<string, string>): Record<string, string> {
-  for (const name in headers) {
-    try {
-      validateHeaderName(name);
-      validateHeaderValue(name, headers[name]);
-    } catch {
-      throw new SvcError('INTERNAL', `Invalid response header '${name.slice(0, 64)}'`);
-    }
-  }
-  return headers;
+/** Own keys only, defined rather than assigned: a header named `__proto__` stays a header. */
+function copyHeaders(from: Record<string, string>, to: Record<string, string>): void {
+  for (const name of Object.keys(from)) Object.defineProperty(to, name, { value: from[name], enumerable: true, writable: true, configurable: true });
 }
 
 /** Runs a chain; awaits only steps that returned a promise, and stops once a reply went out. */

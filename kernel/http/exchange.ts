@@ -19,6 +19,8 @@ export class HttpExchange implements Exchange {
   auth: AuthInfo | undefined = undefined;
   readonly response: ResponseDraft = { status: 200, headers: {}, body: undefined, contentType: undefined };
   replied = false;
+  /** The connection was dropped on purpose (firewall): no reply is owed. */
+  dropped = false;
   readonly locals: Record<string, unknown> = {};
   private clientAddr: string | undefined;
   private hidden: Set<string> | undefined;
@@ -119,6 +121,7 @@ export class HttpExchange implements Exchange {
   drop(): void {
     if (this.replied) return;
     this.replied = true;
+    this.dropped = true;
     this.replyTo.hijack();
     const socket = this.request.socket;
     // A reset, not a FIN: the client learns nothing, not even that an HTTP server is here.
@@ -138,6 +141,8 @@ const EMPTY_BODY_STATUSES = new Set([204, 304]);
 /** Writes the response draft: status, headers, and a body unless the status or method forbids one. */
 export function sendDraft(ex: HttpExchange): void {
   const r = ex.response;
+  // Checked before the reply counts as sent, so the chain's error path still answers (500 with the CID).
+  if (!Number.isInteger(r.status) || r.status < 100 || r.status > 599) throw new SvcError('INTERNAL', undefined, { cause: new Error(`invalid status ${String(r.status)}`) });
   ex.replied = true;
   const reply = ex.replyTo;
   reply.code(r.status);

@@ -3,18 +3,13 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { SvcError, type ErrorCode } from '../errors.ts';
+import { SvcError } from '../errors.ts';
 import { Wire } from './wire.ts';
-import type { InvokeRequest, InvokeResult, ServiceMeta } from './protocol.ts';
+import { parseInvokeResult, readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxCaps, type SandboxMessage, type ServiceMeta } from './protocol.ts';
 
-export interface SandboxCaps {
+export interface PoolCaps extends SandboxCaps {
   /** Calls in flight on one sandbox process before new calls go to the next one. */
   spillAt: number;
-  defaultMemoryMb: number;
-  maxMemoryMb: number;
-  defaultTimeoutMs: number;
-  maxTimeoutMs: number;
-  maxOutputBytes: number;
 }
 
 /** Answers a host call the sandbox forwarded; resolves with the reply envelope as JSON, never rejects. */
@@ -24,8 +19,24 @@ export type DeployOutcome = { ok: true; meta: ServiceMeta } | { ok: false; error
 
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-/** Past this many deaths a minute a worker is restarted after a short delay, so a crash loop cannot spin a core. */
-const CRASH_BURST = 20;
+
+/** A call is answered by this long after its service's time limit, whatever the sandbox does. */
+export const CALL_MARGIN_MS = 500;
+/** Crashes pinned on one service within the window before it is quarantined. */
+const STRIKES_TO_QUARANTINE = 3;
+const STRIKE_WINDOW_MS = 60_000;
+/** A service suspected in a crash it shared with others runs alone in its own process this long. */
+const PROBATION_MS = 60_000;
+const MAX_PROBATION_PROCESSES = 4;
+/** Restart back-off: consecutive deaths of one slot within the window double the delay, up to the cap. */
+const BACKOFF_WINDOW_MS = 30_000;
+const BACKOFF_BASE_MS = 100;
+const BACKOFF_MAX_MS = 5_000;
+/** A process with calls in flight that sent nothing for this long past the longest limit is wedged. */
+const WEDGED_AFTER_MS = 5_000;
+const SWEEP_MS = 50;
+/** How long a deploy waits for a sandbox process to become ready. */
+const READY_WAIT_MS = 30_000;
 
 /**
  * Sandbox processes get a minimal environment: the kernel's may hold secrets (`${ENV}` values
@@ -43,212 +54,475 @@ function homeIndex(service: string, workers: number): number {
   return Math.abs(h) % workers;
 }
 
-interface Pending {
+interface PendingCall {
+  id: number;
   request: InvokeRequest;
+  /** When the kernel answers it whatever the sandbox does. */
+  deadline: number;
+  worker: SandboxWorker | undefined;
   resolve: (r: InvokeResult) => void;
   reject: (e: unknown) => void;
 }
 
+type DeployKind = 'probe' | 'spread' | 'replay';
+
+interface ServiceCode {
+  file: string;
+  code: string;
+  /** Bumped on every deploy, so a process knows which version it holds. */
+  version: number;
+  timeoutMs: number;
+  /** The memory limit it declared, so a process can build its isolate once, not twice. */
+  memoryMb: number | undefined;
+}
+
+/** One sandbox process: a home slot, or a probation process that runs one service alone. */
 class SandboxWorker {
   readonly wire: Wire;
-  readonly inflight = new Map<number, Pending>();
-  readonly deploys = new Map<string, (o: DeployOutcome) => void>();
-  ready: Promise<void>;
-  isReady = false;
-  alive = true;
-  private markReady!: () => void;
+  state: 'starting' | 'ready' | 'dead' = 'starting';
+  readonly inflight = new Map<number, PendingCall>();
+  /** Deploys sent and not answered, in the order the process runs them. */
+  readonly deploys = new Map<number, { name: string; kind: DeployKind; done: (o: DeployOutcome) => void }>();
+  /** Service versions this process holds. */
+  readonly holds = new Map<string, number>();
+  lastHeard = Date.now();
+  /** Stopped on purpose (probation ended): its exit is not a crash. */
+  retiring = false;
 
   constructor(
-    readonly index: number,
+    readonly slot: number | undefined,
+    readonly alone: string | undefined,
     readonly child: ChildProcess,
-    onMessage: (w: SandboxWorker, header: Record<string, unknown>, body: string) => void,
+    onMessage: (w: SandboxWorker, m: SandboxMessage, body: string) => void,
+    onViolation: (w: SandboxWorker, why: string) => void,
+    maxLine: number,
   ) {
-    this.ready = new Promise((r) => (this.markReady = r));
     const channel = child.stdio[3] as Socket;
-    // The channel closes as the process dies, before 'exit' is seen: route nothing more to it.
-    channel.on('close', () => (this.alive = false));
-    this.wire = new Wire(channel, (h, b) => {
-      if (h.t === 'ready') {
-        this.isReady = true;
-        this.markReady();
-      }
-      else onMessage(this, h, b);
+    // A process that dies with data unread on the pipe resets it; its exit is handled in 'exit'.
+    channel.on('error', () => undefined);
+    this.wire = new Wire(channel, {
+      maxLine,
+      onViolation: (why) => onViolation(this, why),
+      onMessage: (header, body) => {
+        this.lastHeard = Date.now();
+        const message = readSandboxMessage(header);
+        if (message) onMessage(this, message, body);
+        else onViolation(this, 'a message of unknown shape');
+      },
     });
+  }
+
+  send(message: KernelMessage, body?: string): void {
+    this.wire.send(message, body);
+  }
+
+  get live(): boolean {
+    return this.state !== 'dead';
   }
 }
 
 /**
- * A supervised pool of sandbox processes. Requests go to the least busy live worker;
- * a worker that dies fails only the calls it was running and is replaced, and every
- * deployed service is deployed to its replacement.
+ * A supervised pool of sandbox processes. Each service has a home process; a process that dies
+ * fails only the calls it was running and is restarted (with back-off), and the services it held
+ * are deployed to it again one at a time, so a service whose code kills the process is named.
+ *
+ * Crashes are pinned on a service when it is the only suspect (the only one with calls in
+ * flight, or the one being deployed). A crash shared by several services puts each of them on
+ * probation in a process of its own, where the next crash is unambiguous. A service with
+ * STRIKES_TO_QUARANTINE pinned crashes in STRIKE_WINDOW_MS is quarantined until its file changes.
+ * Every call is answered within its service's limit plus CALL_MARGIN_MS, whatever the processes do.
  */
 export class SandboxPool {
-  private readonly workers: Array<SandboxWorker | undefined> = [];
-  private readonly services = new Map<string, { file: string; code: string }>();
-  private readonly deaths: number[] = [];
+  private readonly homes: SandboxWorker[] = [];
+  private readonly probation = new Map<string, { worker: SandboxWorker; until: number }>();
+  private readonly services = new Map<string, ServiceCode>();
+  private readonly pending = new Map<number, PendingCall>();
+  /** Calls with no ready process to go to yet. */
+  private waiting: PendingCall[] = [];
+  private readonly strikes = new Map<string, number[]>();
+  private readonly quarantined = new Map<string, string>();
+  private readonly deaths = new Map<string, number[]>();
   private nextId = 1;
+  private nextDeploy = 1;
+  private version = 0;
   private closing = false;
   private sdkCode = '';
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly size: number,
-    private readonly caps: SandboxCaps,
+    private readonly caps: PoolCaps,
     private readonly log: Logger,
     private readonly hostCall: HostCallHandler,
   ) {}
 
   async start(sdkCode: string): Promise<void> {
     this.sdkCode = sdkCode;
-    for (let i = 0; i < this.size; i++) this.workers[i] = this.spawn(i);
-    await Promise.all(this.workers.map((w) => w!.ready));
+    for (let i = 0; i < this.size; i++) this.homes[i] = this.spawn(i, undefined);
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
+    this.sweeper.unref();
+    await this.whenReady(READY_WAIT_MS, () => this.homes.every((w) => w.state === 'ready'));
   }
 
-  private spawn(index: number): SandboxWorker {
+  private spawn(slot: number | undefined, alone: string | undefined): SandboxWorker {
     // SVC_SANDBOX_NODE_ARGS adds Node flags to sandbox processes (diagnostics, e.g. --cpu-prof).
     const extra = process.env.SVC_SANDBOX_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
     const child = spawn(process.execPath, ['--no-node-snapshot', ...extra, '--import', TSX, WORKER], {
       stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
       env: sandboxEnv(),
     });
-    const worker = new SandboxWorker(index, child, (w, h, b) => this.onMessage(w, h, b));
-    worker.wire.send({ t: 'init', caps: this.caps }, JSON.stringify(this.sdkCode));
-    for (const [name, s] of this.services) worker.wire.send({ t: 'deploy', name, file: s.file }, JSON.stringify(s.code));
+    const worker = new SandboxWorker(
+      slot,
+      alone,
+      child,
+      (w, m, b) => this.onMessage(w, m, b),
+      (w, why) => this.onViolation(w, why),
+      // A result is at most the output cap, as JSON text (escaping can double it), plus headers and logs.
+      this.caps.maxOutputBytes * 2 + (8 << 20),
+    );
+    child.on('error', (err) => {
+      this.log.error({ err }, 'sandbox process could not be started');
+      this.onExit(worker, null, null);
+    });
     child.on('exit', (code, signal) => this.onExit(worker, code, signal));
+    worker.send({ t: 'init', caps: this.caps }, JSON.stringify(this.sdkCode));
     return worker;
   }
 
+  private onViolation(worker: SandboxWorker, why: string): void {
+    this.log.error({ pid: worker.child.pid, why }, 'sandbox process broke the wire protocol; stopping it');
+    worker.child.kill('SIGKILL');
+  }
+
   private onExit(worker: SandboxWorker, code: number | null, signal: NodeJS.Signals | null): void {
-    worker.alive = false;
-    for (const [, p] of worker.inflight) p.reject(new SvcError('SANDBOX_CRASHED'));
+    if (worker.state === 'dead') return;
+    worker.state = 'dead';
+    const suspects = new Set<string>();
+    for (const call of worker.inflight.values()) {
+      suspects.add(call.request.service);
+      this.pending.delete(call.id);
+      call.reject(new SvcError('SANDBOX_CRASHED'));
+    }
     worker.inflight.clear();
-    for (const [, done] of worker.deploys) done({ ok: false, error: 'sandbox process exited during deploy' });
+    // Deploys run one at a time in the process: the first one outstanding is the one that was running.
+    let deploying: { name: string; kind: DeployKind } | undefined;
+    for (const d of worker.deploys.values()) {
+      deploying ??= d;
+      d.done({ ok: false, error: 'the sandbox process died while deploying it' });
+    }
     worker.deploys.clear();
-    if (this.closing) return;
-    this.log.error({ worker: worker.index, code, signal }, 'sandbox process died; restarting it');
+    if (this.closing || worker.retiring) return;
+    this.log.error({ pid: worker.child.pid, code, signal, services: [...suspects], deploying: deploying?.name }, 'sandbox process died; restarting it');
+    // A new version that kills the process fails its deploy (the running version stays); that is not the running version's crash.
+    if (deploying?.kind !== 'probe') {
+      if (deploying) suspects.add(deploying.name);
+      this.attribute(worker, suspects);
+    }
+    this.restartLater(worker);
+  }
+
+  private attribute(worker: SandboxWorker, suspects: Set<string>): void {
+    if (worker.alone !== undefined) return this.strike(worker.alone);
+    if (suspects.size === 1) return this.strike([...suspects][0]!);
+    for (const name of suspects) {
+      if (this.probation.size >= MAX_PROBATION_PROCESSES) break;
+      if (this.probation.has(name) || this.quarantined.has(name) || !this.services.has(name)) continue;
+      this.log.warn({ service: name, with: [...suspects] }, 'service shared a sandbox crash with others; it runs alone on probation');
+      this.probation.set(name, { worker: this.spawn(undefined, name), until: Date.now() + PROBATION_MS });
+    }
+  }
+
+  private strike(name: string): void {
+    if (!this.services.has(name) || this.quarantined.has(name)) return;
     const now = Date.now();
-    this.deaths.push(now);
-    while (this.deaths.length && this.deaths[0]! < now - 60_000) this.deaths.shift();
-    const delay = this.deaths.length > CRASH_BURST ? Math.min(1_000, 20 * this.deaths.length) : 0;
+    const list = (this.strikes.get(name) ?? []).filter((t) => t > now - STRIKE_WINDOW_MS);
+    list.push(now);
+    this.strikes.set(name, list);
+    const probation = this.probation.get(name);
+    if (probation) probation.until = now + PROBATION_MS;
+    if (list.length < STRIKES_TO_QUARANTINE) {
+      this.log.warn({ service: name, crashes: list.length }, 'service crashed its sandbox process');
+      return;
+    }
+    const why = `it crashed its sandbox process ${list.length} times within ${STRIKE_WINDOW_MS / 1000} s`;
+    this.quarantined.set(name, why);
+    this.strikes.delete(name);
+    this.log.error({ service: name }, `service quarantined: ${why}; its calls answer 503 until its file changes`);
+    this.endProbation(name);
+    for (const w of this.liveWorkers()) {
+      if (w.holds.delete(name)) w.send({ t: 'undeploy', name });
+    }
+    this.drainWaiting();
+  }
+
+  private restartLater(worker: SandboxWorker): void {
+    const key = worker.alone === undefined ? `home:${worker.slot}` : `alone:${worker.alone}`;
+    const now = Date.now();
+    const recent = (this.deaths.get(key) ?? []).filter((t) => t > now - BACKOFF_WINDOW_MS);
+    recent.push(now);
+    this.deaths.set(key, recent);
+    const delay = recent.length <= 1 ? 0 : Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (recent.length - 2));
     setTimeout(() => {
-      if (!this.closing) this.workers[worker.index] = this.spawn(worker.index);
+      if (this.closing) return;
+      if (worker.slot !== undefined) this.homes[worker.slot] = this.spawn(worker.slot, undefined);
+      else if (worker.alone !== undefined) {
+        const probation = this.probation.get(worker.alone);
+        if (probation?.worker === worker && !this.quarantined.has(worker.alone)) probation.worker = this.spawn(undefined, worker.alone);
+      }
     }, delay).unref();
   }
 
-  private onMessage(worker: SandboxWorker, header: Record<string, unknown>, body: string): void {
-    switch (header.t) {
+  private endProbation(name: string): void {
+    const probation = this.probation.get(name);
+    if (!probation) return;
+    this.probation.delete(name);
+    const w = probation.worker;
+    w.retiring = true;
+    if (w.inflight.size === 0) w.child.kill('SIGTERM');
+    this.log.info({ service: name }, 'probation ended; the service runs at home again');
+  }
+
+  private onMessage(worker: SandboxWorker, message: SandboxMessage, body: string): void {
+    switch (message.t) {
       case 'result': {
-        const id = header.id as number;
-        const pending = worker.inflight.get(id);
-        if (!pending) return;
-        worker.inflight.delete(id);
-        if (header.fail) pending.reject(new SvcError(header.fail as ErrorCode, (header.message as string | undefined) ?? undefined));
-        else pending.resolve(JSON.parse(body) as InvokeResult);
+        const call = worker.inflight.get(message.id);
+        if (!call) return;
+        worker.inflight.delete(message.id);
+        this.pending.delete(message.id);
+        if (message.fail) call.reject(new SvcError(message.fail, message.message));
+        else {
+          const result = parseInvokeResult(body);
+          if ('invalid' in result) call.reject(new SvcError('SERVICE_OUTPUT_INVALID', `Invalid service output: ${result.invalid}`));
+          else call.resolve(result);
+        }
+        if (worker.retiring && worker.inflight.size === 0) worker.child.kill('SIGTERM');
         return;
       }
       case 'hostcall': {
-        const pending = worker.inflight.get(header.id as number);
-        const seq = header.seq as number;
-        const reply = pending
-          ? this.hostCall(header.op as string, body, pending.request)
+        const call = worker.inflight.get(message.id);
+        const reply = call
+          ? this.hostCall(message.op, body, call.request)
           : Promise.resolve(JSON.stringify({ ok: false, error: { kind: 'Error', status: 500, message: 'request already finished' } }));
-        void reply.then((json) => worker.alive && worker.wire.send({ t: 'hostreply', id: header.id, seq }, json));
+        void reply.then((json) => worker.live && worker.send({ t: 'hostreply', id: message.id, seq: message.seq }, json));
         return;
       }
       case 'deployed': {
-        const done = worker.deploys.get(header.name as string);
-        worker.deploys.delete(header.name as string);
-        done?.(header.ok ? { ok: true, meta: header.meta as ServiceMeta } : { ok: false, error: header.error as string });
+        const d = worker.deploys.get(message.did);
+        if (!d) return;
+        worker.deploys.delete(message.did);
+        if (message.ok && message.meta) d.done({ ok: true, meta: message.meta as ServiceMeta });
+        else d.done({ ok: false, error: (message.error ?? 'deploy failed').slice(0, 4000) });
         return;
       }
+      case 'ready':
+        void this.replay(worker);
+        return;
+      case 'overrun':
+        this.log.warn({ service: message.name }, 'service code kept running after its calls ended; its isolate was disposed');
+        return;
     }
   }
 
-  private live(): SandboxWorker[] {
-    return this.workers.filter((w): w is SandboxWorker => !!w && w.alive);
-  }
-
-  /** The live worker with the fewest calls in flight; waits a little when none is live (restart). */
-  private async anyLive(): Promise<SandboxWorker> {
-    for (let attempt = 0; attempt < 100; attempt++) {
-      let best: SandboxWorker | undefined;
-      for (const w of this.workers) if (w?.alive && (!best || w.inflight.size < best.inflight.size)) best = w;
-      if (best) {
-        await best.ready;
-        return best;
-      }
-      await new Promise((r) => setTimeout(r, 50));
+  /** Deploys, one at a time, every service a fresh process should hold; then it takes calls. */
+  private async replay(worker: SandboxWorker): Promise<void> {
+    for (;;) {
+      if (!worker.live) return;
+      const next = this.nextToHold(worker);
+      if (!next) break;
+      const [name, s] = next;
+      const outcome = await this.deployOn(worker, name, s, 'replay');
+      if (!worker.live) return;
+      worker.holds.set(name, s.version);
+      if (!outcome.ok) this.log.error({ service: name, error: outcome.error }, 'service failed to deploy to a restarted sandbox process');
+      // Calls for what it holds already need not wait for the rest.
+      this.drainWaiting();
     }
-    throw new SvcError('SERVICE_UNAVAILABLE', 'no sandbox process is running');
+    worker.state = 'ready';
+    this.drainWaiting();
   }
 
-  private deployOn(worker: SandboxWorker, name: string, file: string, code: string): Promise<DeployOutcome> {
-    return new Promise((resolve) => {
-      worker.deploys.set(name, resolve);
-      worker.wire.send({ t: 'deploy', name, file }, JSON.stringify(code));
+  private nextToHold(worker: SandboxWorker): [string, ServiceCode] | undefined {
+    for (const [name, s] of this.services) {
+      if (this.quarantined.has(name)) continue;
+      if (worker.alone !== undefined && worker.alone !== name) continue;
+      if (worker.holds.get(name) !== s.version) return [name, s];
+    }
+    return undefined;
+  }
+
+  private deployOn(worker: SandboxWorker, name: string, s: { file: string; code: string; memoryMb?: number }, kind: DeployKind): Promise<DeployOutcome> {
+    return new Promise((done) => {
+      const did = this.nextDeploy++;
+      worker.deploys.set(did, { name, kind, done });
+      worker.send({ t: 'deploy', did, name, file: s.file, memoryMb: s.memoryMb }, JSON.stringify(s.code));
     });
   }
 
+  private liveWorkers(): SandboxWorker[] {
+    const out = this.homes.filter((w) => w.live);
+    for (const p of this.probation.values()) if (p.worker.live) out.push(p.worker);
+    return out;
+  }
+
+  private async whenReady(ms: number, ready: () => boolean): Promise<void> {
+    const until = Date.now() + ms;
+    while (!ready()) {
+      if (this.closing || Date.now() > until) throw new SvcError('SERVICE_UNAVAILABLE', 'no sandbox process became ready');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
   /**
-   * Compiles on one worker first; only a service that compiled replaces the running version
-   * everywhere. A failure leaves the last good version in place.
+   * Compiles on one process first; only a service that compiled replaces the running version
+   * everywhere. A failure leaves the last good version in place. A new version lifts a quarantine.
    */
   async deploy(name: string, file: string, code: string): Promise<DeployOutcome> {
-    const probe = await this.anyLive();
-    const outcome = await this.deployOn(probe, name, file, code);
+    let probe: SandboxWorker | undefined;
+    await this.whenReady(READY_WAIT_MS, () => !!(probe = this.homes.find((w) => w.state === 'ready')));
+    const outcome = await this.deployOn(probe!, name, { file, code }, 'probe');
     if (!outcome.ok) return outcome;
-    this.services.set(name, { file, code });
-    await Promise.all(this.live().filter((w) => w !== probe).map((w) => w.ready.then(() => this.deployOn(w, name, file, code))));
+    const limits = outcome.meta.limits;
+    const s: ServiceCode = { file, code, version: ++this.version, timeoutMs: limits.timeoutMs ?? this.caps.defaultTimeoutMs, memoryMb: limits.memoryMb };
+    this.services.set(name, s);
+    probe!.holds.set(name, s.version);
+    if (this.quarantined.delete(name)) this.log.info({ service: name }, 'quarantine lifted: a new version was deployed');
+    this.strikes.delete(name);
+    // Processes still starting pick the new version up in their replay.
+    const others = this.liveWorkers().filter((w) => w !== probe && w.state === 'ready' && (w.alone === undefined || w.alone === name));
+    await Promise.all(
+      others.map((w) =>
+        this.deployOn(w, name, s, 'spread').then((o) => {
+          if (o.ok) w.holds.set(name, s.version);
+        }),
+      ),
+    );
     return outcome;
   }
 
   undeploy(name: string): void {
     this.services.delete(name);
-    for (const w of this.live()) w.wire.send({ t: 'undeploy', name });
+    this.quarantined.delete(name);
+    this.strikes.delete(name);
+    this.endProbation(name);
+    for (const w of this.liveWorkers()) {
+      w.holds.delete(name);
+      w.send({ t: 'undeploy', name });
+    }
   }
 
   invoke(request: InvokeRequest): Promise<InvokeResult> {
-    const worker = this.readyWorker(request.service);
-    return worker ? this.send(worker, request) : this.anyLive().then((w) => this.send(w, request));
-  }
-
-  /**
-   * A live, ready worker without waiting (the usual case). Each service has a home process
-   * (by a hash of its name): its calls batch there, into one isolate, and a service that crashes
-   * its process takes down only the services at home there. Past `spillAt` calls in flight at
-   * home, or when home is down, the least busy other process takes the call.
-   */
-  private readyWorker(service: string): SandboxWorker | undefined {
-    const home = this.workers[homeIndex(service, this.workers.length)];
-    if (home?.alive && home.isReady && home.inflight.size < this.caps.spillAt) return home;
-    let best: SandboxWorker | undefined;
-    for (const w of this.workers) if (w?.alive && w.isReady && (!best || w.inflight.size < best.inflight.size)) best = w;
-    return best;
-  }
-
-  private send(worker: SandboxWorker, request: InvokeRequest): Promise<InvokeResult> {
-    const id = this.nextId++;
-    // callId goes first so the isolate can route host calls; the rest is the request as it is.
-    const json = JSON.stringify(request);
-    const wireRequest = `{"callId":${id},${json.slice(1)}`;
+    if (this.quarantined.has(request.service)) return Promise.reject(new SvcError('SERVICE_QUARANTINED'));
+    if (this.closing) return Promise.reject(new SvcError('SERVICE_UNAVAILABLE'));
+    const timeoutMs = this.services.get(request.service)?.timeoutMs ?? this.caps.defaultTimeoutMs;
     return new Promise<InvokeResult>((resolve, reject) => {
-      worker.inflight.set(id, { request, resolve, reject });
-      worker.wire.send({ t: 'call', id, svc: request.service }, wireRequest);
+      const call: PendingCall = { id: this.nextId++, request, deadline: Date.now() + timeoutMs + CALL_MARGIN_MS, worker: undefined, resolve, reject };
+      this.pending.set(call.id, call);
+      const worker = this.route(request.service);
+      if (worker) this.send(worker, call);
+      else this.waiting.push(call);
     });
   }
 
-  /** Process ids of the live workers (tests and diagnostics). */
+  /**
+   * A ready process for a service, or undefined. Each service has a home process (by a hash of
+   * its name): its calls batch there, into one isolate, and a service that crashes its process
+   * takes down only the services at home there. Past `spillAt` calls in flight at home, or when
+   * home is down, the least busy other process takes the call. A service on probation runs only
+   * in its own process.
+   */
+  private route(service: string): SandboxWorker | undefined {
+    const probation = this.probation.get(service);
+    if (probation) return this.serves(probation.worker, service) ? probation.worker : undefined;
+    const home = this.homes[homeIndex(service, this.homes.length)];
+    if (home && home.inflight.size < this.caps.spillAt && this.serves(home, service)) return home;
+    let best: SandboxWorker | undefined;
+    for (const w of this.homes) if ((!best || w.inflight.size < best.inflight.size) && this.serves(w, service)) best = w;
+    return best;
+  }
+
+  /** Ready, or still replaying but already holding this service's current version. */
+  private serves(w: SandboxWorker, service: string): boolean {
+    return w.state === 'ready' || (w.state === 'starting' && w.holds.get(service) === this.services.get(service)?.version);
+  }
+
+  private send(worker: SandboxWorker, call: PendingCall): void {
+    let json: string;
+    try {
+      json = JSON.stringify(call.request);
+    } catch (err) {
+      this.pending.delete(call.id);
+      call.reject(new SvcError('INTERNAL', undefined, { cause: err }));
+      return;
+    }
+    call.worker = worker;
+    worker.inflight.set(call.id, call);
+    // callId goes first so the isolate can route host calls; the rest is the request as it is.
+    worker.send({ t: 'call', id: call.id, svc: call.request.service }, `{"callId":${call.id},${json.slice(1)}`);
+  }
+
+  private drainWaiting(): void {
+    if (!this.waiting.length) return;
+    const list = this.waiting;
+    this.waiting = [];
+    for (const call of list) {
+      if (!this.pending.has(call.id)) continue;
+      if (this.quarantined.has(call.request.service)) {
+        this.pending.delete(call.id);
+        call.reject(new SvcError('SERVICE_QUARANTINED'));
+        continue;
+      }
+      const worker = this.route(call.request.service);
+      if (worker) this.send(worker, call);
+      else this.waiting.push(call);
+    }
+  }
+
+  /** Deadlines, wedged processes and probation ends; one timer for the whole pool. */
+  private sweep(): void {
+    const now = Date.now();
+    for (const call of this.pending.values()) {
+      if (now <= call.deadline) continue;
+      this.pending.delete(call.id);
+      if (call.worker) {
+        call.worker.inflight.delete(call.id);
+        call.reject(new SvcError('SERVICE_TIMEOUT'));
+      } else call.reject(new SvcError('SERVICE_UNAVAILABLE', 'No sandbox process was ready in time'));
+    }
+    if (this.waiting.length && this.waiting.some((c) => !this.pending.has(c.id))) this.waiting = this.waiting.filter((c) => this.pending.has(c.id));
+    const wedgedBefore = now - this.caps.maxTimeoutMs - WEDGED_AFTER_MS;
+    for (const w of this.liveWorkers()) {
+      if (w.inflight.size && w.lastHeard < wedgedBefore) {
+        this.log.error({ pid: w.child.pid }, 'sandbox process stopped answering; stopping it');
+        w.child.kill('SIGKILL');
+      }
+    }
+    for (const [name, p] of this.probation) if (now > p.until) this.endProbation(name);
+  }
+
+  /** Why a service is quarantined, or undefined. */
+  quarantineOf(service: string): string | undefined {
+    return this.quarantined.get(service);
+  }
+
+  /** Process ids of the live sandbox processes (tests and diagnostics). */
   pids(): number[] {
-    return this.live().map((w) => w.child.pid ?? 0);
+    return this.liveWorkers().map((w) => w.child.pid ?? 0);
   }
 
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.sweeper);
+    for (const call of this.pending.values()) call.reject(new SvcError('SERVICE_UNAVAILABLE'));
+    this.pending.clear();
+    this.waiting = [];
+    const all = [...this.homes, ...[...this.probation.values()].map((p) => p.worker)];
     await Promise.all(
-      this.workers.map(
+      all.map(
         (w) =>
           new Promise<void>((resolve) => {
-            if (!w || !w.alive) return resolve();
-            w.child.once('exit', () => resolve());
+            if (!w.live || w.child.exitCode !== null) return resolve();
+            const force = setTimeout(() => w.child.kill('SIGKILL'), 5_000);
+            w.child.once('exit', () => (clearTimeout(force), resolve()));
             w.child.kill('SIGTERM');
           }),
       ),

@@ -1,3 +1,5 @@
+import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { z } from 'zod';
 import type { AuthInfo } from '../exchange.ts';
 
 /**
@@ -29,27 +31,26 @@ export interface InvokeRequest {
 }
 
 /** A service error the SDK raised, by its class. */
-export type ServiceErrorKind =
-  | 'BadRequest'
-  | 'Unauthorized'
-  | 'Forbidden'
-  | 'NotFound'
-  | 'Conflict'
-  | 'ServiceUnavailable'
-  | 'BadGateway'
-  | 'Error';
+export const SERVICE_ERROR_KINDS = ['BadRequest', 'Unauthorized', 'Forbidden', 'NotFound', 'Conflict', 'ServiceUnavailable', 'BadGateway', 'Error'] as const;
+export type ServiceErrorKind = (typeof SERVICE_ERROR_KINDS)[number];
+/** Outcomes the SDK runtime reports that are not a service's own error class. */
+export const RUNTIME_ERROR_KINDS = ['MethodNotAllowed', 'OutputTooLarge', 'OutputInvalid'] as const;
+type ResultErrorKind = ServiceErrorKind | (typeof RUNTIME_ERROR_KINDS)[number];
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface InvokeResult {
   status: number;
+  /** Checked header names and values, on an object without a prototype. */
   headers: Record<string, string>;
   contentType?: string;
   /** The service's return value; bytes arrive as base64 with bodyEncoding 'base64'. */
   body?: unknown;
   bodyEncoding?: 'base64';
   /** Set when the service threw. */
-  error?: { kind: ServiceErrorKind; message: string };
+  error?: { kind: ResultErrorKind; message: string };
   /** Log lines the service wrote during the call, with their levels. */
-  logs?: Array<[level: 'debug' | 'info' | 'warn' | 'error', message: string]>;
+  logs?: Array<[level: LogLevel, message: string]>;
 }
 
 /** What a service declares, reported by the sandbox once its file compiled. */
@@ -71,9 +72,153 @@ export interface FieldDescriptor {
   description?: string;
 }
 
-/** Limits the kernel applies to one service in a sandbox. */
-export interface SandboxLimits {
-  memoryMb: number;
-  timeoutMs: number;
+/** Caps on what a sandbox may hand the kernel beside the body (the body has its own cap). */
+export const MAX_LOG_LINES = 200;
+export const MAX_LOG_LINE = 8192;
+export const MAX_ERROR_MESSAGE = 4096;
+const MAX_HEADERS = 100;
+const MAX_CONTENT_TYPE = 1024;
+
+/**
+ * Response headers the kernel owns: the CID, and the framing and hop-by-hop headers that
+ * Node and Fastify set from the body. A service setting one is a 500, not a corrupt response.
+ */
+export const KERNEL_OWNED_HEADERS: ReadonlySet<string> = new Set(['x-svc-cid', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'proxy-connection', 'te']);
+
+// ---------------------------------------------------------------------------------------------
+// The wire between the kernel and a sandbox process: one message per line, a JSON header and,
+// for some kinds, a body after a tab. Kernel → sandbox messages are the kernel's own; sandbox →
+// kernel messages are untrusted (service code runs in that process) and are checked here.
+
+const wireId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const fieldDescriptor = z.object({
+  type: z.enum(['string', 'integer', 'number', 'boolean', 'object', 'array', 'any']),
+  required: z.boolean(),
+  default: z.unknown().optional(),
+  description: z.string().max(4096).optional(),
+});
+const serviceMeta = z.object({
+  verbs: z.array(z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'])),
+  hasGeneric: z.boolean(),
+  input: z.record(z.string().max(256), fieldDescriptor).nullable(),
+  limits: z.object({ timeoutMs: z.number().positive().optional(), memoryMb: z.number().positive().optional() }),
+});
+/** Codes a sandbox process may answer a call with instead of a result envelope. */
+export const SANDBOX_FAILURES = ['SERVICE_TIMEOUT', 'SERVICE_MEMORY_LIMIT', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_DEPLOYED', 'SERVICE_OUTPUT_TOO_LARGE', 'SERVICE_OUTPUT_INVALID'] as const;
+export type SandboxFailure = (typeof SANDBOX_FAILURES)[number];
+
+const sandboxMessage = z.discriminatedUnion('t', [
+  z.object({ t: z.literal('ready') }),
+  z.object({ t: z.literal('result'), id: wireId, fail: z.enum(SANDBOX_FAILURES).optional(), message: z.string().max(MAX_ERROR_MESSAGE).optional() }),
+  z.object({ t: z.literal('hostcall'), id: wireId, seq: wireId, op: z.string().min(1).max(200) }),
+  z.object({ t: z.literal('deployed'), did: wireId, ok: z.boolean(), meta: serviceMeta.optional(), error: z.string().optional() }),
+  z.object({ t: z.literal('overrun'), name: z.string().max(256) }),
+]);
+export type SandboxMessage = z.infer<typeof sandboxMessage>;
+
+export type KernelMessage =
+  | { t: 'init'; caps: SandboxCaps }
+  | { t: 'deploy'; did: number; name: string; file: string; memoryMb?: number }
+  | { t: 'undeploy'; name: string }
+  | { t: 'call'; id: number; svc: string }
+  | { t: 'hostreply'; id: number; seq: number };
+
+/** Limits every sandbox process enforces; the service's own limits are capped by these. */
+export interface SandboxCaps {
+  defaultMemoryMb: number;
+  maxMemoryMb: number;
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
   maxOutputBytes: number;
+}
+
+/** A sandbox → kernel header, checked; undefined when it is not one of the kinds above. */
+export function readSandboxMessage(header: unknown): SandboxMessage | undefined {
+  const parsed = sandboxMessage.safeParse(header);
+  return parsed.success ? parsed.data : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The result envelope, parsed and checked on the kernel side. Hand-written rather than zod:
+// it runs once per call, and it builds the checked header object as it goes.
+
+const LEVELS: ReadonlySet<string> = new Set(['debug', 'info', 'warn', 'error']);
+const RESULT_KINDS: ReadonlySet<string> = new Set<string>([...SERVICE_ERROR_KINDS, ...RUNTIME_ERROR_KINDS]);
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Why a response header cannot go out, or undefined when it can. */
+export function headerProblem(name: string, value: unknown): string | undefined {
+  const shown = name.slice(0, 64);
+  if (KERNEL_OWNED_HEADERS.has(name.toLowerCase())) return `response header '${shown}' is set by the server, not by services`;
+  if (typeof value !== 'string') return `response header '${shown}' must be a string`;
+  try {
+    validateHeaderName(name);
+  } catch {
+    return `invalid response header name '${shown}'`;
+  }
+  try {
+    validateHeaderValue(name, value);
+  } catch {
+    return `invalid value for response header '${shown}'`;
+  }
+  return undefined;
+}
+
+/**
+ * A result envelope from a sandbox, checked field by field. Returns the result, or the reason it
+ * is refused (the call then fails with SERVICE_OUTPUT_INVALID). Logs are trimmed, not refused.
+ */
+export function parseInvokeResult(text: string): InvokeResult | { invalid: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { invalid: 'the sandbox sent a result that is not JSON' };
+  }
+  if (!isPlainObject(raw)) return { invalid: 'the sandbox sent a result that is not an object' };
+  const status = raw.status;
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599) {
+    return { invalid: `response status ${typeof status === 'number' ? status : typeof status} is not an integer from 100 to 599` };
+  }
+  const headers = Object.create(null) as Record<string, string>;
+  if (raw.headers !== undefined && raw.headers !== null) {
+    if (!isPlainObject(raw.headers)) return { invalid: 'response headers must be an object' };
+    const names = Object.keys(raw.headers);
+    if (names.length > MAX_HEADERS) return { invalid: `more than ${MAX_HEADERS} response headers` };
+    for (const name of names) {
+      const value = raw.headers[name];
+      const problem = headerProblem(name, typeof value === 'number' ? String(value) : value);
+      if (problem) return { invalid: problem };
+      headers[name] = typeof value === 'number' ? String(value) : (value as string);
+    }
+  }
+  const result: InvokeResult = { status, headers };
+  if (raw.contentType !== undefined && raw.contentType !== null) {
+    const ct = raw.contentType;
+    if (typeof ct !== 'string' || ct.length > MAX_CONTENT_TYPE || headerProblem('content-type', ct)) return { invalid: 'invalid response content type' };
+    result.contentType = ct;
+  }
+  if (raw.bodyEncoding !== undefined) {
+    if (raw.bodyEncoding !== 'base64' || typeof raw.body !== 'string') return { invalid: 'invalid binary response body' };
+    result.bodyEncoding = 'base64';
+  }
+  result.body = raw.body;
+  if (raw.error !== undefined) {
+    const e = raw.error;
+    if (!isPlainObject(e) || typeof e.kind !== 'string' || !RESULT_KINDS.has(e.kind)) return { invalid: 'invalid service error' };
+    const message = typeof e.message === 'string' ? e.message : '';
+    result.error = { kind: e.kind as ResultErrorKind, message: message.length > MAX_ERROR_MESSAGE ? message.slice(0, MAX_ERROR_MESSAGE) + '…' : message };
+  }
+  if (Array.isArray(raw.logs) && raw.logs.length) {
+    const logs: Array<[LogLevel, string]> = [];
+    for (const line of raw.logs) {
+      if (logs.length >= MAX_LOG_LINES) break;
+      if (Array.isArray(line) && LEVELS.has(line[0]) && typeof line[1] === 'string') logs.push([line[0] as LogLevel, line[1].length > MAX_LOG_LINE ? line[1].slice(0, MAX_LOG_LINE) : line[1]]);
+    }
+    result.logs = logs;
+  }
+  return result;
 }

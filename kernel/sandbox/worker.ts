@@ -2,19 +2,16 @@
  * A sandbox process: runs service isolates for the kernel. Started by pool.ts with
  * --no-node-snapshot; talks over fd 3. A V8 fatal error here (isolated-vm 5.0.4 can be
  * crashed by some inputs) kills only this process; the kernel restarts it.
+ *
+ * Service code never runs on this process's main thread: isolates are built, evaluated and
+ * called with isolated-vm's asynchronous calls, so one service's slow top-level code or loop
+ * does not stall the calls of its neighbours here.
  */
 import ivm from 'isolated-vm';
 import { Socket } from 'node:net';
 import { Wire } from './wire.ts';
 import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
-
-interface Caps {
-  defaultMemoryMb: number;
-  maxMemoryMb: number;
-  defaultTimeoutMs: number;
-  maxTimeoutMs: number;
-  maxOutputBytes: number;
-}
+import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
 
 interface Instance {
   isolate: ivm.Isolate;
@@ -28,6 +25,10 @@ interface Instance {
   disposed: boolean;
   /** Why the kernel disposed it, so the calls it cut short get the right error. */
   disposedFor?: 'timeout';
+  /** The latest deadline of any call it ran: code it started may run until then, not after. */
+  busyUntil: number;
+  /** CPU time when last sampled while it had no call running (work after the response). */
+  idleCpu: bigint | undefined;
 }
 
 interface Deployed {
@@ -37,12 +38,15 @@ interface Deployed {
   memoryMb: number;
   timeoutMs: number;
   instance: Instance | undefined;
+  /** An isolate being built (first call after a disposal); calls wait in `queued`. */
+  building: boolean;
+  queued: Array<{ id: number; json: string }>;
 }
 
 interface Call {
   id: number;
   service: Deployed;
-  instance: Instance;
+  instance: Instance | undefined;
   deadline: number;
   timedOut: boolean;
 }
@@ -56,18 +60,30 @@ const PRELUDE = `
 
 /** Calls one isolate runs at once; more wait here, outside its heap. */
 const MAX_CONCURRENT_CALLS = 32;
+/** Top-level code of a service file, and its `service({...})` description, get this long. */
+const EVALUATE_MS = 2000;
+const WATCHDOG_MS = 20;
+/** CPU an isolate with no call may use in one watchdog period past its deadline (GC and the like) before it counts as still running code. */
+const BUSY_CPU_NS = 2_000_000n;
 
 let sdkCode = '';
-let caps: Caps = { defaultMemoryMb: 64, maxMemoryMb: 512, defaultTimeoutMs: 5000, maxTimeoutMs: 60000, maxOutputBytes: 16 << 20 };
+let caps: SandboxCaps = { defaultMemoryMb: 64, maxMemoryMb: 512, defaultTimeoutMs: 5000, maxTimeoutMs: 60000, maxOutputBytes: 16 << 20 };
 const services = new Map<string, Deployed>();
 const calls = new Map<number, Call>();
+/** Instances with no call running whose last deadline has not passed, or that still use CPU. */
+const cooling = new Set<Instance>();
 
 const channel = new Socket({ fd: 3, readable: true, writable: true });
 channel.on('close', () => process.exit(0));
 channel.on('error', () => process.exit(0));
-const wire = new Wire(channel, onMessage);
+// The kernel is the only writer here; a line it did not frame means the pipe is not the kernel's.
+const wire = new Wire(channel, { onMessage: (h, b) => onMessage(h as KernelMessage, b), onViolation: () => process.exit(70), maxLine: 1 << 30 });
 
-function createInstance(svc: Deployed): { instance: Instance; meta: Record<string, unknown> } {
+function fail(id: number, code: SandboxFailure, message?: string): void {
+  wire.send(message === undefined ? { t: 'result', id, fail: code } : { t: 'result', id, fail: code, message: message.slice(0, 4000) });
+}
+
+async function createInstance(svc: Deployed): Promise<{ instance: Instance; meta: Record<string, unknown> }> {
   const isolate = new ivm.Isolate({
     memoryLimit: svc.memoryMb,
     onCatastrophicError: (message) => {
@@ -76,37 +92,38 @@ function createInstance(svc: Deployed): { instance: Instance; meta: Record<strin
     },
   });
   try {
-    const context = isolate.createContextSync();
+    const context = await isolate.createContext();
     const global = context.global;
-    context.evalSync(PRELUDE);
+    await context.eval(PRELUDE);
     const holder: { instance?: Instance } = {};
     global.setSync(
       '__svc_send',
-      new ivm.Callback((callId: number, seq: number, op: string, argsJson: string) => onHostCall(holder.instance, callId, seq, op, argsJson), {
+      new ivm.Callback((callId: unknown, seq: unknown, op: unknown, argsJson: unknown) => onHostCall(holder.instance, callId, seq, op, argsJson), {
         ignored: true,
       }),
     );
-    global.setSync('__svc_done', new ivm.Callback((lines: string) => onResults(holder.instance, lines), { ignored: true }));
-    const sdk = isolate.compileModuleSync(sdkCode, { filename: 'svc:sdk' });
+    global.setSync('__svc_done', new ivm.Callback((lines: unknown) => onResults(holder.instance, lines), { ignored: true }));
+    const sdk = await isolate.compileModule(sdkCode, { filename: 'svc:sdk' });
     sdk.instantiateSync(context, () => {
       throw new Error('the SDK imports nothing');
     });
-    sdk.evaluateSync({ timeout: 2000 });
+    await sdk.evaluate({ timeout: EVALUATE_MS });
     const runtime = global.getSync('__svc_runtime', { reference: true }) as ivm.Reference<Record<string, unknown>>;
     const dispatchMany = runtime.getSync('dispatchMany', { reference: true }) as Instance['dispatchMany'];
     const register = runtime.getSync('register', { reference: true }) as ivm.Reference<(def: unknown, max: number) => string>;
     const resolveHostCall = runtime.getSync('resolveHostCall', { reference: true }) as Instance['resolveHostCall'];
-    context.evalSync('delete globalThis.__svc_runtime; delete globalThis.__svc_send; delete globalThis.__svc_done;');
+    await context.eval('delete globalThis.__svc_runtime; delete globalThis.__svc_send; delete globalThis.__svc_done;');
 
-    const mod = isolate.compileModuleSync(svc.code, { filename: `file:///services/${svc.file}` });
+    const mod = await isolate.compileModule(svc.code, { filename: `file:///services/${svc.file}` });
     const foreign = mod.dependencySpecifiers.filter((s) => s !== 'svc/sdk');
-    if (foreign.length) throw new Error(`services may import only from 'svc/sdk' (found '${foreign.join("', '")}')`);
+    if (foreign.length) throw new Error(`services may import only from 'svc/sdk' (found '${foreign.join("', '").slice(0, 200)}')`);
+    // Linking runs no service code, so the synchronous form is safe (the asynchronous one can crash, see the notes on 5.0.4).
     mod.instantiateSync(context, () => sdk);
-    mod.evaluateSync({ timeout: 2000 });
+    await mod.evaluate({ timeout: EVALUATE_MS });
     const definition = mod.namespace.getSync('default', { reference: true }) as ivm.Reference<unknown>;
     if (definition.typeof === 'undefined') throw new Error('the service file must `export default service({...})`');
-    const metaJson = register.applySync(undefined, [definition.derefInto(), caps.maxOutputBytes], { timeout: 1000 });
-    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], flushQueued: false, disposed: false };
+    const metaJson = await register.apply(undefined, [definition.derefInto(), caps.maxOutputBytes], { timeout: EVALUATE_MS });
+    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined };
     holder.instance = instance;
     return { instance, meta: JSON.parse(metaJson) as Record<string, unknown> };
   } catch (err) {
@@ -119,10 +136,15 @@ function clamp(value: unknown, fallback: number, max: number): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), max) : fallback;
 }
 
-function deploy(name: string, file: string, code: string): void {
-  const svc: Deployed = { name, file, code, memoryMb: caps.defaultMemoryMb, timeoutMs: caps.defaultTimeoutMs, instance: undefined };
+/** Deploys and undeploys run one at a time, in the order the kernel sent them. */
+let deployQueue: Promise<void> = Promise.resolve();
+
+async function deploy(did: number, name: string, file: string, code: string, declaredMemoryMb: number | undefined): Promise<void> {
+  // The kernel passes the memory limit a version declared when another process built it already.
+  const startMb = Math.max(8, clamp(declaredMemoryMb, caps.defaultMemoryMb, caps.maxMemoryMb));
+  const svc: Deployed = { name, file, code, memoryMb: startMb, timeoutMs: caps.defaultTimeoutMs, instance: undefined, building: true, queued: [] };
   try {
-    let { instance, meta } = createInstance(svc);
+    let { instance, meta } = await createInstance(svc);
     const limits = (meta.limits ?? {}) as { timeoutMs?: number; memoryMb?: number };
     svc.timeoutMs = clamp(limits.timeoutMs, caps.defaultTimeoutMs, caps.maxTimeoutMs);
     const memoryMb = Math.max(8, clamp(limits.memoryMb, caps.defaultMemoryMb, caps.maxMemoryMb));
@@ -130,23 +152,28 @@ function deploy(name: string, file: string, code: string): void {
       // The memory limit is fixed when an isolate is made, and the service declares it inside: make it again.
       instance.isolate.dispose();
       svc.memoryMb = memoryMb;
-      ({ instance, meta } = createInstance(svc));
+      ({ instance, meta } = await createInstance(svc));
     }
     svc.instance = instance;
+    svc.building = false;
     const previous = services.get(name);
     services.set(name, svc);
-    if (previous?.instance) retire(previous.instance);
-    wire.send({ t: 'deployed', name, ok: true, meta: { ...meta, limits: { timeoutMs: svc.timeoutMs, memoryMb: svc.memoryMb } } });
+    if (previous) {
+      if (previous.instance) retire(previous.instance);
+      // Calls that waited for the old version's rebuild run on the new version.
+      for (const q of previous.queued) startOn(svc, instance, q.id, q.json);
+    }
+    wire.send({ t: 'deployed', did, name, ok: true, meta: { ...meta, limits: { timeoutMs: svc.timeoutMs, memoryMb: svc.memoryMb } } });
   } catch (err) {
-    wire.send({ t: 'deployed', name, ok: false, error: describeCompileError(err, file) });
+    wire.send({ t: 'deployed', did, name, ok: false, error: describeCompileError(err, file) });
   }
 }
 
 /** `file:line:col: message`, with the position V8 gives (compile errors and top-level throws alike). */
 function describeCompileError(err: unknown, file: string): string {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = (err instanceof Error ? err.message : String(err)).slice(0, 2000);
   const escaped = file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const at = new RegExp(`services/${escaped}:(\\d+):(\\d+)`).exec(`${message}\n${(err as Error)?.stack ?? ''}`);
+  const at = new RegExp(`services/${escaped}:(\\d+):(\\d+)`).exec(`${message}\n${((err as Error)?.stack ?? '').slice(0, 4000)}`);
   const text = message.replace(/\s*\[file:\/\/\/services\/[^\]]*\]\s*$/, '');
   return at ? `${file}:${at[1]}:${at[2]}: ${text}` : `${file}: ${text}`;
 }
@@ -159,31 +186,59 @@ function retire(instance: Instance): void {
 
 function dispose(instance: Instance, reason?: 'timeout'): void {
   instance.disposed = true;
+  cooling.delete(instance);
   if (reason) instance.disposedFor = reason;
   if (!instance.isolate.isDisposed) instance.isolate.dispose();
 }
 
-function instanceFor(svc: Deployed): Instance {
-  if (svc.instance && !svc.instance.disposed && !svc.instance.isolate.isDisposed) return svc.instance;
-  svc.instance = createInstance(svc).instance;
-  return svc.instance;
+function usable(instance: Instance | undefined): instance is Instance {
+  return !!instance && !instance.disposed && !instance.isolate.isDisposed;
 }
 
 function call(id: number, name: string, requestJson: string): void {
   const svc = services.get(name);
-  if (!svc) {
-    wire.send({ t: 'result', id, fail: 'SERVICE_NOT_DEPLOYED' });
-    return;
-  }
-  let instance: Instance;
+  if (!svc) return fail(id, 'SERVICE_NOT_DEPLOYED');
+  if (usable(svc.instance)) return startOn(svc, svc.instance, id, requestJson);
+  // The isolate was disposed (time or memory limit): rebuild it off this thread; calls wait.
+  calls.set(id, { id, service: svc, instance: undefined, deadline: Infinity, timedOut: false });
+  svc.queued.push({ id, json: requestJson });
+  if (!svc.building) void rebuild(svc);
+}
+
+async function rebuild(svc: Deployed): Promise<void> {
+  svc.building = true;
+  let instance: Instance | undefined;
+  let problem = '';
   try {
-    instance = instanceFor(svc);
+    instance = (await createInstance(svc)).instance;
   } catch (err) {
-    wire.send({ t: 'result', id, fail: 'SERVICE_NOT_DEPLOYED', message: String((err as Error).message) });
+    problem = describeCompileError(err, svc.file);
+  }
+  svc.building = false;
+  if (services.get(svc.name) !== svc) {
+    // Redeployed or removed meanwhile: the new version took the queue (or nobody wants it).
+    if (instance) dispose(instance);
     return;
   }
-  instance.waiting.push({ id, json: requestJson });
-  calls.set(id, { id, service: svc, instance, deadline: Infinity, timedOut: false });
+  svc.instance = instance;
+  const queued = svc.queued.splice(0);
+  for (const q of queued) {
+    if (!calls.has(q.id)) continue;
+    if (instance) startOn(svc, instance, q.id, q.json);
+    else {
+      calls.delete(q.id);
+      fail(q.id, 'SERVICE_NOT_DEPLOYED', problem);
+    }
+  }
+}
+
+function startOn(svc: Deployed, instance: Instance, id: number, json: string): void {
+  instance.waiting.push({ id, json });
+  const entry = calls.get(id);
+  if (entry) entry.instance = instance;
+  else calls.set(id, { id, service: svc, instance, deadline: Infinity, timedOut: false });
+  cooling.delete(instance);
+  instance.idleCpu = undefined;
   if (!instance.flushQueued) {
     instance.flushQueued = true;
     process.nextTick(startWaiting, instance);
@@ -196,28 +251,33 @@ function startWaiting(instance: Instance): void {
   const room = MAX_CONCURRENT_CALLS - instance.running.size;
   if (room <= 0 || !instance.waiting.length || instance.isolate.isDisposed) return;
   const batch = instance.waiting.splice(0, room);
-  const deadline = Date.now();
+  const now = Date.now();
   let json = '[';
-  for (let i = 0; i < batch.length; i++) {
-    const item = batch[i]!;
+  let first = true;
+  for (const item of batch) {
     const entry = calls.get(item.id);
     if (!entry) continue;
-    entry.deadline = deadline + entry.service.timeoutMs;
+    entry.deadline = now + entry.service.timeoutMs;
+    if (entry.deadline > instance.busyUntil) instance.busyUntil = entry.deadline;
     instance.running.set(item.id, entry);
-    json += (i ? ',' : '') + item.json;
+    json += (first ? '' : ',') + item.json;
+    first = false;
   }
-  instance.dispatchMany.applyIgnored(undefined, [json + ']']);
+  if (!first) instance.dispatchMany.applyIgnored(undefined, [json + ']']);
 }
 
-function onResults(instance: Instance | undefined, lines: string): void {
-  if (!instance) return;
+/** Result lines from the isolate's runtime: `<callId>\t<envelope JSON>\n` each. */
+function onResults(instance: Instance | undefined, lines: unknown): void {
+  if (!instance || typeof lines !== 'string') return;
   let start = 0;
   for (let nl = lines.indexOf('\n'); nl !== -1; start = nl + 1, nl = lines.indexOf('\n', start)) {
     const tab = lines.indexOf('\t', start);
+    if (tab === -1 || tab > nl) continue;
     const id = Number(lines.slice(start, tab));
+    // Only a call this isolate is running can be answered from it, and only once.
     if (!instance.running.delete(id) || !calls.delete(id)) continue;
     const envelope = lines.slice(tab + 1, nl);
-    if (envelope.length > caps.maxOutputBytes + 1024) wire.send({ t: 'result', id, fail: 'SERVICE_OUTPUT_TOO_LARGE' });
+    if (envelope.length > caps.maxOutputBytes + 1024) fail(id, 'SERVICE_OUTPUT_TOO_LARGE');
     else wire.sendRaw('{"t":"result","id":' + id + '}\t' + envelope + '\n');
   }
   afterProgress(instance);
@@ -228,38 +288,42 @@ function afterProgress(instance: Instance): void {
     instance.flushQueued = true;
     process.nextTick(startWaiting, instance);
   }
-  if (instance.disposed && instance.running.size === 0 && instance.waiting.length === 0) dispose(instance);
+  if (instance.running.size === 0 && instance.waiting.length === 0) {
+    if (instance.disposed) dispose(instance);
+    else cooling.add(instance);
+  }
 }
 
 /** Fails every call of an isolate that died under them (time limit, memory limit). */
 function failCallsOf(instance: Instance): void {
   for (const entry of [...instance.running.values(), ...instance.waiting.map((w) => calls.get(w.id)).filter((e): e is Call => !!e)]) {
     calls.delete(entry.id);
-    if (entry.timedOut) wire.send({ t: 'result', id: entry.id, fail: 'SERVICE_TIMEOUT' });
-    else if (instance.disposedFor === 'timeout') wire.send({ t: 'result', id: entry.id, fail: 'SERVICE_UNAVAILABLE', message: 'service sandbox was reset after another call timed out' });
-    else wire.send({ t: 'result', id: entry.id, fail: 'SERVICE_MEMORY_LIMIT' });
+    if (entry.timedOut) fail(entry.id, 'SERVICE_TIMEOUT');
+    else if (instance.disposedFor === 'timeout') fail(entry.id, 'SERVICE_UNAVAILABLE', 'service sandbox was reset after another call timed out');
+    else fail(entry.id, 'SERVICE_MEMORY_LIMIT');
   }
   instance.running.clear();
   instance.waiting.length = 0;
   instance.disposed = true;
-}
-
-function onHostCall(instance: Instance | undefined, callId: number, seq: number, op: string, argsJson: string): void {
-  // Pure operations need no request: answered here whatever call they are attributed to.
-  if (isLocalHostCall(op)) {
-    answerHostCall(instance, seq, runLocalHostCall(op, argsJson));
-    return;
-  }
-  const entry = calls.get(callId);
-  if (!instance || !entry || entry.instance !== instance) {
-    answerHostCall(instance, seq, { ok: false, error: { kind: 'Error', status: 500, message: 'host call outside a running request' } });
-    return;
-  }
-  hostCalls.set(seq + ':' + callId, instance);
-  wire.send({ t: 'hostcall', id: callId, seq, op }, argsJson);
+  cooling.delete(instance);
 }
 
 const hostCalls = new Map<string, Instance>();
+
+function onHostCall(instance: Instance | undefined, callId: unknown, seq: unknown, op: unknown, argsJson: unknown): void {
+  if (!instance || typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) return;
+  if (typeof op !== 'string' || typeof argsJson !== 'string' || typeof callId !== 'number') {
+    return answerHostCall(instance, seq, { ok: false, error: { kind: 'Error', status: 500, message: 'malformed host call' } });
+  }
+  // Pure operations need no request: answered here whatever call they are attributed to.
+  if (isLocalHostCall(op)) return answerHostCall(instance, seq, runLocalHostCall(op, argsJson));
+  const entry = calls.get(callId);
+  if (!entry || entry.instance !== instance) {
+    return answerHostCall(instance, seq, { ok: false, error: { kind: 'Error', status: 500, message: 'host call outside a running request' } });
+  }
+  hostCalls.set(seq + ':' + callId, instance);
+  wire.send({ t: 'hostcall', id: callId, seq, op: op.slice(0, 200) }, argsJson);
+}
 
 function answerHostCall(instance: Instance | undefined, seq: number, reply: unknown): void {
   answerHostCallJson(instance, seq, JSON.stringify(reply));
@@ -270,29 +334,35 @@ function answerHostCallJson(instance: Instance | undefined, seq: number, replyJs
   instance.resolveHostCall.applyIgnored(undefined, [seq, replyJson]);
 }
 
-function onMessage(header: Record<string, unknown>, body: string): void {
-  switch (header.t) {
+function undeploy(name: string): void {
+  const svc = services.get(name);
+  services.delete(name);
+  if (svc?.instance) retire(svc.instance);
+  for (const q of svc?.queued ?? []) if (calls.delete(q.id)) fail(q.id, 'SERVICE_NOT_DEPLOYED');
+}
+
+function onMessage(message: KernelMessage, body: string): void {
+  switch (message.t) {
     case 'call':
-      call(header.id as number, header.svc as string, body);
+      call(message.id, message.svc, body);
       break;
     case 'hostreply': {
-      const key = `${header.seq as number}:${header.id as number}`;
+      const key = `${message.seq}:${message.id}`;
       const instance = hostCalls.get(key);
       hostCalls.delete(key);
-      answerHostCallJson(instance, header.seq as number, body);
+      answerHostCallJson(instance, message.seq, body);
       break;
     }
-    case 'deploy':
-      deploy(header.name as string, header.file as string, JSON.parse(body) as string);
-      break;
-    case 'undeploy': {
-      const svc = services.get(header.name as string);
-      services.delete(header.name as string);
-      if (svc?.instance) retire(svc.instance);
+    case 'deploy': {
+      const code = JSON.parse(body) as string;
+      deployQueue = deployQueue.then(() => deploy(message.did, message.name, message.file, code, message.memoryMb));
       break;
     }
+    case 'undeploy':
+      deployQueue = deployQueue.then(() => undeploy(message.name));
+      break;
     case 'init':
-      caps = header.caps as Caps;
+      caps = message.caps;
       sdkCode = JSON.parse(body) as string;
       wire.send({ t: 'ready' });
       break;
@@ -300,19 +370,44 @@ function onMessage(header: Record<string, unknown>, body: string): void {
 }
 
 // Wall-clock watchdog: one timer for all calls, so a call costs no timer of its own.
-// It also notices isolates that died under their calls (the memory limit disposes them).
+// It also notices isolates that died under their calls (the memory limit disposes them), and
+// isolates still using CPU after their last call's deadline (a microtask chain, or code resumed
+// by host replies, that a handler left behind): nothing a service starts outlives its limit.
 setInterval(() => {
   const now = Date.now();
   const dead = new Set<Instance>();
   for (const entry of calls.values()) {
-    if (entry.instance.isolate.isDisposed) dead.add(entry.instance);
+    const instance = entry.instance;
+    if (!instance) continue;
+    if (instance.isolate.isDisposed) dead.add(instance);
     else if (!entry.timedOut && now > entry.deadline) {
       entry.timedOut = true;
-      dispose(entry.instance, 'timeout');
-      dead.add(entry.instance);
+      dispose(instance, 'timeout');
+      dead.add(instance);
     }
   }
   for (const instance of dead) failCallsOf(instance);
-}, 20).unref();
+  for (const instance of cooling) {
+    if (instance.isolate.isDisposed) {
+      cooling.delete(instance);
+      continue;
+    }
+    if (now <= instance.busyUntil) continue;
+    const cpu = instance.isolate.cpuTime;
+    if (instance.idleCpu !== undefined && cpu - instance.idleCpu > BUSY_CPU_NS) {
+      wire.send({ t: 'overrun', name: serviceOf(instance) });
+      dispose(instance);
+    } else if (instance.idleCpu === undefined) instance.idleCpu = cpu;
+    else {
+      instance.idleCpu = undefined;
+      cooling.delete(instance);
+    }
+  }
+}, WATCHDOG_MS).unref();
+
+function serviceOf(instance: Instance): string {
+  for (const svc of services.values()) if (svc.instance === instance) return svc.name;
+  return '';
+}
 
 process.on('SIGTERM', () => process.exit(0));

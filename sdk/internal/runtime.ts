@@ -11,6 +11,58 @@ type Send = (callId: number, seq: number, op: string, argsJson: string) => void;
 
 const G = globalThis as Record<string, unknown>;
 const send = G.__svc_send as Send | undefined;
+
+// Primordials, captured before any service code runs: service code may replace the globals and
+// prototypes these come from, and must never be handed the runtime's own callbacks.
+const PromiseCtor = Promise;
+const promiseThen = Promise.prototype.then;
+const reflectApply = Reflect.apply;
+const defineProperty = Object.defineProperty;
+const freeze = Object.freeze;
+const toText = String;
+const isInteger = Number.isInteger;
+/**
+ * `then` looks up `constructor[Symbol.species]` to build the promise it returns; service code can
+ * redefine both on Promise. The runtime's own promises carry a private constructor instead, so
+ * chaining them runs no service code.
+ */
+const PRIVATE_SPECIES = freeze({ [Symbol.species]: PromiseCtor });
+
+/**
+ * Calls back with the settled value of whatever a handler returned (a value, a promise or any
+ * thenable). The callbacks stay inside the runtime: a thenable's own `then` only ever sees the
+ * engine's resolving functions of a promise the runtime made, so it cannot call them with a
+ * forged result.
+ */
+function settle<T>(value: unknown, onValue: (v: unknown) => T, onError: (e: unknown) => T, done: (out: T) => void): void {
+  const wrapped = new PromiseCtor<unknown>((resolve) => resolve(value));
+  defineProperty(wrapped, 'constructor', { value: PRIVATE_SPECIES });
+  const finished = (out: T): void => done(out);
+  reflectApply(promiseThen, wrapped, [
+    (v: unknown) => {
+      let out: T;
+      try {
+        out = onValue(v);
+      } catch (err) {
+        out = onError(err);
+      }
+      finished(out);
+    },
+    (e: unknown) => finished(onError(e)),
+  ]);
+}
+
+/** A resolved promise of the runtime's own, to run a function in the next microtask. */
+const TICK = PromiseCtor.resolve();
+defineProperty(TICK, 'constructor', { value: PRIVATE_SPECIES });
+function nextMicrotask(fn: () => void): void {
+  reflectApply(promiseThen, TICK, [fn]);
+}
+
+/** A status a service set, read once (a getter could answer differently each time). */
+function statusOf(value: unknown, fallback: number): number {
+  return typeof value === 'number' && isInteger(value) && value >= 100 && value <= 599 ? value : fallback;
+}
 const waiting = new Map<number, { callId: number; done: (replyJson: string) => void }>();
 let nextSeq = 0;
 
@@ -129,7 +181,7 @@ class CallContext implements Context {
     if (this.logCache) return this.logCache;
     const logs = this.logs;
     const at = (level: string) => (message: string) => {
-      if (logs.length < MAX_LOG_LINES) logs.push([level, String(message).slice(0, MAX_LOG_LINE)]);
+      if (logs.length < MAX_LOG_LINES) logs[logs.length] = [level, toText(message).slice(0, MAX_LOG_LINE)];
     };
     return (this.logCache = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') });
   }
@@ -149,7 +201,13 @@ function finish(envelope: Record<string, unknown>): string {
   try {
     text = stringify(envelope);
   } catch (err) {
-    return stringify({ status: 500, headers: {}, error: { kind: 'Error', message: 'Service output is not serializable: ' + String((err as Error)?.message) }, logs: envelope.logs });
+    let why = '';
+    try {
+      why = toText((err as Error)?.message);
+    } catch {
+      // a message getter that throws adds nothing
+    }
+    return stringify({ status: 500, headers: {}, error: { kind: 'OutputInvalid', message: 'Service output is not serializable: ' + why }, logs: envelope.logs });
   }
   if (text.length > maxOutput) return stringify({ status: 500, headers: {}, error: { kind: 'OutputTooLarge', message: 'Service output exceeds the limit' } });
   return text;
@@ -157,7 +215,9 @@ function finish(envelope: Record<string, unknown>): string {
 
 function succeeded(ctx: CallContext, out: unknown): string {
   const r = ctx.response;
-  const status = typeof r.status === 'number' && r.status >= 100 && r.status <= 599 ? Math.floor(r.status) : 200;
+  const requested = r.status;
+  const status = statusOf(requested, 0);
+  if (status === 0) return finish({ status: 500, headers: {}, error: { kind: 'OutputInvalid', message: `invalid response status ${toText(typeof requested === 'number' ? requested : typeof requested)}: use an integer from 100 to 599` }, logs: ctx.logs });
   const envelope: Record<string, unknown> = { status, headers: r.headers, contentType: r.contentType, logs: ctx.logs };
   if (out instanceof Uint8Array) {
     envelope.body = toBase64(out);
@@ -172,37 +232,49 @@ function succeeded(ctx: CallContext, out: unknown): string {
 function failed(ctx: CallContext | undefined, err: unknown): string {
   const headers = ctx?.response.headers ?? {};
   const logs = ctx?.logs ?? [];
-  if (err instanceof ServiceError) return finish({ status: err.status, headers, error: { kind: err.kind, message: String(err.message) }, logs });
-  const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-  return finish({ status: 500, headers, error: { kind: 'Error', message }, logs });
+  try {
+    if (err instanceof ServiceError) return finish({ status: statusOf(err.status, 500), headers, error: { kind: err.kind, message: toText(err.message) }, logs });
+    const message = err instanceof Error ? `${toText(err.name)}: ${toText(err.message)}` : toText(err);
+    return finish({ status: 500, headers, error: { kind: 'Error', message }, logs });
+  } catch {
+    // An error whose name, message or toString throws says nothing more.
+    return finish({ status: 500, headers: {}, error: { kind: 'Error', message: 'the service threw a value that cannot be described' }, logs: [] });
+  }
 }
 
 /**
- * Runs one request; never throws: every outcome is a JSON envelope. A handler that returns
- * without a promise is answered in the same turn (no microtask, no promise).
+ * Runs one request and hands its envelope to `deliver`; never throws. A handler that returns
+ * a plain value is answered in the same turn (no microtask, no promise).
  */
-function dispatch(req: WireRequest): string | Promise<string> {
+function dispatch(req: WireRequest): void {
   let ctx: CallContext | undefined;
   const cid = req.cid;
+  const callId = req.callId;
   try {
-    currentCallId = req.callId;
-    callIdByCid.set(cid, req.callId);
+    currentCallId = callId;
+    callIdByCid.set(cid, callId);
     ctx = new CallContext(req);
     const handler = pickHandler(req.method);
-    if (!handler) return finish({ status: 405, headers: {}, error: { kind: 'MethodNotAllowed', message: 'Method not allowed' }, logs: [] });
-    const out = handler.call(definition, ctx);
-    if (out === null || typeof out !== 'object' || typeof (out as { then?: unknown }).then !== 'function') {
+    if (!handler) {
       callIdByCid.delete(cid);
-      return succeeded(ctx, out);
+      return deliver(callId, finish({ status: 405, headers: {}, error: { kind: 'MethodNotAllowed', message: 'Method not allowed' }, logs: [] }));
+    }
+    const out = reflectApply(handler, definition, [ctx]);
+    // Only objects and functions can be thenables; settle() reads `then` once, as the engine does.
+    if (out === null || (typeof out !== 'object' && typeof out !== 'function')) {
+      callIdByCid.delete(cid);
+      return deliver(callId, succeeded(ctx, out));
     }
     const running = ctx;
-    return (out as Promise<unknown>).then(
+    settle(
+      out,
       (value) => (callIdByCid.delete(cid), succeeded(running, value)),
       (err) => (callIdByCid.delete(cid), failed(running, err)),
+      (envelope) => deliver(callId, envelope),
     );
   } catch (err) {
     callIdByCid.delete(cid);
-    return failed(ctx, err);
+    deliver(callId, failed(ctx, err));
   }
 }
 
@@ -249,23 +321,19 @@ function flushResults(): void {
   done!(lines);
 }
 
+/** Envelopes come only from finish(): JSON text without line breaks, so lines cannot be forged. */
 function deliver(callId: number, envelope: string): void {
   doneLines += callId + '\t' + envelope + '\n';
   if (!flushing) {
     flushing = true;
-    void Promise.resolve().then(flushResults);
+    nextMicrotask(flushResults);
   }
 }
 
 /** Starts a batch of requests (a JSON array) and returns at once; results arrive through deliver. */
 function dispatchMany(requestsJson: string): void {
   const requests = parse(requestsJson) as WireRequest[];
-  for (let i = 0; i < requests.length; i++) {
-    const req = requests[i]!;
-    const outcome = dispatch(req);
-    if (typeof outcome === 'string') deliver(req.callId, outcome);
-    else void outcome.then((envelope) => deliver(req.callId, envelope));
-  }
+  for (let i = 0; i < requests.length; i++) dispatch(requests[i]!);
 }
 
 if (send && done) G.__svc_runtime = { dispatchMany, register, resolveHostCall };

@@ -1,0 +1,80 @@
+import { socketpair } from './socketpair.ts';
+import { describe, expect, it } from 'vitest';
+import { parseInvokeResult, readSandboxMessage } from '../../../kernel/sandbox/protocol.ts';
+import { Wire } from '../../../kernel/sandbox/wire.ts';
+
+describe('result envelopes from a sandbox', () => {
+  it('accepts a well-formed result and builds headers without a prototype', () => {
+    const r = parseInvokeResult('{"status":201,"headers":{"x-a":"1","x-n":2},"contentType":"text/plain","body":"hi","logs":[["info","x"]]}');
+    expect(r).toMatchObject({ status: 201, contentType: 'text/plain', body: 'hi', logs: [['info', 'x']] });
+    if ('invalid' in r) throw new Error(r.invalid);
+    expect(Object.getPrototypeOf(r.headers)).toBeNull();
+    expect({ ...r.headers }).toEqual({ 'x-a': '1', 'x-n': '2' });
+  });
+
+  it.each([
+    ['not json', 'not JSON'],
+    ['[1]', 'not an object'],
+    ['{"status":99}', 'status 99'],
+    ['{"status":200.5}', 'status 200.5'],
+    ['{"status":"200"}', 'status string'],
+    ['{"status":200,"headers":[]}', 'must be an object'],
+    ['{"status":200,"headers":{"x y":"v"}}', "name 'x y'"],
+    ['{"status":200,"headers":{"x-a":"a\\r\\nb"}}', "value for response header 'x-a'"],
+    ['{"status":200,"headers":{"X-Svc-CID":"forged"}}', 'set by the server'],
+    ['{"status":200,"headers":{"__proto__":{"x":"y"}}}', "'__proto__' must be a string"],
+    ['{"status":200,"contentType":"a\\nb"}', 'content type'],
+    ['{"status":200,"bodyEncoding":"hex","body":"00"}', 'binary'],
+    ['{"status":500,"error":{"kind":"Nope","message":"x"}}', 'service error'],
+  ])('refuses %s', (text, why) => {
+    const r = parseInvokeResult(text);
+    expect('invalid' in r && r.invalid).toContain(why);
+  });
+
+  it('trims logs and long error messages instead of refusing them', () => {
+    const logs = Array.from({ length: 300 }, (_, i) => ['info', 'x'.repeat(i === 0 ? 10_000 : 1)]).concat([['nope', 'x'], [1, 2]] as never);
+    const r = parseInvokeResult(JSON.stringify({ status: 500, error: { kind: 'BadRequest', message: 'm'.repeat(10_000) }, logs }));
+    if ('invalid' in r) throw new Error(r.invalid);
+    expect(r.logs).toHaveLength(200);
+    expect(r.logs![0]![1]).toHaveLength(8192);
+    expect(r.error!.message.length).toBeLessThan(4100);
+  });
+});
+
+describe('sandbox → kernel message headers', () => {
+  it('knows the kinds and refuses the rest', () => {
+    expect(readSandboxMessage({ t: 'result', id: 3 })).toEqual({ t: 'result', id: 3 });
+    expect(readSandboxMessage({ t: 'result', id: 3, fail: 'SERVICE_TIMEOUT' })).toBeTruthy();
+    expect(readSandboxMessage({ t: 'result', id: 3, fail: 'INTERNAL' })).toBeUndefined();
+    expect(readSandboxMessage({ t: 'result', id: -1 })).toBeUndefined();
+    expect(readSandboxMessage({ t: 'hostcall', id: 1, seq: 1, op: 'x'.repeat(201) })).toBeUndefined();
+    expect(readSandboxMessage({ t: 'nope' })).toBeUndefined();
+    expect(readSandboxMessage('string')).toBeUndefined();
+  });
+});
+
+describe('the wire', () => {
+  it('reports a line that is not JSON instead of throwing, and reads nothing after it', async () => {
+    const [a, b] = await socketpair();
+    const got: unknown[] = [];
+    const violations: string[] = [];
+    new Wire(a, { maxLine: 1000, onMessage: (h) => got.push(h), onViolation: (why) => violations.push(why) });
+    b.write('{"t":"ready"}\nnot json\n{"t":"ready"}\n');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(got).toEqual([{ t: 'ready' }]);
+    expect(violations).toEqual(['a message header is not JSON']);
+    a.destroy();
+    b.destroy();
+  });
+
+  it('reports a line longer than its cap', async () => {
+    const [a, b] = await socketpair();
+    const violations: string[] = [];
+    new Wire(a, { maxLine: 100, onMessage: () => undefined, onViolation: (why) => violations.push(why) });
+    b.write('x'.repeat(500));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(violations).toEqual(['a message exceeds 100 characters']);
+    a.destroy();
+    b.destroy();
+  });
+});
