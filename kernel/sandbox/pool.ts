@@ -1,7 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Socket } from 'node:net';
+import { buildSync } from 'esbuild';
 import type { Logger } from 'pino';
 import { SvcError } from '../errors.ts';
 import { Wire } from './wire.ts';
@@ -17,8 +21,43 @@ export type HostCallHandler = (op: string, argsJson: string, invocation: InvokeR
 
 export type DeployOutcome = { ok: true; meta: ServiceMeta } | { ok: false; error: string };
 
-const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const WORKER_SOURCE = fileURLToPath(new URL('./worker.ts', import.meta.url));
+const IVM = createRequire(import.meta.url).resolve('isolated-vm');
+
+/**
+ * The sandbox process's code as one plain JavaScript file, built once per kernel process.
+ * Starting `node` on it takes about 0.15 s where loading the TypeScript through a loader took
+ * 0.55 s, and that is how long the services of a crashed process wait for its replacement.
+ */
+let workerBundle: { dir: string; file: string; users: number } | undefined;
+function acquireWorkerBundle(): string {
+  if (!workerBundle) {
+    const out = buildSync({
+      entryPoints: [WORKER_SOURCE],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      write: false,
+      external: ['isolated-vm'],
+    });
+    // The bundle lives outside the project, so the native module is imported from where npm installed it.
+    const code = out.outputFiles[0]!.text.replace(/from\s*"isolated-vm"/, `from ${JSON.stringify(pathToFileURL(IVM).href)}`);
+    if (!code.includes(pathToFileURL(IVM).href)) throw new Error('sandbox worker bundle: isolated-vm import not found');
+    const dir = mkdtempSync(join(tmpdir(), 'svc-sandbox-'));
+    const file = join(dir, 'worker.mjs');
+    writeFileSync(file, code, { mode: 0o600 });
+    workerBundle = { dir, file, users: 0 };
+  }
+  workerBundle.users++;
+  return workerBundle.file;
+}
+function releaseWorkerBundle(): void {
+  if (workerBundle && --workerBundle.users === 0) {
+    rmSync(workerBundle.dir, { recursive: true, force: true });
+    workerBundle = undefined;
+  }
+}
 
 /** A call is answered by this long after its service's time limit, whatever the sandbox does. */
 export const CALL_MARGIN_MS = 500;
@@ -148,6 +187,7 @@ export class SandboxPool {
   private closing = false;
   private sdkCode = '';
   private sweeper: NodeJS.Timeout | undefined;
+  private workerFile = '';
 
   constructor(
     private readonly size: number,
@@ -158,6 +198,7 @@ export class SandboxPool {
 
   async start(sdkCode: string): Promise<void> {
     this.sdkCode = sdkCode;
+    this.workerFile = acquireWorkerBundle();
     for (let i = 0; i < this.size; i++) this.homes[i] = this.spawn(i, undefined);
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
@@ -167,7 +208,7 @@ export class SandboxPool {
   private spawn(slot: number | undefined, alone: string | undefined): SandboxWorker {
     // SVC_SANDBOX_NODE_ARGS adds Node flags to sandbox processes (diagnostics, e.g. --cpu-prof).
     const extra = process.env.SVC_SANDBOX_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    const child = spawn(process.execPath, ['--no-node-snapshot', ...extra, '--import', TSX, WORKER], {
+    const child = spawn(process.execPath, ['--no-node-snapshot', ...extra, this.workerFile], {
       stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
       env: sandboxEnv(),
     });
@@ -510,6 +551,7 @@ export class SandboxPool {
   }
 
   async close(): Promise<void> {
+    if (this.closing) return;
     this.closing = true;
     clearInterval(this.sweeper);
     for (const call of this.pending.values()) call.reject(new SvcError('SERVICE_UNAVAILABLE'));
@@ -527,5 +569,6 @@ export class SandboxPool {
           }),
       ),
     );
+    if (this.workerFile) releaseWorkerBundle();
   }
 }
