@@ -196,7 +196,8 @@ describe('a sandbox process that dies under load', () => {
       await Promise.all(loops);
       expect([500, 503]).toContain(crash.status);
       expect(crash.json().cid).toBe(crash.cid);
-      expect(crash.json().details).toMatch(/sandbox crashed|memory limit/);
+      // Which limit V8 reaches first depends on the machine's load: the process dying, the heap cap, or the clock.
+      expect(crash.json().details).toMatch(/sandbox crashed|memory limit|time limit/);
       for (const o of outcomes) {
         expect(o.cid).toBeTruthy();
         if (o.status !== 200) {
