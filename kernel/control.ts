@@ -2,6 +2,9 @@ import { createServer, request, type Server } from 'node:http';
 import { chmodSync, existsSync, rmSync } from 'node:fs';
 import type { Logger } from 'pino';
 
+/** Control requests carry a secret hash or a few names: anything larger is not one. */
+const MAX_CONTROL_BODY = 1 << 20;
+
 export type ControlReply = { ok: boolean; value?: unknown; error?: string };
 
 /**
@@ -18,18 +21,26 @@ export class ControlServer {
   ) {
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
+      let size = 0;
+      // A client that goes away mid-request must not become an uncaught stream error.
+      req.on('error', () => res.destroy());
+      req.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_CONTROL_BODY) req.destroy();
+        else chunks.push(c);
+      });
       req.on('end', () => {
-        const op = decodeURIComponent((req.url ?? '/').slice(1));
+        let op = '';
         let reply: Promise<ControlReply>;
         try {
+          op = decodeURIComponent((req.url ?? '/').slice(1));
           const args = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
           reply = run(op, args).then(
             (value) => ({ ok: true, value }),
             (err: Error) => ({ ok: false, error: err.message }),
           );
         } catch {
-          reply = Promise.resolve({ ok: false, error: 'arguments are not JSON' });
+          reply = Promise.resolve({ ok: false, error: 'the operation name or its arguments cannot be read' });
         }
         void reply.then((r) => {
           if (!r.ok) log.warn({ op, error: r.error }, 'control op failed');
