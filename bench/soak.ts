@@ -342,6 +342,9 @@ async function startServer(dir: string): Promise<Server> {
     cwd: dir,
     env: { ...process.env, SVC_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: a terminal's Ctrl-C reaches only this script, which stops the load
+    // and then the server (Ctrl-C sent to the sandbox processes directly would kill them under load).
+    detached: true,
   });
   const log = createWriteStream(join(dir, 'server.log'));
   const server: Server = { proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, exited: new Promise((r) => proc.once('exit', () => r())), odd: [], tail: [], sandboxDeaths: 0 };
@@ -781,7 +784,7 @@ async function main(): Promise<number> {
     console.log(`project: ${dir}`);
     server = await startServer(dir);
     const srv = server;
-    console.log(`server pid ${srv.pid} at ${srv.url} (${sandboxPidsOf(srv.pid).length} sandbox processes)`);
+    console.log(`server pid ${srv.pid} at ${srv.url} (${sandboxPidsOf(srv.pid).length} sandbox processes; its own process group: if this script is killed with SIGKILL, kill it by that pid)`);
 
     // Every channel answers as expected before any load.
     for (const m of MIX) {
@@ -837,16 +840,17 @@ async function main(): Promise<number> {
     let endSample: Sample | undefined;
     const sampler = (async () => {
       const end = soakStart + SOAK_MS;
-      for (let i = 0; i < SOAK_MS / 1000 + 10 && !stopping && !exitOf(srv); i++) {
-        if (performance.now() >= end - 2_500) {
-          endSample = await fullSample(srv.pid, sandboxPids);
+      for (let i = 0; i < SOAK_MS / 1000 + 10 && !exitOf(srv); i++) {
+        // Ctrl-C: the end sample at once, while the load's connections are still open.
+        if (stopping || performance.now() >= end - 2_500) {
+          endSample = stopping ? sample(srv.pid, sandboxPids) : await fullSample(srv.pid, sandboxPids);
           if (exitOf(srv)) endSample = undefined;
           else samples.push(endSample);
           break;
         }
         samples.push(sample(srv.pid, sandboxPids, cpu));
         if (!startSample && performance.now() - soakStart >= WARMUP_MS) startSample = await fullSample(srv.pid, sandboxPids);
-        await sleep(1000);
+        for (let k = 0; k < 10 && !stopping; k++) await sleep(100);
       }
     })();
     const progress = (elapsed: number) => {
@@ -918,6 +922,7 @@ async function main(): Promise<number> {
     const lossPct = ((100 * (totals.crash + totals.quarantine)) / Math.max(1, totals.sent)).toFixed(3);
     const receivedAll = alive ? pubsub.received >= published : null;
     const verdict: Array<[string, string]> = [
+      ['load: achieved / target req/s', `${Math.round(result.sent / soakS)} / ${rate} (${Math.round((100 * result.sent) / soakS / rate)}%)`],
       ['server alive the whole run', !exit ? 'yes' : `NO (exit code ${exit.code}, signal ${exit.signal}, ${((exit.atMs - (soakStart - t0)) / 1000).toFixed(1)} s into the soak)`],
       ['other 5xx (goal 0)', String(totals.other5xx)],
       ['connection errors / timeouts (goal 0)', `${totals.errors} / ${totals.timeouts}${totals.afterExit ? ` (${totals.afterExit} of them after the server exited)` : ''}`],
@@ -977,7 +982,7 @@ async function main(): Promise<number> {
       console.log(`\nwrote ${args.json}`);
     }
     console.log(`\n${failed ? 'FAIL' : 'PASS'}: ${!alive ? 'the server died; ' : ''}${totals.other5xx > 0 ? `${totals.other5xx} other 5xx; ` : ''}exit ${failed ? 1 : 0}`);
-    return failed ? 1 : 0;
+    return failed ? 1 : interrupted ? 130 : 0;
   } catch (err) {
     keepDir = true;
     console.error(`soak failed: ${(err as Error).stack ?? err}`);
