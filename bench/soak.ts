@@ -572,6 +572,8 @@ interface HostileStats {
   other: number;
   /** No answer: connection error or timeout. */
   noAnswer: number;
+  /** Quarantine answers to the first call after a redeploy: the rewrite did not lift the quarantine. */
+  stillQuarantined: number;
 }
 
 interface PubsubStats {
@@ -600,7 +602,7 @@ async function soakLoad(url: string, rate: number, rows: Row[], pubsub: PubsubSt
     row.sent++;
     inflight++;
     const began = performance.now();
-    // dispatch with a plain handler, not request(): no stream per response, about half the client CPU.
+    // dispatch with a plain handler, not request(): no stream per response, less client CPU on a shared machine.
     let status = 0;
     const chunks: Buffer[] = [];
     let settled = false;
@@ -626,7 +628,18 @@ async function soakLoad(url: string, rate: number, rows: Row[], pubsub: PubsubSt
           const text = chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks).toString();
           const outcome = row.response(status, text, performance.now() - began);
           if (i === GET && outcome === 'ok') {
-            const list = JSON.parse(text) as Array<{ delivery_count?: number }>;
+            let list: Array<{ delivery_count?: number }> | undefined;
+            try {
+              list = JSON.parse(text) as Array<{ delivery_count?: number }>;
+            } catch {
+              /* counted below */
+            }
+            if (!Array.isArray(list)) {
+              row.ok--;
+              row.unexpected++;
+              row.note('unexpected', `200 get body is not a list: ${text.slice(0, 80)}`);
+              return;
+            }
             pubsub.received += list.length;
             for (const m of list) if ((m.delivery_count ?? 0) > 0) pubsub.redelivered++;
           }
@@ -671,6 +684,7 @@ async function hostileLoop(url: string, file: string, row: Row, stats: HostileSt
   const client = new Client(url, { headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
   const start = performance.now();
   const maxCalls = Math.floor(durationMs / (CRASH_EVERY_S * 1000)) + 1;
+  let previous: Outcome | undefined;
   try {
     for (let i = 1; i <= maxCalls && !stopping; i++) {
       const at = start + i * CRASH_EVERY_S * 1000;
@@ -684,13 +698,17 @@ async function hostileLoop(url: string, file: string, row: Row, stats: HostileSt
         const res = await client.request({ method: 'GET', path: HOSTILE_ENTRY.path });
         const text = await res.body.text();
         const outcome = row.response(res.statusCode, text, performance.now() - began);
+        const last = previous;
+        previous = outcome;
         if (outcome === 'crash') stats.crashes++;
         else if (outcome === 'quarantine') {
+          if (last === 'quarantine') stats.stillQuarantined++;
           stats.quarantines++;
           writeFileSync(file, `${HOSTILE}// redeploy ${++stats.redeploys}\n`);
         } else stats.other++;
       } catch (err) {
         row.error(err);
+        previous = undefined;
         stats.noAnswer++;
       }
     }
@@ -819,7 +837,7 @@ async function main(): Promise<number> {
     // The soak.
     console.log(`\nsoak: ${rate} req/s (${RATE_FRACTION} × ${Math.round(peak.rps)}) for ${MINUTES} min; start sample after ${Math.round(WARMUP_MS / 1000)} s`);
     const hostileRow = new Row(HOSTILE_ENTRY);
-    const hostile: HostileStats = { calls: 0, crashes: 0, quarantines: 0, redeploys: 0, other: 0, noAnswer: 0 };
+    const hostile: HostileStats = { calls: 0, crashes: 0, quarantines: 0, redeploys: 0, other: 0, noAnswer: 0, stillQuarantined: 0 };
     const rows = MIX.map((m) => new Row(m));
     const pubsub: PubsubStats = { received: 0, redelivered: 0 };
 
@@ -889,7 +907,7 @@ async function main(): Promise<number> {
     console.log(`\nCPU over the soak, in cores (of ${cpuUse.machine_cores}): load generator ${cpuUse.generator}, server ${cpuUse.server}, sandboxes ≈${cpuUse.sandboxes}; whole machine ${cpuUse.machine} (the rest is other work on the machine)`);
 
     const published = rows[PUBLISH]!.ok;
-    console.log(`\nhostile: ${hostile.calls} calls, ${hostile.crashes} crashed their sandbox, ${hostile.quarantines} quarantined, ${hostile.redeploys} redeploys, ${hostile.other} other answers, ${hostile.noAnswer} without an answer`);
+    console.log(`\nhostile: ${hostile.calls} calls, ${hostile.crashes} crashed their sandbox, ${hostile.quarantines} quarantined, ${hostile.redeploys} redeploys (${hostile.stillQuarantined} still quarantined at the next call), ${hostile.other} other answers, ${hostile.noAnswer} without an answer`);
     console.log(`sandbox deaths in the server log: ${srv.sandboxDeaths - deathsBefore}; distinct sandbox processes seen: ${sandboxPids.size}`);
     console.log(`pub/sub: ${published} published (2xx), ${pubsub.received} received by the test subscriber (${pubsub.redelivered} redeliveries)`);
 
