@@ -958,10 +958,10 @@ async function main(): Promise<number> {
 
     if (!alive) {
       keepDir = true;
-      console.log(`\nThe server died. Its output (non-JSON lines first, then the last lines), full log in ${join(dir, 'server.log')}:\n`);
+      console.log(`\nThe server died. Its output that is not a JSON log line (Node's own errors, V8 fatal errors of sandbox processes), then its last JSON log lines; full log in ${join(dir, 'server.log')}:\n`);
       for (const l of srv.odd) console.log(`  | ${l}`);
-      console.log('  ---- last lines ----');
-      for (const l of srv.tail.slice(-40)) console.log(`  | ${l}`);
+      console.log('  ---- last JSON log lines ----');
+      for (const l of srv.tail.filter((x) => x.startsWith('{')).slice(-10)) console.log(`  | ${l}`);
     }
 
     const failed = !alive || totals.other5xx > 0;
