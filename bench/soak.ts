@@ -311,7 +311,7 @@ interface Server {
   url: string;
   exited: Promise<void>;
   exit?: { code: number | null; signal: NodeJS.Signals | null; atMs: number };
-  /** Lines that are not pino JSON (stack traces, Node's own fatal errors), and the last lines. */
+  /** The last lines that are not pino JSON (Node's own fatal errors, V8 fatal errors of sandboxes), and the last lines. */
   odd: string[];
   tail: string[];
   sandboxDeaths: number;
@@ -362,7 +362,10 @@ async function startServer(dir: string): Promise<Server> {
       server.tail.push(line);
       if (server.tail.length > 200) server.tail.shift();
       if (line.includes('sandbox process died')) server.sandboxDeaths++;
-      if (!line.startsWith('{') && server.odd.length < 400) server.odd.push(line);
+      if (!line.startsWith('{')) {
+        server.odd.push(line);
+        if (server.odd.length > 120) server.odd.shift();
+      }
     }
   };
   proc.stdout!.on('data', onData);
