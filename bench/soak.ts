@@ -914,8 +914,12 @@ async function main(): Promise<number> {
     console.log(`sandbox deaths in the server log: ${srv.sandboxDeaths - deathsBefore}; distinct sandbox processes seen: ${sandboxPids.size}`);
     console.log(`pub/sub: ${published} published (2xx), ${pubsub.received} received by the test subscriber (${pubsub.redelivered} redeliveries)`);
 
+    // min/max over the samples from the start sample on (all samples when there is none): the
+    // first seconds, before the load's connections are open, would only lower the minimum.
+    const startAt = startSample?.atS ?? 0;
+    const measured = samples.filter((s) => s.atS >= startAt);
     const res = (pick: (s: Sample) => number) => {
-      const vals = samples.map(pick);
+      const vals = measured.map(pick);
       return { start: startSample ? pick(startSample) : undefined, end: endSample ? pick(endSample) : undefined, min: vals.length ? Math.min(...vals) : undefined, max: vals.length ? Math.max(...vals) : undefined };
     };
     const resources = {
@@ -925,7 +929,7 @@ async function main(): Promise<number> {
       sandbox_fds: res((s) => s.sandboxFds),
       sandbox_processes: res((s) => s.sandboxes),
     };
-    console.log(`\nresources (start = after ${Math.round(WARMUP_MS / 1000)} s warm-up${startSample ? ` at ${startSample.atS} s` : ''}; min/max over ${samples.length} samples, 1 s apart):`);
+    console.log(`\nresources (start = after ${Math.round(WARMUP_MS / 1000)} s warm-up${startSample ? ` at ${startSample.atS} s` : ''}; min/max over the ${measured.length} samples from then on, 1 s apart):`);
     console.log(`${pad('', 22, true)} ${pad('start', 7)} ${pad('end', 7)} ${pad('min', 7)} ${pad('max', 7)}`);
     for (const [k, v] of Object.entries(resources)) console.log(`${pad(k, 22, true)} ${pad(v.start ?? '-', 7)} ${pad(v.end ?? '-', 7)} ${pad(v.min ?? '-', 7)} ${pad(v.max ?? '-', 7)}`);
 
@@ -992,7 +996,7 @@ async function main(): Promise<number> {
             resources,
             warmup_seconds: Math.round(WARMUP_MS / 1000),
             flat,
-            server: { alive, exit: exit ?? null, output_non_json: srv.odd, output_tail: alive ? [] : srv.tail },
+            server: { alive, exit: exit ? { code: exit.code, signal: exit.signal, seconds_into_soak: Math.round((exit.atMs - (soakStart - t0)) / 100) / 10 } : null, output_non_json: srv.odd, output_tail: alive ? [] : srv.tail },
             interrupted,
             verdict: failed ? 'FAIL' : 'PASS',
           },
