@@ -16,7 +16,14 @@ interface CannonResult {
   non2xx: number;
   errors: number;
 }
-type CannonOptions = { url: string; connections: number; duration: number; method?: string; body?: string; headers?: Record<string, string> };
+/** One request of a mix; autocannon sends a connection's requests in this order, round and round. */
+export interface CannonRequest {
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+type CannonOptions = { url: string; connections: number; duration: number; method?: string; body?: string; headers?: Record<string, string>; requests?: CannonRequest[] };
 const autocannon = createRequire(import.meta.url)('autocannon') as (opts: CannonOptions) => Promise<CannonResult>;
 
 export interface Load {
