@@ -77,7 +77,8 @@ const RSS_FLAT_FACTOR = 1.15;
 const FD_FLAT_DELTA = 10;
 
 const SVC_BIN = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
-const SANDBOX_WORKER = fileURLToPath(new URL('../kernel/sandbox/worker.ts', import.meta.url));
+/** The pool starts sandbox processes from a bundle it writes to a temporary `svc-sandbox-*` folder. */
+const SANDBOX_WORKER = /svc-sandbox-[^/]+\/worker\.mjs/;
 
 // ---------------------------------------------------------------------------------------------
 // The project: config, services, the request mix
@@ -214,14 +215,14 @@ const HOSTILE_ENTRY: MixEntry = { label: 'hostile (crashes)', method: 'GET', pat
  * Documented crash losses: 503 answers whose `details` is exactly one of these, on a channel
  * whose service runs in a sandbox (kernel/errors.ts, kernel/sandbox/pool.ts):
  * - SANDBOX_CRASHED: the call was in flight on the sandbox process that died;
- * - SERVICE_UNAVAILABLE 'no sandbox process is running': no live sandbox process for 5 s (all
- *   restarting at once).
- * Plus, on the hostile channel only, a 503 whose details match /quarantin/i (the coming
- * quarantine of a service that crashes its sandbox repeatedly).
+ * - SERVICE_UNAVAILABLE 'No sandbox process was ready in time': the call waited for a restarting
+ *   process past its service's time limit plus the pool's margin.
+ * Plus, on the hostile channel only, a 503 whose details match /quarantin/i (a service that
+ * crashed its sandbox 3 times within 60 s is quarantined until its file changes).
  * Everything else with status ≥ 500 is an "other 5xx", whatever its text (e.g. a timeout
  * 'Service exceeded its time limit', 'Service is not deployed' after a restart, 'Queue is full').
  */
-const CRASH_DETAILS = new Set(['Service sandbox crashed and was restarted', 'no sandbox process is running']);
+const CRASH_DETAILS = new Set(['Service sandbox crashed and was restarted', 'No sandbox process was ready in time']);
 const QUARANTINE = /quarantin/i;
 
 type Outcome = 'ok' | 'crash' | 'quarantine' | 'other5xx' | 'unexpected';
@@ -398,7 +399,7 @@ async function stopServer(server: Server | undefined, sandboxPids: Set<number>):
   }
   await sleep(500);
   for (const pid of sandboxPids) {
-    if (readCmdline(pid).includes(SANDBOX_WORKER)) {
+    if (SANDBOX_WORKER.test(readCmdline(pid))) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
@@ -441,12 +442,12 @@ function procStat(pid: number | string): { ppid: number; ticks: number } | undef
   return { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) };
 }
 
-/** Sandbox processes: children of the server (ppid from /proc/PID/stat) running kernel/sandbox/worker.ts. */
+/** Sandbox processes: children of the server (ppid from /proc/PID/stat) running the sandbox worker bundle. */
 function sandboxPidsOf(serverPid: number): number[] {
   const out: number[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    if (procStat(name)?.ppid === serverPid && readCmdline(Number(name)).includes(SANDBOX_WORKER)) out.push(Number(name));
+    if (procStat(name)?.ppid === serverPid && SANDBOX_WORKER.test(readCmdline(Number(name)))) out.push(Number(name));
   }
   return out;
 }
