@@ -33,8 +33,9 @@ const THEMES: Array<[Theme, CorpusCase[]]> = [
   ['crashes', crashes],
 ];
 
-/** No answer within this is a hang. */
-const HANG_MS = 4500;
+/** No answer this long after the time a response is expected within (or 3 s) is a hang. */
+const HANG_MARGIN_MS = 1500;
+const hangCap = (e: Expectation) => (e.withinMs ?? 3000) + HANG_MARGIN_MS;
 const WORKERS = 2;
 
 const nameOf = (file: string) => file.replace(/\.(js|ts|mjs)$/, '');
@@ -73,7 +74,7 @@ const channelNames = [...allCases.map((c) => nameOf(c.file)), ...NEIGHBOURS];
 
 const config = `
 server:
-  sandbox: { workers: ${WORKERS}, timeout_ms: 1000, max_timeout_ms: 2000, memory_mb: 32, max_memory_mb: 64, max_output_bytes: 1048576 }
+  sandbox: { workers: ${WORKERS}, timeout_ms: 1000, max_timeout_ms: 4000, memory_mb: 32, max_memory_mb: 64, max_output_bytes: 1048576 }
 channel_rest:
 ${channelNames.map((n) => `  - { name: ${n}, url_path: /${n}, service: ${n}, security: none }`).join('\n')}
 `;
@@ -124,18 +125,18 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Hang(`${what}: no answer within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
 }
 
-async function viaInject(req: CorpusRequest, url: string): Promise<CorpusResponse> {
+async function viaInject(req: CorpusRequest, url: string, cap: number): Promise<CorpusResponse> {
   const started = Date.now();
   const res = await within(
     k.app.inject({ method: req.method ?? 'GET', url, payload: req.payload as string | undefined, headers: req.headers }),
-    HANG_MS,
+    cap,
     `${req.method ?? 'GET'} ${url}`,
   );
   return { status: res.statusCode, headers: res.headers as CorpusResponse['headers'], body: res.body, ms: Date.now() - started };
 }
 
 /** One request over a real TCP connection; the response is parsed from the bytes Node wrote. */
-function viaSocket(req: CorpusRequest, url: string): Promise<CorpusResponse> {
+function viaSocket(req: CorpusRequest, url: string, cap: number): Promise<CorpusResponse> {
   const { port, hostname } = new URL(k.url!);
   const body = req.payload === undefined ? '' : typeof req.payload === 'string' ? req.payload : JSON.stringify(req.payload);
   const headers = { host: `${hostname}:${port}`, connection: 'close', ...(body ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}), ...req.headers };
@@ -146,8 +147,8 @@ function viaSocket(req: CorpusRequest, url: string): Promise<CorpusResponse> {
     const socket = connect(Number(port), hostname, () => socket.write(head + body));
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Hang(`${req.method ?? 'GET'} ${url} (socket): no answer within ${HANG_MS} ms${chunks.length ? `; partial: ${JSON.stringify(Buffer.concat(chunks).toString('latin1').slice(0, 300))}` : ''}`));
-    }, HANG_MS);
+      reject(new Hang(`${req.method ?? 'GET'} ${url} (socket): no answer within ${cap} ms${chunks.length ? `; partial: ${JSON.stringify(Buffer.concat(chunks).toString('latin1').slice(0, 300))}` : ''}`));
+    }, cap);
     socket.on('data', (c) => chunks.push(c));
     socket.on('error', () => undefined);
     socket.on('close', () => {
@@ -203,9 +204,9 @@ function parseRaw(raw: Buffer): Omit<CorpusResponse, 'ms'> {
   return { status, headers, rawHeaderLines: lines, body: body.toString('utf8') };
 }
 
-function send(c: CorpusCase, req: CorpusRequest = {}): Promise<CorpusResponse> {
+function send(c: CorpusCase, req: CorpusRequest = {}, e: Expectation): Promise<CorpusResponse> {
   const url = req.url || `/${nameOf(c.file)}`;
-  return c.transport === 'socket' ? viaSocket(req, url) : viaInject(req, url);
+  return c.transport === 'socket' ? viaSocket(req, url, hangCap(e)) : viaInject(req, url, hangCap(e));
 }
 
 function jsonOf(body: string): any {
@@ -328,12 +329,12 @@ async function runCase(theme: Theme, c: CorpusCase): Promise<void> {
       });
     }
 
-    const side = c.alongside ? send(c, c.alongside.request).then((r) => ({ r }), (err: Error) => ({ err })) : undefined;
+    const side = c.alongside ? send(c, c.alongside.request, c.alongside.expect).then((r) => ({ r }), (err: Error) => ({ err })) : undefined;
     if (c.alongside) await sleep(c.alongside.leadMs ?? 100);
 
     let main: CorpusResponse | undefined;
     await soft('response', async () => {
-      main = await send(c, c.request);
+      main = await send(c, c.request, c.expect);
       record.outcome = note(main);
       checkExpectation(c.expect, main, 'response');
     });
@@ -373,7 +374,7 @@ async function runCase(theme: Theme, c: CorpusCase): Promise<void> {
       const next = c.expect.next;
       await soft('next request', async () => {
         if (next.delayMs) await sleep(next.delayMs);
-        const res = await send(c, next.request);
+        const res = await send(c, next.request, next.expect);
         record.next = note(res);
         checkExpectation(next.expect, res, 'next request');
       });

@@ -1,10 +1,10 @@
 import { CRASHED, MEMORY_LIMIT, svc as service, type CorpusCase } from './types.ts';
 
 /** A longer time limit than the other cases: the crash (or the memory limit) must come first. */
-const svc = (body: string) => service(body, { limits: 'limits: { timeoutMs: 2000, memoryMb: 32 }' });
+const svc = (body: string) => service(body, { limits: 'limits: { timeoutMs: 4000, memoryMb: 32 }' });
 
 /** Where V8 decides: the isolate's memory limit may catch the allocation before the process dies. */
-const crashOrLimit = { status: [503, 500], details: new RegExp(`^(${CRASHED}|${MEMORY_LIMIT})$`), withinMs: 4000 };
+const crashOrLimit = { status: [503, 500], details: new RegExp(`^(${CRASHED}|${MEMORY_LIMIT})$`), withinMs: 5000 };
 
 /**
  * Crashes: inputs that kill the whole sandbox process (V8 fatal errors that isolated-vm's
