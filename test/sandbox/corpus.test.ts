@@ -278,6 +278,7 @@ async function neighboursHealthy(): Promise<string | undefined> {
     try {
       const res = await within(k.app.inject({ method: 'GET', url: `/${n}` }), 3000, n);
       if (res.statusCode !== 200 || res.json().pristine !== true) return `${n} answered ${res.statusCode} ${res.body.slice(0, 200)}`;
+      if (typeof res.headers['x-svc-cid'] !== 'string') return `${n} answered without one X-Svc-CID header`;
     } catch (err) {
       return String((err as Error).message);
     }
