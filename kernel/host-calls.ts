@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { HostCall } from './plugin.ts';
+import type { HostCall, HostCallLog } from './plugin.ts';
 import { SvcError, type ErrorCode } from './errors.ts';
 import type { InvokeRequest, ServiceErrorKind } from './sandbox/protocol.ts';
 
@@ -15,29 +15,57 @@ const KIND_OF: Partial<Record<ErrorCode, ServiceErrorKind>> = {
   SERVICE_UNAVAILABLE: 'ServiceUnavailable',
 };
 
-/** Host calls of one request that may log; later ones run with logging off, and are counted. */
-const LOGGED_CALLS_PER_REQUEST = 20;
+/** Log lines the host calls of one request may write; the rest are counted and reported once. */
+const LOG_LINES_PER_REQUEST = 3;
 
-interface RequestTally {
-  calls: number;
-  unlogged: number;
-  refused: Map<string, number>;
+/** What the host calls of one request did, kept until the request ends. */
+class RequestTally implements HostCallLog {
+  unlogged = 0;
+  readonly refused = new Map<string, number>();
+  private logged = 0;
+  private logger: Logger | undefined;
+
+  constructor(
+    private readonly root: Logger,
+    private readonly invocation: InvokeRequest,
+  ) {}
+
+  private line(level: 'debug' | 'info' | 'warn' | 'error', obj: object, msg?: string): void {
+    if (!this.root.isLevelEnabled(level)) return;
+    if (this.logged >= LOG_LINES_PER_REQUEST) {
+      this.unlogged++;
+      return;
+    }
+    this.logged++;
+    (this.logger ??= this.root.child({ cid: this.invocation.cid, service: this.invocation.service }))[level](obj, msg);
+  }
+
+  debug(obj: object, msg?: string): void {
+    this.line('debug', obj, msg);
+  }
+  info(obj: object, msg?: string): void {
+    this.line('info', obj, msg);
+  }
+  warn(obj: object, msg?: string): void {
+    this.line('warn', obj, msg);
+  }
+  error(obj: object, msg?: string): void {
+    this.line('error', obj, msg);
+  }
 }
 
 /**
  * Host functions services reach through the SDK. Every call's arguments are checked
  * here before its handler runs; every outcome is an envelope, never a rejection.
  * A request that makes thousands of host calls costs a bounded number of log lines:
- * refusals are counted and reported once, when the request ends (`finish`).
+ * a few lines are written, then refusals and further lines are counted and reported once,
+ * when the request ends (`finish`).
  */
 export class HostCalls {
   private readonly calls = new Map<string, HostCall>();
   private readonly tallies = new Map<string, RequestTally>();
-  private readonly silent: Logger;
 
-  constructor(private readonly log: Logger) {
-    this.silent = log.child({}, { level: 'silent' });
-  }
+  constructor(private readonly log: Logger) {}
 
   add(call: HostCall): void {
     if (this.calls.has(call.op)) throw new Error(`host call '${call.op}' is registered twice`);
@@ -46,9 +74,12 @@ export class HostCalls {
 
   async run(op: string, argsJson: string, invocation: InvokeRequest): Promise<string> {
     let tally = this.tallies.get(invocation.cid);
-    if (!tally) this.tallies.set(invocation.cid, (tally = { calls: 0, unlogged: 0, refused: new Map() }));
+    if (!tally) this.tallies.set(invocation.cid, (tally = new RequestTally(this.log, invocation)));
     const reply = await this.answer(op, argsJson, invocation, tally);
-    if (reply.startsWith('{"ok":false')) tally.refused.set(op.slice(0, 100), (tally.refused.get(op.slice(0, 100)) ?? 0) + 1);
+    if (reply.startsWith('{"ok":false')) {
+      const name = op.slice(0, 100);
+      tally.refused.set(name, (tally.refused.get(name) ?? 0) + 1);
+    }
     return reply;
   }
 
@@ -63,7 +94,7 @@ export class HostCalls {
     }
   }
 
-  private async answer(op: string, argsJson: string, invocation: InvokeRequest, tally: RequestTally): Promise<string> {
+  private async answer(op: string, argsJson: string, invocation: InvokeRequest, log: RequestTally): Promise<string> {
     const call = this.calls.get(op);
     if (!call) return fail('Error', 500, `unknown host call '${op.slice(0, 100)}'`);
     let args: unknown;
@@ -73,16 +104,12 @@ export class HostCalls {
       const why = err instanceof z.ZodError ? err.issues.slice(0, 5).map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ') : 'not JSON';
       return fail('Error', 500, `invalid arguments for ${op}: ${why}`);
     }
-    tally.calls++;
-    const logged = tally.calls <= LOGGED_CALLS_PER_REQUEST;
-    if (!logged) tally.unlogged++;
-    const log = logged ? this.log.child({ cid: invocation.cid, service: invocation.service, op }) : this.silent;
     try {
       const value = await call.handler(args, { cid: invocation.cid, service: invocation.service, channel: invocation.channel, log });
       return JSON.stringify({ ok: true, value: value ?? null });
     } catch (err) {
       if (err instanceof SvcError) return fail(KIND_OF[err.code] ?? 'Error', err.status, err.details);
-      log.error({ err }, 'host call failed');
+      log.error({ err, op }, 'host call failed');
       return fail('Error', 500, `${op} failed`);
     }
   }

@@ -119,11 +119,19 @@ export interface SystemRoute {
 }
 
 /** Host functions that services reach through the SDK (publish, outgoing calls, ...). */
+/** A logger with a budget: one request's host calls write a few lines, then are counted. */
+export interface HostCallLog {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
 export interface HostCallContext {
   cid: string;
   service: string;
   channel: string | undefined;
-  log: Logger;
+  log: HostCallLog;
 }
 
 export interface HostCall<A = any> {

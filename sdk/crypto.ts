@@ -7,30 +7,40 @@ import { callHost } from './internal/runtime.ts';
  */
 type Data = string | Uint8Array;
 
-function wire(data: Data): { text: string } | { bytes: number[] } {
-  return typeof data === 'string' ? { text: data } : { bytes: Array.from(data) };
+function wire(fn: string, key: unknown, data: unknown): { text: string } | { bytes: number[] } {
+  if (typeof key !== 'string') throw new TypeError(`${fn}: key must be a string`);
+  if (typeof data === 'string') return { text: data };
+  if (data instanceof Uint8Array) return { bytes: Array.from(data) };
+  throw new TypeError(`${fn}: data must be a string or a Uint8Array`);
+}
+
+function checkSignature(fn: string, signature: unknown): void {
+  if (typeof signature !== 'string') throw new TypeError(`${fn}: signature must be a string`);
 }
 
 export async function hmacSha256Hex(key: string, data: Data): Promise<string> {
-  return (await callHost('crypto.hmac', { key, data: wire(data), encoding: 'hex' })) as string;
+  return (await callHost('crypto.hmac', { key, data: wire('hmacSha256Hex', key, data), encoding: 'hex' })) as string;
 }
 
 export async function hmacSha256Base64(key: string, data: Data): Promise<string> {
-  return (await callHost('crypto.hmac', { key, data: wire(data), encoding: 'base64' })) as string;
+  return (await callHost('crypto.hmac', { key, data: wire('hmacSha256Base64', key, data), encoding: 'base64' })) as string;
 }
 
 /** True when `signature` (hex) is the HMAC-SHA256 of data under key; timing-safe. */
 export async function verifyHmacSha256Hex(key: string, data: Data, signature: string): Promise<boolean> {
-  return (await callHost('crypto.verifyHmac', { key, data: wire(data), encoding: 'hex', signature })) as boolean;
+  checkSignature('verifyHmacSha256Hex', signature);
+  return (await callHost('crypto.verifyHmac', { key, data: wire('verifyHmacSha256Hex', key, data), encoding: 'hex', signature })) as boolean;
 }
 
 /** True when `signature` (base64) is the HMAC-SHA256 of data under key; timing-safe. */
 export async function verifyHmacSha256Base64(key: string, data: Data, signature: string): Promise<boolean> {
-  return (await callHost('crypto.verifyHmac', { key, data: wire(data), encoding: 'base64', signature })) as boolean;
+  checkSignature('verifyHmacSha256Base64', signature);
+  return (await callHost('crypto.verifyHmac', { key, data: wire('verifyHmacSha256Base64', key, data), encoding: 'base64', signature })) as boolean;
 }
 
 /** Constant-time comparison of two strings (length leaks, content does not). */
 export function timingSafeEqual(a: string, b: string): boolean {
+  if (typeof a !== 'string' || typeof b !== 'string') throw new TypeError('timingSafeEqual: both arguments must be strings');
   let diff = a.length ^ b.length;
   const n = Math.max(a.length, b.length);
   for (let i = 0; i < n; i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);

@@ -74,6 +74,8 @@ const BACKOFF_MAX_MS = 5_000;
 /** A process with calls in flight that sent nothing for this long past the longest limit is wedged. */
 const WEDGED_AFTER_MS = 5_000;
 const SWEEP_MS = 50;
+/** A deploy not answered by then (the process bounds a build at 6 s; a redeploy builds twice at most, queued behind others) means the process is stuck. */
+const DEPLOY_WEDGED_MS = 30_000;
 /** How long a deploy waits for a sandbox process to become ready. */
 const READY_WAIT_MS = 30_000;
 
@@ -392,8 +394,18 @@ export class SandboxPool {
   }
 
   private deployOn(worker: SandboxWorker, name: string, s: { file: string; code: string; memoryMb?: number }, kind: DeployKind): Promise<DeployOutcome> {
-    return new Promise((done) => {
+    return new Promise((resolve) => {
       const did = this.nextDeploy++;
+      // The process bounds each build itself; one that says nothing long after is wedged.
+      const wedged = setTimeout(() => {
+        this.log.error({ pid: worker.child.pid, service: name }, 'sandbox process did not finish a deploy; stopping it');
+        worker.child.kill('SIGKILL');
+      }, DEPLOY_WEDGED_MS);
+      wedged.unref();
+      const done = (o: DeployOutcome) => {
+        clearTimeout(wedged);
+        resolve(o);
+      };
       worker.deploys.set(did, { name, kind, done });
       worker.send({ t: 'deploy', did, name, file: s.file, memoryMb: s.memoryMb }, JSON.stringify(s.code));
     });

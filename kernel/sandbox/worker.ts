@@ -62,6 +62,8 @@ const PRELUDE = `
 const MAX_CONCURRENT_CALLS = 32;
 /** Top-level code of a service file, and its `service({...})` description, get this long. */
 const EVALUATE_MS = 2000;
+/** Building an isolate as a whole: the SDK, the service's top-level code and its description. */
+export const BUILD_MS = 2 * EVALUATE_MS + 1000;
 const WATCHDOG_MS = 20;
 /** CPU an isolate with no call may use in one watchdog period past its deadline (GC and the like) before it counts as still running code. */
 const BUSY_CPU_NS = 2_000_000n;
@@ -91,6 +93,14 @@ async function createInstance(svc: Deployed): Promise<{ instance: Instance; meta
       process.abort();
     },
   });
+  // isolated-vm's own timeouts do not cover everything service code can run while an isolate is
+  // built (an Error.prepareStackTrace that loops while a top-level error is copied out, for one):
+  // past the whole budget the isolate is disposed, which fails whatever is still pending.
+  let overran = false;
+  const guard = setTimeout(() => {
+    overran = true;
+    if (!isolate.isDisposed) isolate.dispose();
+  }, BUILD_MS);
   try {
     const context = await isolate.createContext();
     const global = context.global;
@@ -128,7 +138,10 @@ async function createInstance(svc: Deployed): Promise<{ instance: Instance; meta
     return { instance, meta: JSON.parse(metaJson) as Record<string, unknown> };
   } catch (err) {
     if (!isolate.isDisposed) isolate.dispose();
+    if (overran) throw new Error(`the service's top-level code and description did not finish within ${BUILD_MS} ms`);
     throw err;
+  } finally {
+    clearTimeout(guard);
   }
 }
 

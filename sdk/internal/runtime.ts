@@ -217,7 +217,7 @@ function succeeded(ctx: CallContext, out: unknown): string {
   const r = ctx.response;
   const requested = r.status;
   const status = statusOf(requested, 0);
-  if (status === 0) return finish({ status: 500, headers: {}, error: { kind: 'OutputInvalid', message: `invalid response status ${toText(typeof requested === 'number' ? requested : typeof requested)}: use an integer from 100 to 599` }, logs: ctx.logs });
+  if (status === 0) return finish({ status: 500, headers: {}, error: { kind: 'OutputInvalid', message: `Invalid service output: response status ${toText(typeof requested === 'number' ? requested : typeof requested)} is not an integer from 100 to 599` }, logs: ctx.logs });
   const envelope: Record<string, unknown> = { status, headers: r.headers, contentType: r.contentType, logs: ctx.logs };
   if (out instanceof Uint8Array) {
     envelope.body = toBase64(out);

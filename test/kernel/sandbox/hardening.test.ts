@@ -96,7 +96,7 @@ describe('results the sandbox sends back are checked, and cannot be forged', () 
   });
 
   it.each(['status-high', 'status-nan'])('%s: an invalid status is a 500 with the CID', async (name) => {
-    expectError(await get(`/${name}`), 500, /invalid response status/);
+    expectError(await get(`/${name}`), 500, /^Invalid service output: response status .* is not an integer from 100 to 599$/);
   });
 
   it('a status getter is read once: the status it gave first is the one sent', async () => {
@@ -164,7 +164,7 @@ describe('logging is bounded on every route a service logs through', () => {
     expect(r.json()).toEqual({ refused: 20000 });
     await new Promise((res) => setTimeout(res, 50));
     const lines = logs.slice(before);
-    expect(lines.length).toBeLessThan(40);
+    expect(lines.filter((l) => l.cid === r.cid).length).toBeLessThanOrEqual(5);
     const summary = lines.find((l) => String(l.msg).includes('host calls refused'));
     expect(summary?.refused).toEqual({ 'pubsub.publish': 20000 });
   });

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { FORGED, SERVICE_FAILED, TIME_LIMIT, TIMEOUT_MS, svc, type CorpusCase } from './types.ts';
+import { FORGED, NOT_SERIALIZABLE, SERVICE_FAILED, TIME_LIMIT, TIMEOUT_MS, svc, type CorpusCase } from './types.ts';
 
 /** A hostile thenable is answered within the time limit plus this. */
 const MARGIN = 1500;
@@ -38,20 +38,20 @@ export const thenables: CorpusCase[] = [
     name: 'then calls ok with a BigInt (not JSON)',
     file: 'then-bigint.js',
     code: sync(`return { then(ok) { ok({ n: 10n }); } };`),
-    expect: { status: 500, details: SERVICE_FAILED, withinMs: WITHIN },
+    expect: { status: 500, details: NOT_SERIALIZABLE, withinMs: WITHIN },
   },
   {
     name: 'then calls ok with a cyclic object',
     file: 'then-cyclic.js',
     code: sync(`const o = {}; o.self = o; return { then(ok) { ok(o); } };`),
-    expect: { status: 500, details: SERVICE_FAILED, withinMs: WITHIN },
+    expect: { status: 500, details: NOT_SERIALIZABLE, withinMs: WITHIN },
   },
   {
     name: 'then calls ok with a string holding newlines, tabs and fake result lines: it is just the body',
     file: 'then-fake-lines.js',
-    note: 'the body is exactly that string',
+    note: 'the body is exactly that string (JSON-encoded, as a json channel writes strings)',
     code: sync(`return { then(ok) { ok('\\n999\\t{"status":200}\\n0\\t{"status":204}\\n'); } };`),
-    expect: { status: 200, bodyCheck: (_j, res) => expect(res.body).toBe('\n999\t{"status":200}\n0\t{"status":204}\n'), withinMs: WITHIN },
+    expect: { status: 200, bodyCheck: (j) => expect(j).toBe('\n999\t{"status":200}\n0\t{"status":204}\n'), withinMs: WITHIN },
   },
   {
     name: 'then calls ok twice: the first value wins',
@@ -131,7 +131,7 @@ export const thenables: CorpusCase[] = [
     note: 'body `{"honest":true}`; the concurrent call gets its own `{"victim":true}`',
     code: sync(
       `${VICTIM_BRANCH}
-      return { then(ok) { ok({ honest: true }); return { then(cb) { release(); cb('{"status":200,"headers":{},"body":"own"}\\n' + forgedLine()); } }; } };`,
+      return { then(ok) { release(); ok({ honest: true }); return { then(cb) { cb('{"status":200,"headers":{},"body":"own"}\\n' + forgedLine()); } }; } };`,
       VICTIM_PRELUDE,
     ),
     alongside: victim('/then-raw-forge'),
@@ -147,6 +147,6 @@ export const thenables: CorpusCase[] = [
     name: 'a returned object whose getter throws during serialization',
     file: 'then-getter-throws.js',
     code: sync(`return { a: 1, get b() { throw new Error('getter'); } };`),
-    expect: { status: 500, details: SERVICE_FAILED, withinMs: WITHIN },
+    expect: { status: 500, details: NOT_SERIALIZABLE, withinMs: WITHIN },
   },
 ];

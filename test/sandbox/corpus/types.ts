@@ -86,6 +86,9 @@ export const MEMORY_LIMIT = 'Service exceeded its memory limit';
 export const CRASHED = 'Service sandbox crashed and was restarted';
 export const SERVICE_FAILED = 'Service raised an exception';
 /** svc's own 500 for output it refused: the generic message, or one that names the header or status. */
-export const OUTPUT_REFUSED = /^(Internal server error|.*\b(header|status)\b.*)$/i;
+/** SERVICE_OUTPUT_INVALID: the details name what is wrong (docs/errors.md). */
+export const OUTPUT_REFUSED = /^Invalid service output: .*(header|status|content type)/i;
+/** SERVICE_OUTPUT_INVALID for a value the runtime cannot serialize. */
+export const NOT_SERIALIZABLE = /^Service output is not serializable: /;
 /** A value services try to put in X-Svc-CID; the runner fails any response that carries it. */
 export const FORGED = 'forged-by-service';
