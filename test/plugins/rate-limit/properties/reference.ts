@@ -301,14 +301,14 @@ export function dayNumber(w: { year: number; month: number; day: number }): numb
   return Date.UTC(w.year, w.month - 1, w.day) / 86_400_000;
 }
 
-/** The instants at which the zone's UTC offset changes within [from, to), to the millisecond. */
+/**
+ * The instants at which the zone's UTC offset changes within [from, to), to the millisecond.
+ * Sampled weekly, so two changes less than a week apart would be missed (none in ZONES since 2008).
+ */
 export function transitions(zone: string, from: number, to: number): number[] {
-  const offset = (t: number) => {
-    const w = wall(zone, t);
-    return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second, w.ms) - t;
-  };
+  const offset = (t: number) => offsetAt(zone, t);
   const found: number[] = [];
-  const step = 6 * 3_600_000;
+  const step = 7 * 86_400_000;
   for (let t = from; t < to; t += step) {
     let lo = t;
     let hi = Math.min(t + step, to);
@@ -353,3 +353,27 @@ export function instantArb(zone: string): fc.Arbitrary<number> {
 export const zoneAndInstantArb: fc.Arbitrary<[string, number]> = fc
   .constantFrom(...ZONES)
   .chain((zone) => instantArb(zone).map((t): [string, number] => [zone, t]));
+
+/** Milliseconds the zone's wall clock is ahead of UTC at t. */
+export function offsetAt(zone: string, t: number): number {
+  const w = wall(zone, t);
+  return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second, w.ms) - t;
+}
+
+/**
+ * One offset change of each kind per zone (the same wall times either side, the same jump),
+ * so a sweep over them meets every odd change once: random instants rarely land in the hour
+ * after a change, where the bugs live.
+ */
+export function transitionShapes(): Array<[string, number]> {
+  const shapes = new Map<string, [string, number]>();
+  for (const [zone, changes] of zoneTransitions()) {
+    for (const t of changes) {
+      const a = wall(zone, t - 1);
+      const b = wall(zone, t);
+      const key = `${zone} ${a.hour}:${a.minute} ${b.hour}:${b.minute} ${dayNumber(b) - dayNumber(a)} ${offsetAt(zone, t) - offsetAt(zone, t - 1)}`;
+      if (!shapes.has(key)) shapes.set(key, [zone, t]);
+    }
+  }
+  return [...shapes.values()];
+}
