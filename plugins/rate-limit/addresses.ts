@@ -123,12 +123,18 @@ export function parseClientAddress(text: string): ClientAddress {
   return { valid: true, w0, w1, w2, w3, counterKey };
 }
 
+/** Longest text cached: an IPv6 address with a dotted tail is 45 characters, plus a zone id. */
+const MAX_CACHED_LENGTH = 64;
+
 /** Parsed client addresses by text, bounded: emptied when it grows past `max` (spoofed headers can vary freely). */
 export class AddressCache {
   private readonly entries = new Map<string, ClientAddress>();
   constructor(private readonly max = 10_000) {}
 
   get(text: string): ClientAddress {
+    // A forwarded header's first hop can be kilobytes of junk; kept as keys, max of those would
+    // hold megabytes for nothing. No real address comes near this length, and parsing is cheap.
+    if (text.length > MAX_CACHED_LENGTH) return parseClientAddress(text);
     let found = this.entries.get(text);
     if (found === undefined) {
       if (this.entries.size >= this.max) this.entries.clear();
