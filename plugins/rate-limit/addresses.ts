@@ -1,9 +1,14 @@
-import ipaddr from 'ipaddr.js';
-
 /**
  * Addresses as four 32-bit words of an IPv6 address; IPv4 is held as its IPv4-mapped form
  * (::ffff:a.b.c.d), so one comparison path serves both families and a mapped client
  * address matches IPv4 ranges without a special case.
+ *
+ * The parser is our own rather than ipaddr.js's, whose `parse` takes inet_aton spellings
+ * (`127.1`, `0x7f.1`, a bare `1`, `010.1.2.3` as octal 8.1.2.3) and reads the deprecated
+ * IPv4-compatible `::a.b.c.d` as the mapped `::ffff:a.b.c.d`: the same text then meant other
+ * bits than its hex spelling, and junk in a forwarded header became an address. One grammar
+ * serves cidr_list entries (schema.ts) and client addresses, so whatever the config can name
+ * a client can be, and the reverse.
  */
 
 /** A client address parsed once and cached by its text. */
@@ -20,38 +25,106 @@ export interface ClientAddress {
 
 const INVALID: ClientAddress = { valid: false, w0: 0, w1: 0, w2: 0, w3: 0, counterKey: 'unparsable' };
 
-function wordsOf(addr: ipaddr.IPv4 | ipaddr.IPv6): [number, number, number, number] {
-  if (addr.kind() === 'ipv4') {
-    const o = (addr as ipaddr.IPv4).octets;
-    return [0, 0, 0xffff, ((o[0]! << 24) | (o[1]! << 16) | (o[2]! << 8) | o[3]!) >>> 0];
+type Words = [number, number, number, number];
+
+const OCTET = /^(?:0|[1-9]\d{0,2})$/;
+const HEX_GROUP = /^[0-9A-Fa-f]{1,4}$/;
+/** RFC 6874 zone ids are interface names (`eth0`, `br-lan`): unreserved URI characters. */
+const ZONE = /^[0-9A-Za-z._~-]+$/;
+
+/** Dotted decimal without leading zeros (as inet_pton and the config accept), as a 32-bit value. */
+function parseIPv4(text: string): number | undefined {
+  const parts = text.split('.');
+  if (parts.length !== 4) return undefined;
+  let value = 0;
+  for (const part of parts) {
+    if (!OCTET.test(part)) return undefined;
+    const octet = Number(part);
+    if (octet > 255) return undefined;
+    value = value * 256 + octet;
   }
-  const p = (addr as ipaddr.IPv6).parts;
-  return [
-    ((p[0]! << 16) | p[1]!) >>> 0,
-    ((p[2]! << 16) | p[3]!) >>> 0,
-    ((p[4]! << 16) | p[5]!) >>> 0,
-    ((p[6]! << 16) | p[7]!) >>> 0,
-  ];
+  return value;
+}
+
+/** Hex groups with at most one `::` and an optional dotted IPv4 tail; a zone id is dropped. */
+function parseIPv6(text: string): Words | undefined {
+  const percent = text.indexOf('%');
+  const body = percent === -1 ? text : text.slice(0, percent);
+  if (percent !== -1 && !ZONE.test(text.slice(percent + 1))) return undefined;
+  const halves = body.split('::');
+  if (halves.length > 2) return undefined;
+  const head = halves[0] === '' ? [] : halves[0]!.split(':');
+  const tail = halves.length === 1 || halves[1] === '' ? [] : halves[1]!.split(':');
+  // Only the very last piece of the address may be dotted IPv4.
+  const last = halves.length === 2 ? tail : head;
+  let v4: number | undefined;
+  if (last.length > 0 && last[last.length - 1]!.includes('.')) {
+    v4 = parseIPv4(last.pop()!);
+    if (v4 === undefined) return undefined;
+  }
+  const groups = head.length + tail.length + (v4 === undefined ? 0 : 2);
+  // Without `::` exactly eight groups; `::` stands for at least one zero group.
+  if (halves.length === 1 ? groups !== 8 : groups > 7) return undefined;
+  const g: number[] = [];
+  for (const piece of head) {
+    if (!HEX_GROUP.test(piece)) return undefined;
+    g.push(parseInt(piece, 16));
+  }
+  for (let i = groups; i < 8; i++) g.push(0);
+  for (const piece of tail) {
+    if (!HEX_GROUP.test(piece)) return undefined;
+    g.push(parseInt(piece, 16));
+  }
+  if (v4 !== undefined) g.push(Math.floor(v4 / 65536), v4 % 65536);
+  return [g[0]! * 65536 + g[1]!, g[2]! * 65536 + g[3]!, g[4]! * 65536 + g[5]!, g[6]! * 65536 + g[7]!];
+}
+
+/** An address text (surrounding whitespace ignored) as 128 bits, IPv4 mapped; undefined if it is none. */
+function parseAddress(text: string): { words: Words; v4: boolean } | undefined {
+  const v4 = parseIPv4(text);
+  if (v4 !== undefined) return { words: [0, 0, 0xffff, v4], v4: true };
+  const words = text.includes(':') ? parseIPv6(text) : undefined;
+  return words === undefined ? undefined : { words, v4: false };
+}
+
+/** A cidr_list entry: an address, or an address with a prefix length for the family it is written in. */
+function parseEntry(entry: string): { words: Words; prefix: number } | undefined {
+  const text = entry.trim();
+  const slash = text.lastIndexOf('/');
+  const parsed = parseAddress(slash === -1 ? text : text.slice(0, slash));
+  if (parsed === undefined) return undefined;
+  if (slash === -1) return { words: parsed.words, prefix: 128 };
+  const digits = text.slice(slash + 1);
+  if (!/^\d{1,3}$/.test(digits)) return undefined;
+  const bits = Number(digits);
+  if (bits > (parsed.v4 ? 32 : 128)) return undefined;
+  return { words: parsed.words, prefix: parsed.v4 ? bits + 96 : bits };
+}
+
+/** cidr_list grammar: an IPv4 (dotted decimal) or IPv6 address, with or without /prefix. */
+export function isAddressOrCidr(entry: string): boolean {
+  return parseEntry(entry) !== undefined;
+}
+
+function hex16(word: number, high: boolean): string {
+  return (high ? word >>> 16 : word & 0xffff).toString(16);
 }
 
 export function parseClientAddress(text: string): ClientAddress {
-  let addr: ipaddr.IPv4 | ipaddr.IPv6;
-  try {
-    addr = ipaddr.parse(text.trim());
-  } catch {
-    return INVALID;
-  }
-  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) addr = (addr as ipaddr.IPv6).toIPv4Address();
-  const [w0, w1, w2, w3] = wordsOf(addr);
-  let counterKey: string;
-  if (addr.kind() === 'ipv4') counterKey = addr.toString();
-  else {
-    // One customer usually holds a whole /64, so per-client counters group by it.
-    const p = (addr as ipaddr.IPv6).parts;
-    counterKey = `${p[0]!.toString(16)}:${p[1]!.toString(16)}:${p[2]!.toString(16)}:${p[3]!.toString(16)}::/64`;
-  }
+  const parsed = parseAddress(text.trim());
+  if (parsed === undefined) return INVALID;
+  const [w0, w1, w2, w3] = parsed.words;
+  // Mapped IPv6 is the IPv4 client (one counter, however it is written).
+  const counterKey =
+    w0 === 0 && w1 === 0 && w2 === 0xffff
+      ? `${w3 >>> 24}.${(w3 >>> 16) & 255}.${(w3 >>> 8) & 255}.${w3 & 255}`
+      : // One customer usually holds a whole /64, so per-client counters group by it.
+        `${hex16(w0, true)}:${hex16(w0, false)}:${hex16(w1, true)}:${hex16(w1, false)}::/64`;
   return { valid: true, w0, w1, w2, w3, counterKey };
 }
+
+/** Longest text cached: an IPv6 address with a dotted tail is 45 characters, plus a zone id. */
+const MAX_CACHED_LENGTH = 64;
 
 /** Parsed client addresses by text, bounded: emptied when it grows past `max` (spoofed headers can vary freely). */
 export class AddressCache {
@@ -59,6 +132,9 @@ export class AddressCache {
   constructor(private readonly max = 10_000) {}
 
   get(text: string): ClientAddress {
+    // A forwarded header's first hop can be kilobytes of junk; kept as keys, max of those would
+    // hold megabytes for nothing. No real address comes near this length, and parsing is cheap.
+    if (text.length > MAX_CACHED_LENGTH) return parseClientAddress(text);
     let found = this.entries.get(text);
     if (found === undefined) {
       if (this.entries.size >= this.max) this.entries.clear();
@@ -89,10 +165,10 @@ export class AddressSet {
     const intervals: Array<{ start: number[]; end: number[] }> = [];
     const canonical: string[] = [];
     for (const entry of entries) {
-      const text = entry.trim();
-      const [addr, bits] = text.includes('/') ? ipaddr.parseCIDR(text) : [ipaddr.parse(text), text.includes(':') ? 128 : 32];
-      const prefix = addr.kind() === 'ipv4' ? bits + 96 : bits;
-      const words = wordsOf(addr);
+      const parsed = parseEntry(entry);
+      // The config schema refuses such entries; this guards direct callers.
+      if (parsed === undefined) throw new Error(`not an IPv4/IPv6 address or CIDR range: ${entry}`);
+      const { words, prefix } = parsed;
       const start: number[] = [];
       const end: number[] = [];
       for (let w = 0; w < 4; w++) {

@@ -4,7 +4,8 @@ import type { LimitUnit } from './schema.ts';
  * Calendar arithmetic in UTC or an IANA zone, using only Intl for zone offsets.
  * Windows of a day or longer follow the zone's calendar (real month lengths, leap years,
  * 23- and 25-hour days at DST changes); hour and shorter windows are aligned to the
- * zone's wall clock with the offset in force, so they always last their nominal length.
+ * zone's wall clock with the offset in force, so they last their nominal length except where
+ * an offset change moves the clock's marks (then they end or start at the change).
  * Intl is slow (microseconds), so callers cache: CalendarWindow recomputes only when
  * `now` leaves the current window, ZoneTime.minuteOfDay once per minute.
  */
@@ -72,6 +73,20 @@ export class ZoneTime {
     return localMs - before;
   }
 
+  /**
+   * The first instant in (lo, hi] whose offset differs from lo's, given that hi's does (offset
+   * changes are rare and far apart: there is one in the span).
+   */
+  private changeAfter(lo: number, hi: number): number {
+    const before = this.offsetAt(lo);
+    while (hi - lo > 1) {
+      const mid = lo + Math.floor((hi - lo) / 2);
+      if (this.offsetAt(mid) === before) lo = mid;
+      else hi = mid;
+    }
+    return hi;
+  }
+
   /** Minute of the day (0..1439) on the zone's wall clock; recomputed once per minute. */
   minuteOfDay(now: number): number {
     if (now >= this.minuteFrom && now < this.minuteFrom + MINUTE) return this.minuteValue;
@@ -83,13 +98,34 @@ export class ZoneTime {
 
   /** The calendar window of `unit` containing `now`, as [start, end) in ms. */
   windowAt(unit: LimitUnit, now: number, into: { start: number; end: number }): void {
-    if (unit === 'second' || unit === 'minute' || unit === 'hour') {
-      const length = unit === 'second' ? SECOND : unit === 'minute' ? MINUTE : HOUR;
-      const offset = unit === 'second' ? 0 : this.offsetAt(now);
-      into.start = now - mod(now + offset, length);
-      into.end = into.start + length;
+    if (unit === 'second') {
+      into.start = now - mod(now, SECOND);
+      into.end = into.start + SECOND;
       return;
     }
+    if (unit === 'minute' || unit === 'hour') {
+      const length = unit === 'minute' ? MINUTE : HOUR;
+      const offset = this.offsetAt(now);
+      let start = now - mod(now + offset, length);
+      let end = start + length;
+      // An offset change by a fraction of the unit (Lord Howe's 30-minute DST, Pyongyang in
+      // 2015) moves the clock's marks: the windows either side of it, each aligned to its own
+      // offset, would overlap or leave a gap. Cut them at the change instead.
+      if (this.offsetAt(start) !== offset) start = this.changeAfter(start, now);
+      if (this.offsetAt(end - 1) !== offset) end = this.changeAfter(now, end - 1);
+      into.start = start;
+      into.end = end;
+      return;
+    }
+    this.calendarWindow(unit, now, into);
+    // A clock set back across midnight after the next date began (Newfoundland's 00:01
+    // changes until 2011) shows the old date again: that hour belongs to the window that has
+    // begun, or windows would overlap.
+    if (now >= into.end) this.calendarWindow(unit, into.end, into);
+  }
+
+  /** The window of a day or longer of the local date `now` shows: from its first date's first instant to the next one's. */
+  private calendarWindow(unit: 'day' | 'week' | 'month' | 'year', now: number, into: { start: number; end: number }): void {
     const wall = new Date(now + this.offsetAt(now));
     const y = wall.getUTCFullYear();
     const m = wall.getUTCMonth();

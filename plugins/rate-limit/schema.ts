@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import ipaddr from 'ipaddr.js';
+import { isAddressOrCidr } from './addresses.ts';
 import type { ConfigIssue } from '../../kernel/plugin.ts';
 import type { SvcConfig } from '../../kernel/config/schema.ts';
 
@@ -16,11 +16,7 @@ const endTimeOfDay = z
   .refine((s) => HHMM.test(s) || s === '24:00', 'must be HH:MM, 00:00 to 24:00');
 
 /** An address or CIDR range as the spec allows them: dotted IPv4 or IPv6, with or without /prefix. */
-export function isAddressOrCidr(entry: string): boolean {
-  const s = entry.trim();
-  if (s.includes('/')) return ipaddr.IPv4.isValidCIDRFourPartDecimal(s) || ipaddr.IPv6.isValidCIDR(s);
-  return ipaddr.IPv4.isValidFourPartDecimal(s) || ipaddr.IPv6.isValid(s);
-}
+export { isAddressOrCidr };
 
 export const timeRangeSchema = z
   .object({
