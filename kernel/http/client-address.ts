@@ -14,14 +14,18 @@ function memo<T>(fn: (address: string) => T, max = 4096): (address: string) => T
   };
 }
 
-/** Canonical text of an address: IPv4-mapped IPv6 becomes IPv4. */
-export const canonicalAddress = memo((address: string): string => {
-  try {
-    return ipaddr.process(address).toString();
-  } catch {
-    return address;
-  }
-});
+const DOTTED_QUAD = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+
+/**
+ * A forwarded address as plugins get it: only IPv4-mapped IPv6 in its usual spelling becomes
+ * IPv4; everything else is passed on as written. Plugins parse it with their own strict rules
+ * (a loose parser would read `0x0` or `010.1.2.3` as addresses), and the text comes from the
+ * client, so nothing is cached by it.
+ */
+export function canonicalAddress(address: string): string {
+  if (address.length > 7 && address.charCodeAt(0) === 58 /* : */ && address.slice(0, 7).toLowerCase() === '::ffff:' && DOTTED_QUAD.test(address.slice(7))) return address.slice(7);
+  return address;
+}
 
 export type PeerFilter = (address: string) => boolean;
 

@@ -17,7 +17,13 @@ describe('client address (spec: rate limiting item 6)', () => {
 
   it('canonicalises IPv4-mapped IPv6 and refuses bad proxy lists', () => {
     expect(canonicalAddress('::ffff:192.0.2.7')).toBe('192.0.2.7');
+    expect(canonicalAddress('::FFFF:192.0.2.7')).toBe('192.0.2.7');
     expect(canonicalAddress('not an address')).toBe('not an address');
+    // Loose spellings are not rewritten into addresses: the rate-limit plugin refuses them.
+    expect(canonicalAddress('0x0')).toBe('0x0');
+    expect(canonicalAddress('010.1.2.3')).toBe('010.1.2.3');
+    expect(canonicalAddress('::ffff:010.1.2.3')).toBe('::ffff:010.1.2.3');
+    expect(canonicalAddress('::1.2.3.4')).toBe('::1.2.3.4');
     expect(checkTrustedProxies(['10.0.0.0/8', '::1'])).toBeUndefined();
     expect(checkTrustedProxies(['10.0.0.0/33'])).toMatch(/not an address or CIDR/);
   });

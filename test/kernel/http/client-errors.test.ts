@@ -1,0 +1,46 @@
+import { connect } from 'node:net';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
+
+let k: TestKernel;
+beforeAll(async () => {
+  k = await startKernel({
+    config: 'channel_rest:\n  - { name: ok, url_path: /ok, service: ok, security: none }',
+    services: { 'ok.js': `import { service } from 'svc/sdk';\nexport default service({ handle() { return 'ok'; } });` },
+    listen: true,
+  });
+});
+afterAll(() => k?.close());
+
+/** Sends raw bytes and reads until the server closes the connection. */
+function raw(text: string): Promise<string> {
+  const { port, hostname } = new URL(k.url!);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let got = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (c: string) => (got += c));
+    socket.on('end', () => resolve(got));
+    socket.on('error', reject);
+    socket.end(text);
+  });
+}
+
+function parse(response: string): { status: number; cid: string | undefined; body: Record<string, unknown> } {
+  const [head, body] = response.split('\r\n\r\n');
+  const status = Number(head!.split(' ')[1]);
+  const cid = /\r\nx-svc-cid: ([0-9a-f]+)/i.exec(head!)?.[1];
+  return { status, cid, body: JSON.parse(body!) as Record<string, unknown> };
+}
+
+it.each([
+  ['headers over 16 KiB', `GET /ok HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'Request header fields too large'],
+  ['a DEL byte in a header value', 'GET /ok HTTP/1.1\r\nHost: x\r\nX-Bad: a\x7fb\r\n\r\n', 400, 'Malformed request'],
+  ['a malformed request line', 'GARBAGE\r\n\r\n', 400, 'Malformed request'],
+])('%s: svc answers with its error body and a CID', async (_name, request, status, details) => {
+  const r = parse(await raw(request));
+  expect(r.status).toBe(status);
+  expect(r.cid).toBeTruthy();
+  expect(r.body).toEqual({ result: 'Error', cid: r.cid, details });
+  expect((await fetch(k.url + '/ok')).status).toBe(200);
+});
