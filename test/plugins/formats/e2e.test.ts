@@ -135,6 +135,20 @@ describe('xml channel', () => {
     await expectError(await post('/orders.xml', '<order id="1"><lines/></order>'), 400, /missing required field 'customer'/);
   });
 
+  it('keeps the reason short when the parser quotes a huge name from a malformed document', async () => {
+    const name = 'n'.repeat(300_000);
+    for (const doc of [`<order><${name}></x${name}></order>`, `<order ${name}/>`, `<order a${name}="1" a${name}="2"/>`, `<order><${name}>`]) {
+      const res = await post('/orders.xml', doc, { 'content-type': 'application/xml' });
+      const text = await res.text();
+      expect(res.status).toBe(400);
+      expect(text.length).toBeLessThan(500);
+      const body = JSON.parse(text) as { result: string; cid: string; details: string };
+      expect(body).toMatchObject({ result: 'Error', cid: res.headers.get('x-svc-cid') });
+      expect(body.details).toMatch(/^Malformed XML: .*nnnn…/);
+      expect(body.details.length).toBeLessThanOrEqual('Malformed XML: '.length + 300);
+    }
+  });
+
   it('refuses XXE and malformed XML with 400 and the reason', async () => {
     await expectError(await post('/orders.xml', '<!DOCTYPE o [<!ENTITY x SYSTEM "file:///etc/passwd">]><order>&x;</order>'), 400, /^Malformed XML: DOCTYPE declarations are not allowed$/);
     await expectError(await post('/orders.xml', '<order><customer>a</order>'), 400, /^Malformed XML: Expected closing tag 'customer'/);

@@ -136,6 +136,19 @@ describe('xml refused documents', () => {
     for (let i = 0; i < 5; i++) expect(r('<r>&amp;&amp;&amp;</r>')['#text']).toBe('&&&');
   });
 
+  it('cuts long parser reasons to 300 characters, keeping the position', () => {
+    const long = 'b'.repeat(10_000);
+    const clipped = reason(() => read(`<r><x${long}></y${long}></r>`));
+    expect(clipped).toHaveLength(300);
+    expect(clipped).toMatch(/^Expected closing tag 'xbbb+… \(line 1, column \d+\)$/);
+    const parsed = reason(() => createXmlReader({ maxDepth: 2 })('<a><b><c></c></b></a>'));
+    expect(parsed).toBe('elements nested deeper than 2 levels');
+    // A surrogate pair is not split by the cut.
+    const emoji = reason(() => read(`<r ${'😀'.repeat(400)}/>`));
+    expect(emoji.length).toBeLessThanOrEqual(300);
+    expect(emoji).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+  });
+
   it('refuses nesting deeper than the limit', () => {
     const deep = (n: number) => '<a>'.repeat(n) + '</a>'.repeat(n);
     expect(() => createXmlReader({ maxDepth: 10 })(deep(10))).not.toThrow();
