@@ -61,6 +61,15 @@ export interface XmlReader {
 
 // `<!DOCTYPE` in any case: covers external entities (XXE) and entity expansion bombs at once.
 const DOCTYPE = /<!DOCTYPE/i;
+// Characters XML 1.0 does not allow anywhere (the parser lets them through). Decoded bodies hold
+// no lone surrogates: the UTF-8 decoder is strict and ISO-8859-1 has none.
+const NOT_XML_CHAR = /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]/;
+
+function lineAndColumn(text: string, index: number): string {
+  let line = 1;
+  for (let at = text.indexOf('\n'); at !== -1 && at < index; at = text.indexOf('\n', at + 1)) line++;
+  return `line ${line}, column ${index - text.lastIndexOf('\n', index - 1)}`;
+}
 
 function arrayMatcher(paths: readonly string[]): (jPath: string) => boolean {
   const exact = new Set<string>();
@@ -104,6 +113,9 @@ export function createXmlReader(options: XmlReadOptions = {}): XmlReader {
   });
   return (text) => {
     if (DOCTYPE.test(text)) throw new XmlError('DOCTYPE declarations are not allowed');
+    // Refused here, or the payload could hold text no XML answer can carry (an echo would be a 500).
+    const bad = NOT_XML_CHAR.exec(text);
+    if (bad) throw new XmlError(`the character U+${bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} is not allowed in XML (${lineAndColumn(text, bad.index)})`);
     const verdict = XMLValidator.validate(text);
     if (verdict !== true) {
       // The position matters more than the end of a long message: it keeps its place.
