@@ -109,4 +109,13 @@ describe('hl7 channel properties', () => {
       fcParams(),
     );
   });
+
+  it('a long run of anything where a delimiter or a name belongs never makes a long error', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 100_000 }), fc.constantFrom('MSH|', 'MSH|^~\\&|A\r', 'MSH|^~\\&|A\rPI', ''), fc.constantFrom('X', '^', '\\'), async (length, head, filler) => {
+        expectNoFault(await post(k, '/echo', `${head}${filler.repeat(length)}|1\r`, HL7_TYPE));
+      }),
+      fcParams(40),
+    );
+  });
 });
