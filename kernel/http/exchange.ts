@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Channel } from '../config/schema.ts';
@@ -71,22 +73,44 @@ export class HttpExchange implements Exchange {
     return (this.reading ??= this.collect());
   }
 
-  private async collect(): Promise<Buffer> {
+  private collect(): Promise<Buffer> {
     const limit = this.bodyLimit;
     const length = this.headers['content-length'];
     // No length and no chunked encoding: HTTP says there is no body; skip the stream machinery.
-    if ((length === undefined || length === '0') && this.headers['transfer-encoding'] === undefined) return (this.rawBody = EMPTY);
-    const declared = Number(length);
-    if (declared > limit) throw new SvcError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { headers: { connection: 'close' } });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of this.request.raw) {
-      size += (chunk as Buffer).length;
-      if (size > limit) throw new SvcError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { headers: { connection: 'close' } });
-      chunks.push(chunk as Buffer);
-    }
-    this.rawBody = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-    return this.rawBody;
+    if ((length === undefined || length === '0') && this.headers['transfer-encoding'] === undefined) return Promise.resolve((this.rawBody = EMPTY));
+    if (Number(length) > limit) return Promise.reject(this.tooLarge());
+    const request = this.request.raw;
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      // Listeners, not for-await: leaving a for-await loop destroys the request and with it the
+      // socket, so the 413 would never reach the client.
+      const onData = (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= limit) {
+          chunks.push(chunk);
+          return;
+        }
+        chunks.length = 0;
+        reject(this.tooLarge());
+        request.off('data', onData);
+      };
+      request.on('data', onData);
+      request.on('error', reject);
+      request.once('end', () => {
+        if (size > limit) return;
+        this.rawBody = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+        resolve(this.rawBody);
+      });
+      request.once('close', () => {
+        if (!request.complete) reject(Object.assign(new Error('The client closed the connection before the body was complete'), { code: 'ECONNRESET' }));
+      });
+    });
+  }
+
+  private tooLarge(): SvcError {
+    lingerAfterRefusal(this.request.raw);
+    return new SvcError('PAYLOAD_TOO_LARGE', `Request body exceeds ${this.bodyLimit} bytes`, { headers: { connection: 'close' } });
   }
 
   reply(status: number, body: unknown, headers?: Record<string, string>): void {
@@ -131,6 +155,56 @@ export class HttpExchange implements Exchange {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * How long and how much a socket keeps reading after a 413 before it closes. Long enough for a
+ * client that sends its whole body before reading (Python's http.client, curl without
+ * Expect) to finish a few megabytes more on a LAN and then read the answer; short and small
+ * enough that a client sending forever costs at most this much time and copying.
+ */
+const LINGER_MS = 2_000;
+const LINGER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * RFC 9112 §9.6: a server that closes while the client is still sending makes the client's
+ * TCP stack answer with a reset, which can discard our 413 before the client reads it (a client
+ * that sends its whole body before reading never sees it). Node's http server closes a
+ * `Connection: close` response's socket with destroySoon(), which destroys it right after the
+ * FIN, unread input and all. For this socket only, that becomes a lingering close: FIN after
+ * the response, the rest of the body read and dropped, and the socket closed once the body
+ * ends (or the client closes), LINGER_MS pass or LINGER_BYTES more arrive.
+ */
+function lingerAfterRefusal(request: IncomingMessage): void {
+  const socket = request.socket;
+  let lingering = false;
+  let dropped = 0;
+  let closing = false;
+  // Once the FIN is out, nothing of the response can be lost any more.
+  const closeAfterFin = () => {
+    if (closing) return;
+    closing = true;
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+  };
+  // Keeps the body flowing (a request nobody reads stops the socket reading) and bounds it.
+  request.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (lingering && dropped > LINGER_BYTES) closeAfterFin();
+  });
+  request.once('end', () => {
+    if (lingering) closeAfterFin();
+  });
+  socket.destroySoon = function lingerThenClose(this: Socket) {
+    lingering = true;
+    this.end();
+    if (request.complete || dropped > LINGER_BYTES) {
+      closeAfterFin();
+      return;
+    }
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    this.once('close', () => clearTimeout(timer));
+  };
+}
 
 function canonical(address: string): string {
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;

@@ -42,7 +42,7 @@ export function readDelimiters(text: string): Delimiters {
   while (end < text.length && text[end] !== field && text[end] !== '\r' && text[end] !== '\n') end++;
   const chars = text.slice(4, end);
   if (chars.length !== 4 && chars.length !== 5) {
-    throw new Hl7Error(`MSH-2 must hold 4 encoding characters (component, repetition, escape, subcomponent, as in ^~\\&) or 5 with truncation; got ${JSON.stringify(chars)}`);
+    throw new Hl7Error(`MSH-2 must hold 4 encoding characters (component, repetition, escape, subcomponent, as in ^~\\&) or 5 with truncation; got ${JSON.stringify(chars.length > 12 ? `${chars.slice(0, 12)}…` : chars)}`);
   }
   const seen = new Set<string>([field]);
   for (const c of chars) {
@@ -237,7 +237,7 @@ export function serializeHl7(msg: Hl7MessageInput): string {
   for (let s = 0; s < msg.segments.length; s++) {
     const seg = msg.segments[s];
     const name = seg?.name;
-    if (typeof name !== 'string' || !SEGMENT_NAME.test(name)) throw new Hl7Error(`segment ${s + 1} has an invalid name ${JSON.stringify(name)}`);
+    if (typeof name !== 'string' || !SEGMENT_NAME.test(name)) throw new Hl7Error(`segment ${s + 1} has an invalid name ${JSON.stringify(typeof name === 'string' && name.length > 12 ? `${name.slice(0, 12)}…` : name)}`);
     if ((s === 0) !== (name === 'MSH')) throw new Hl7Error(s === 0 ? 'the first segment must be MSH' : `segment ${s + 1} is a second MSH`);
     const fields = seg.fields ?? [];
     if (!Array.isArray(fields)) throw new Hl7Error(`segment ${s + 1} (${name}): fields must be an array`);

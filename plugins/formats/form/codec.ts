@@ -16,13 +16,18 @@ export class FormError extends Error {
 
 export const FORM_DEFAULTS = { maxFields: 1000 } as const;
 
+/** Names and values in error messages: quoted, and short (a field may be as long as the body limit). */
+function quoted(s: string): string {
+  return JSON.stringify(s.length > 40 ? s.slice(0, 40) + '…' : s);
+}
+
 function decodePart(s: string, which: string): string {
   const plus = s.indexOf('+') === -1 ? s : s.replace(/\+/g, ' ');
   if (plus.indexOf('%') === -1) return plus;
   try {
     return decodeURIComponent(plus);
   } catch {
-    throw new FormError(`${which} ${JSON.stringify(s.length > 40 ? s.slice(0, 40) + '…' : s)} has a malformed percent-encoding or is not UTF-8`);
+    throw new FormError(`${which} ${quoted(s)} has a malformed percent-encoding or is not UTF-8`);
   }
 }
 
@@ -39,7 +44,7 @@ export function parseForm(text: string, maxFields: number = FORM_DEFAULTS.maxFie
     const name = decodePart(rawName, 'field name');
     if (name.length === 0) throw new FormError('a form field has an empty name');
     try {
-      addField(fields, name, decodePart(rawValue, `the value of ${JSON.stringify(name)}`));
+      addField(fields, name, decodePart(rawValue, `the value of ${quoted(name)}`));
     } catch (err) {
       if (err instanceof FieldNameError) throw new FormError(err.message);
       throw err;

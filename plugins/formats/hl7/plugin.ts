@@ -4,10 +4,11 @@ import type { Exchange, ResponseDraft } from '../../../kernel/exchange.ts';
 import { SvcError } from '../../../kernel/errors.ts';
 import { parseHl7, serializeHl7, type Hl7MessageInput } from '../../../sdk/hl7/codec.ts';
 import { Hl7Error, type Hl7Payload } from '../../../sdk/hl7/types.ts';
-import { decodeHl7Bytes } from './bytes.ts';
+import { decodeHl7Bytes, encodeHl7Text } from './bytes.ts';
 import { flattenFields } from './flatten.ts';
 
 export const HL7_CONTENT_TYPE = 'x-application/hl7-v2+er7; charset=utf-8';
+export const HL7_LATIN1_CONTENT_TYPE = 'x-application/hl7-v2+er7; charset=iso-8859-1';
 
 function hasContentType(r: ResponseDraft): boolean {
   if (r.contentType) return true;
@@ -40,16 +41,36 @@ function serializeHl7Body(ex: Exchange): void {
   const r = ex.response;
   const body = r.body;
   if (body === undefined) return;
-  if (typeof body !== 'string' && !Buffer.isBuffer(body)) {
+  const chosenType = hasContentType(r);
+  if (Buffer.isBuffer(body)) {
+    if (!chosenType) r.contentType = HL7_CONTENT_TYPE;
+    return;
+  }
+  let text: string;
+  if (typeof body === 'string') text = body;
+  else {
     if (!isMessage(body)) throw new SvcError('INTERNAL', 'Service output cannot be written as HL7: return ER7 text or a message with a segments array');
     try {
-      r.body = serializeHl7(body);
+      text = serializeHl7(body);
     } catch (err) {
       if (err instanceof Hl7Error) throw new SvcError('INTERNAL', `Service output cannot be written as HL7: ${err.message}`);
       throw err;
     }
   }
-  if (!hasContentType(r)) r.contentType = HL7_CONTENT_TYPE;
+  // A service that chose the content type chose the charset with it: its text goes out as UTF-8, as before.
+  if (chosenType) {
+    r.body = text;
+    return;
+  }
+  let out: ReturnType<typeof encodeHl7Text>;
+  try {
+    out = encodeHl7Text(text, ex.rawBody);
+  } catch (err) {
+    if (err instanceof Hl7Error) throw new SvcError('INTERNAL', `Service output cannot be written as HL7: ${err.message}`);
+    throw err;
+  }
+  r.body = out.body;
+  r.contentType = out.charset === 'utf-8' ? HL7_CONTENT_TYPE : HL7_LATIN1_CONTENT_TYPE;
 }
 
 export default definePlugin({

@@ -1,26 +1,44 @@
 import { z } from 'zod';
-import sjson from 'secure-json-parse';
-import { definePlugin, type HookFn } from '../../../kernel/plugin.ts';
+import { definePlugin, type ConfigIssue, type HookFn } from '../../../kernel/plugin.ts';
+import type { SvcConfig } from '../../../kernel/config/schema.ts';
 import { SvcError } from '../../../kernel/errors.ts';
+import { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from '../shared/json.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** Reads the body as JSON; `__proto__` and `constructor.prototype` keys are refused (prototype poisoning). */
-export function parseJson(text: string): unknown {
-  try {
-    // The careful parser only when the text could hold a poisoning key; plain JSON.parse otherwise.
-    if (!text.includes('__proto__') && !text.includes('constructor')) return JSON.parse(text);
-    return sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
-  } catch (err) {
-    throw new SvcError('MALFORMED_BODY', `Invalid JSON: ${(err as Error).message}`);
-  }
+export const jsonChannelSchema = z
+  .object({
+    max_depth: z
+      .number()
+      .int()
+      .min(1)
+      .max(JSON_MAX_DEPTH_CEILING)
+      .default(JSON_MAX_DEPTH)
+      .describe('Deepest nesting of arrays and objects a request body may have; deeper is answered 400.'),
+  })
+  .strict();
+
+function checkSettingsPlacement(config: SvcConfig): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  config.channel_rest.forEach((ch, i) => {
+    if (ch.json !== undefined && ch.data_format !== 'json') issues.push({ path: ['channel_rest', i, 'json'], message: 'json settings apply only to channels with data_format: json' });
+  });
+  return issues;
 }
 
-const parseJsonBody: HookFn = async function parseJsonBody(ex) {
-  const body = await ex.readBody();
-  if (body.length === 0) return;
-  ex.payload = parseJson(body.toString('utf8'));
-};
+/** Reads the body as JSON: nesting past maxDepth, `__proto__` and `constructor.prototype` keys are refused. */
+function jsonBodyParser(maxDepth: number): HookFn {
+  return async function parseJsonBody(ex) {
+    const body = await ex.readBody();
+    if (body.length === 0) return;
+    try {
+      ex.payload = readJsonBody(body, maxDepth, 'refuse');
+    } catch (err) {
+      if (err instanceof JsonBodyError) throw new SvcError('MALFORMED_BODY', `Invalid JSON: ${err.message}`);
+      throw err;
+    }
+  };
+}
 
 const serializeJson: HookFn = function serializeJson(ex) {
   const r = ex.response;
@@ -35,9 +53,16 @@ export default definePlugin({
   kind: 'format',
   version: '1.0.0',
   configSchema: z.object({}).strict(),
-  contributes: { dataFormats: ['json'] },
+  contributes: {
+    dataFormats: ['json'],
+    channelFields: { json: jsonChannelSchema.optional().describe('JSON settings of a channel with data_format: json.') },
+    validateConfig: checkSettingsPlacement,
+  },
   hooks: {
-    parse: ({ channel }) => (channel.data_format === 'json' ? parseJsonBody : undefined),
+    parse({ channel }) {
+      if (channel.data_format !== 'json') return undefined;
+      return jsonBodyParser(jsonChannelSchema.parse(channel.json ?? {}).max_depth);
+    },
     serialize: ({ channel }) => (channel.data_format === 'json' ? serializeJson : undefined),
   },
 });

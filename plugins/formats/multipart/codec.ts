@@ -32,9 +32,14 @@ export interface MultipartResult {
 
 const FIELD_NAME_BYTES = 200;
 
+/** Header values and file names in error messages: quoted and short (a header may be 16 KB). */
+function quoted(s: string): string {
+  return JSON.stringify(s.length > 100 ? s.slice(0, 100) + '…' : s);
+}
+
 export function parseMultipart(body: Buffer, contentType: string | undefined, limits: MultipartLimits): Promise<MultipartResult> {
   if (contentType === undefined || !/^multipart\/form-data\s*(;|$)/i.test(contentType)) {
-    return Promise.reject(new MultipartError(`expected Content-Type multipart/form-data, got ${contentType === undefined ? 'none' : JSON.stringify(contentType)}`, 'media_type'));
+    return Promise.reject(new MultipartError(`expected Content-Type multipart/form-data, got ${contentType === undefined ? 'none' : quoted(contentType)}`, 'media_type'));
   }
   let parser: busboy.Busboy;
   try {
@@ -74,14 +79,19 @@ export function parseMultipart(body: Buffer, contentType: string | undefined, li
       }
     };
 
-    // busboy applies no name limit to multipart bodies, so it is checked here.
-    const nameTooLong = (name: string) => name.length > FIELD_NAME_BYTES / 4 && Buffer.byteLength(name) > FIELD_NAME_BYTES;
-    const nameTooLongError = () => new MultipartError(`a field name is longer than ${FIELD_NAME_BYTES} bytes`, 'too_large');
+    // busboy applies no name limit to multipart bodies, so it is checked here; a part without a
+    // name (RFC 7578 requires one; busboy gives undefined for it and for name="") is refused too.
+    const nameProblem = (name: string | undefined): MultipartError | undefined => {
+      if (!name) return new MultipartError('a part has no field name', 'malformed');
+      if (name.length > FIELD_NAME_BYTES / 4 && Buffer.byteLength(name) > FIELD_NAME_BYTES) return new MultipartError(`a field name is longer than ${FIELD_NAME_BYTES} bytes`, 'too_large');
+      return undefined;
+    };
 
     parser.on('field', (name, value, info) => {
       if (settled) return;
-      if (nameTooLong(name)) return fail(nameTooLongError());
-      if (info.valueTruncated) return fail(new MultipartError(`field ${JSON.stringify(name)} is larger than ${limits.maxFieldBytes} bytes`, 'too_large'));
+      const problem = nameProblem(name);
+      if (problem) return fail(problem);
+      if (info.valueTruncated) return fail(new MultipartError(`field ${quoted(name)} is larger than ${limits.maxFieldBytes} bytes`, 'too_large'));
       try {
         addField(fields, name, value);
       } catch (err) {
@@ -91,7 +101,8 @@ export function parseMultipart(body: Buffer, contentType: string | undefined, li
 
     parser.on('file', (field, stream, info) => {
       pendingFiles++;
-      if (nameTooLong(field)) fail(nameTooLongError());
+      const problem = nameProblem(field);
+      if (problem) fail(problem);
       const chunks: Buffer[] = [];
       let size = 0;
       stream.on('data', (chunk: Buffer) => {
@@ -104,7 +115,7 @@ export function parseMultipart(body: Buffer, contentType: string | undefined, li
         }
         chunks.push(chunk);
       });
-      stream.on('limit', () => fail(new MultipartError(`file ${JSON.stringify(info.filename ?? field)} is larger than ${limits.maxFileBytes} bytes`, 'too_large')));
+      stream.on('limit', () => fail(new MultipartError(`file ${quoted(info.filename ?? field)} is larger than ${limits.maxFileBytes} bytes`, 'too_large')));
       stream.on('error', (err: Error) => fail(new MultipartError(err.message, 'malformed')));
       stream.on('end', () => {
         pendingFiles--;

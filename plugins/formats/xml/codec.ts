@@ -30,10 +30,25 @@ export interface XmlReadOptions {
 
 export const XML_READ_DEFAULTS = { maxDepth: 100, maxEntityReferences: 10_000 } as const;
 
-/** A body that is not acceptable XML; `message` is the reason a client is told. */
+/**
+ * Longest reason a client is told. Parser messages quote names from the document: a 300 KB
+ * malformed document came back as a 1 MB error body.
+ */
+export const MAX_REASON_LENGTH = 300;
+
+/** The text cut to `room` characters, the last one an ellipsis; a surrogate pair is not split. */
+function clip(text: string, room = MAX_REASON_LENGTH): string {
+  if (text.length <= room) return text;
+  let end = room - 1;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}…`;
+}
+
+/** A body that is not acceptable XML; `message` is the reason a client is told, at most MAX_REASON_LENGTH long. */
 export class XmlError extends Error {
   constructor(message: string) {
-    super(message);
+    super(clip(message));
     this.name = 'XmlError';
   }
 }
@@ -46,6 +61,15 @@ export interface XmlReader {
 
 // `<!DOCTYPE` in any case: covers external entities (XXE) and entity expansion bombs at once.
 const DOCTYPE = /<!DOCTYPE/i;
+// Characters XML 1.0 does not allow anywhere (the parser lets them through). Decoded bodies hold
+// no lone surrogates: the UTF-8 decoder is strict and ISO-8859-1 has none.
+const NOT_XML_CHAR = /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]/;
+
+function lineAndColumn(text: string, index: number): string {
+  let line = 1;
+  for (let at = text.indexOf('\n'); at !== -1 && at < index; at = text.indexOf('\n', at + 1)) line++;
+  return `line ${line}, column ${index - text.lastIndexOf('\n', index - 1)}`;
+}
 
 function arrayMatcher(paths: readonly string[]): (jPath: string) => boolean {
   const exact = new Set<string>();
@@ -89,8 +113,15 @@ export function createXmlReader(options: XmlReadOptions = {}): XmlReader {
   });
   return (text) => {
     if (DOCTYPE.test(text)) throw new XmlError('DOCTYPE declarations are not allowed');
+    // Refused here, or the payload could hold text no XML answer can carry (an echo would be a 500).
+    const bad = NOT_XML_CHAR.exec(text);
+    if (bad) throw new XmlError(`the character U+${bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} is not allowed in XML (${lineAndColumn(text, bad.index)})`);
     const verdict = XMLValidator.validate(text);
-    if (verdict !== true) throw new XmlError(`${verdict.err.msg} (line ${verdict.err.line}, column ${verdict.err.col})`);
+    if (verdict !== true) {
+      // The position matters more than the end of a long message: it keeps its place.
+      const where = ` (line ${verdict.err.line}, column ${verdict.err.col})`;
+      throw new XmlError(clip(verdict.err.msg, MAX_REASON_LENGTH - where.length) + where);
+    }
     let doc: Record<string, unknown>;
     try {
       doc = parser.parse(text) as Record<string, unknown>;

@@ -1,10 +1,10 @@
 import { STATUS_CODES } from 'node:http';
-import sjson from 'secure-json-parse';
 import type { Capabilities, PubSubDelivery, PubSubEndpointView, PubSubEngineApi } from '../../capabilities.ts';
 import type { Exchange } from '../../../kernel/exchange.ts';
 import { SvcError } from '../../../kernel/errors.ts';
 import type { KernelApi } from '../../../kernel/plugin.ts';
 import { topicFromPath } from './topic-name.ts';
+import { JSON_MAX_DEPTH, JsonBodyError, readJsonBody } from '../../formats/shared/json.ts';
 
 export const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="svc pubsub", charset="UTF-8"' };
 
@@ -80,17 +80,19 @@ export function requireSubscribe(endpoint: PubSubEndpointView, topic: string, en
   if (!engine.hasTopic(topic)) throw new PubSubRefusal('NOT_FOUND', `no topic '${topic}'`, undefined, 'Topic not found');
 }
 
-/** The body read as JSON (whatever Content-Type says); undefined when empty. */
+/**
+ * The body read as JSON (whatever Content-Type says); undefined when empty. Nesting is limited
+ * as on a json channel by default; `__proto__` and `constructor.prototype` keys, however spelled,
+ * are dropped (the message is stored without them).
+ */
 export async function readJson(ex: Exchange, invalidDetails: string): Promise<unknown> {
   const body = await ex.readBody();
   if (body.length === 0) return undefined;
   try {
-    const text = body.toString('utf8');
-    // The careful parser only when the text could hold a poisoning key.
-    if (!text.includes('__proto__') && !text.includes('constructor')) return JSON.parse(text);
-    return sjson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+    return readJsonBody(body, JSON_MAX_DEPTH, 'remove');
   } catch (err) {
-    throw new PubSubRefusal('INVALID_INPUT', `body is not JSON: ${(err as Error).message}`, undefined, invalidDetails);
+    if (err instanceof JsonBodyError) throw new PubSubRefusal('INVALID_INPUT', `body is not JSON: ${err.message}`, undefined, invalidDetails);
+    throw err;
   }
 }
 

@@ -42,6 +42,16 @@ export default service({
 });`,
   'hl7-echo.js': `import { service } from 'svc/sdk';
 export default service({ handle: (ctx) => ctx.payload });`,
+  // Echoes the message with MSH-18 and PID-5 changed as the query asks.
+  'hl7-recode.js': `import { service } from 'svc/sdk';
+export default service({
+  handle(ctx) {
+    const msg = ctx.payload;
+    if (ctx.query.charset !== undefined) msg.segments[0].fields[17] = [[[ctx.query.charset]]];
+    if (ctx.query.name !== undefined) msg.segments[1].fields[4] = [[[ctx.query.name]]];
+    return msg;
+  },
+});`,
   'form-typed.js': `import { service, t } from 'svc/sdk';
 export default service({ input: { qty: t.integer(), price: t.number(), gift: t.boolean({ default: false }) }, handle: (ctx) => ctx.input });`,
   'form-echo.js': `import { service, t } from 'svc/sdk';
@@ -84,6 +94,7 @@ channel_rest:
   - { name: adt, url_path: /hl7/adt, service: adt, security: none, data_format: hl7 }
   - { name: hl7.echo, url_path: /hl7/echo, service: hl7-echo, security: none, data_format: hl7 }
   - { name: hl7.typed, url_path: /hl7/typed, service: adt-typed, security: none, data_format: hl7 }
+  - { name: hl7.recode, url_path: /hl7/recode, service: hl7-recode, security: none, data_format: hl7 }
   - { name: signup, url_path: /signup, service: form-echo, security: none, data_format: form }
   - { name: form.typed, url_path: /form/typed, service: form-typed, security: none, data_format: form }
   - { name: upload, url_path: /upload, service: upload, security: none, data_format: multipart, body_limit: 4194304, multipart: { max_file_bytes: 2097152, max_files: 2 } }
@@ -135,6 +146,20 @@ describe('xml channel', () => {
     await expectError(await post('/orders.xml', '<order id="1"><lines/></order>'), 400, /missing required field 'customer'/);
   });
 
+  it('keeps the reason short when the parser quotes a huge name from a malformed document', async () => {
+    const name = 'n'.repeat(300_000);
+    for (const doc of [`<order><${name}></x${name}></order>`, `<order ${name}/>`, `<order a${name}="1" a${name}="2"/>`, `<order><${name}>`]) {
+      const res = await post('/orders.xml', doc, { 'content-type': 'application/xml' });
+      const text = await res.text();
+      expect(res.status).toBe(400);
+      expect(text.length).toBeLessThan(500);
+      const body = JSON.parse(text) as { result: string; cid: string; details: string };
+      expect(body).toMatchObject({ result: 'Error', cid: res.headers.get('x-svc-cid') });
+      expect(body.details).toMatch(/^Malformed XML: .*nnnn…/);
+      expect(body.details.length).toBeLessThanOrEqual('Malformed XML: '.length + 300);
+    }
+  });
+
   it('refuses XXE and malformed XML with 400 and the reason', async () => {
     await expectError(await post('/orders.xml', '<!DOCTYPE o [<!ENTITY x SYSTEM "file:///etc/passwd">]><order>&x;</order>'), 400, /^Malformed XML: DOCTYPE declarations are not allowed$/);
     await expectError(await post('/orders.xml', '<order><customer>a</order>'), 400, /^Malformed XML: Expected closing tag 'customer'/);
@@ -169,6 +194,46 @@ describe('hl7 channel', () => {
       expect(res.status).toBe(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(msg)).toBe(true);
     }
+  });
+
+  describe('charsets', () => {
+    const LATIN1 = 'x-application/hl7-v2+er7; charset=iso-8859-1';
+    const message = (charset: string, name: string) => `MSH|^~\\&|LAB|CITY|EHR|CITY|20240101||ADT^A01|MSG7|P|2.5||||||${charset}\rPID|1||42||${name}\r`;
+    const latin1 = (text: string) => Buffer.from(text, 'latin1');
+    const bytesOf = async (res: Response) => Buffer.from(await res.arrayBuffer());
+
+    it('echoes an 8859/1 message byte for byte, bytes >= 0x80 included', async () => {
+      for (const charset of ['8859/1', 'ASCII']) {
+        const sent = latin1(message(charset, 'Ren\xe9e^Zo\xeb \xff'));
+        expect(sent.includes(0xe9)).toBe(true);
+        const res = await post('/hl7/echo', sent, hl7);
+        expect(res.status).toBe(200);
+        expect(res.headers.get('content-type')).toBe(LATIN1);
+        expect((await bytesOf(res)).equals(sent)).toBe(true);
+      }
+    });
+
+    it("answers an 8859/1 message with an ACK in 8859/1: the ACK names no charset, the request's applies", async () => {
+      const res = await post('/hl7/adt', latin1(message('8859/1', 'M\xfcller^Zo\xeb')), hl7);
+      expect(res.headers.get('content-type')).toBe(LATIN1);
+      const bytes = await bytesOf(res);
+      expect(bytes.includes(latin1('admitted M\xfcller'))).toBe(true);
+      expect(bytes.includes(Buffer.from('Müller', 'utf8'))).toBe(false);
+    });
+
+    it("writes in the charset the reply's own MSH-18 names", async () => {
+      const toLatin1 = await post('/hl7/recode?charset=8859%2F1', Buffer.from(message('', 'Zoë'), 'utf8'), hl7);
+      expect(toLatin1.headers.get('content-type')).toBe(LATIN1);
+      expect((await bytesOf(toLatin1)).equals(latin1(message('8859/1', 'Zo\xeb')))).toBe(true);
+      const toUtf8 = await post('/hl7/recode?charset=UNICODE%20UTF-8', latin1(message('8859/1', 'Zo\xeb')), hl7);
+      expect(toUtf8.headers.get('content-type')).toBe('x-application/hl7-v2+er7; charset=utf-8');
+      expect((await bytesOf(toUtf8)).equals(Buffer.from(message('UNICODE UTF-8', 'Zoë'), 'utf8'))).toBe(true);
+    });
+
+    it('answers 500 with the reason when the reply holds a character its charset cannot', async () => {
+      const res = await post(`/hl7/recode?name=${encodeURIComponent('Price 5€')}`, latin1(message('8859/1', 'x')), hl7);
+      await expectError(res, 500, /^Service output cannot be written as HL7: "€" \(U\+20AC\) at character \d+ cannot be written in ISO-8859-1, the charset the reply's MSH-18 names \("8859\/1"\)/);
+    });
   });
 
   it('applies a typed model declared with HL7 paths', async () => {

@@ -6,7 +6,7 @@ import { decodeLeaf, encodeLeaf, bytesToText } from '../../../../sdk/hl7/escape.
 import { getAllFields, getField } from '../../../../sdk/hl7/fields.ts';
 import { buildAck, hl7Timestamp } from '../../../../sdk/hl7/ack.ts';
 import { Hl7Error, STANDARD_DELIMITERS, type Hl7Message } from '../../../../sdk/hl7/types.ts';
-import { decodeHl7Bytes } from '../../../../plugins/formats/hl7/bytes.ts';
+import { decodeHl7Bytes, encodeHl7Text } from '../../../../plugins/formats/hl7/bytes.ts';
 import { flattenFields } from '../../../../plugins/formats/hl7/flatten.ts';
 import hl7Plugin, { HL7_CONTENT_TYPE, hl7Payload } from '../../../../plugins/formats/hl7/plugin.ts';
 import { SvcError } from '../../../../kernel/errors.ts';
@@ -283,6 +283,38 @@ describe('hl7 malformed messages', () => {
     expect(reason(() => decodeHl7Bytes(latin))).toMatch(/not valid UTF-8/);
     const declared = Buffer.from(seg('MSH|^~\\&|A|B|C|D|20240101||ADT^A01|1|P|2.5||||||8859/1', 'PID|1||||M\xfcller'), 'latin1');
     expect(getField(parseHl7(decodeHl7Bytes(declared)), 'PID.5')).toBe('Müller');
+  });
+});
+
+describe('hl7 output charset', () => {
+  const LATIN_MSH = `${MSH}||||||8859/1`;
+  const latinRequest = Buffer.from(seg(LATIN_MSH, 'PID|1||||M\xfcller'), 'latin1');
+  const utf8Request = Buffer.from(seg(MSH, 'PID|1||||Müller'), 'utf8');
+
+  it("writes ISO-8859-1 bytes when the reply's MSH-18 names it, whatever the request was", () => {
+    const text = seg(LATIN_MSH, 'PID|1||||Zoë');
+    for (const request of [utf8Request, latinRequest, undefined]) {
+      expect(encodeHl7Text(text, request)).toEqual({ body: Buffer.from(text, 'latin1'), charset: 'iso-8859-1' });
+    }
+    const lf = `${LATIN_MSH}\nPID|1||||Zoë\n`;
+    expect(encodeHl7Text(lf, undefined)).toEqual({ body: Buffer.from(lf, 'latin1'), charset: 'iso-8859-1' });
+  });
+
+  it("falls back to the request's MSH-18 when the reply names none", () => {
+    const ack = seg('MSH|^~\\&|RECV|RFAC|SEND|SFAC|20240101||ACK^A01^ACK|9|P|2.5', 'MSA|AA|CTRL1|Müller');
+    expect(encodeHl7Text(ack, latinRequest)).toEqual({ body: Buffer.from(ack, 'latin1'), charset: 'iso-8859-1' });
+    expect(encodeHl7Text(ack, utf8Request)).toEqual({ body: ack, charset: 'utf-8' });
+    expect(encodeHl7Text('not HL7 at all: é', latinRequest)).toEqual({ body: Buffer.from('not HL7 at all: é', 'latin1'), charset: 'iso-8859-1' });
+  });
+
+  it('writes UTF-8 when the reply names UNICODE UTF-8, even for an 8859/1 request', () => {
+    const text = seg(`${MSH}||||||UNICODE UTF-8`, 'PID|1||||Zoë €');
+    expect(encodeHl7Text(text, latinRequest)).toEqual({ body: text, charset: 'utf-8' });
+  });
+
+  it('refuses characters ISO-8859-1 cannot hold, naming the character and where the charset came from', () => {
+    expect(reason(() => encodeHl7Text(seg(MSH, 'MSA|AA|1|5 €'), latinRequest))).toMatch(/^"€" \(U\+20AC\) at character \d+ cannot be written in ISO-8859-1, the charset the request's MSH-18 names \("8859\/1"\)/);
+    expect(reason(() => encodeHl7Text(seg(LATIN_MSH, 'NTE|1||😀'), undefined))).toMatch(/^"😀" \(U\+1F600\) .* the reply's MSH-18 names/);
   });
 });
 

@@ -22,6 +22,14 @@ export default service({
     }
   },
 });`,
+  'depth.js': `import { service } from 'svc/sdk';
+export default service({
+  handle(ctx) {
+    let depth = 0;
+    for (let v = ctx.payload; v !== null && typeof v === 'object'; v = Array.isArray(v) ? v[0] : Object.values(v)[0]) depth++;
+    return { depth };
+  },
+});`,
 };
 
 const CONFIG = `
@@ -29,6 +37,8 @@ channel_rest:
   - { name: echo, url_path: /echo, service: echo, security: none, data_format: json }
   - { name: echo.default, url_path: /default, service: echo, security: none }
   - { name: reply, url_path: '/reply/{kind}', service: reply, security: none }
+  - { name: deep, url_path: /deep, service: depth, security: none, json: { max_depth: 1000 } }
+  - { name: shallow, url_path: /shallow, service: depth, security: none, data_format: json, json: { max_depth: 2 } }
 `;
 
 let k: TestKernel;
@@ -103,6 +113,59 @@ describe('json channel: reading', () => {
 
   it('still accepts a plain "constructor" key that is not a prototype', async () => {
     expect((await post('/echo', '{"constructor": "Ann"}')).json()).toMatchObject({ payload: { constructor: 'Ann' } });
+  });
+
+  it('refuses poisoning keys spelled with unicode escapes, decided on the parsed keys', async () => {
+    for (const body of [
+      String.raw`{"\u005f_proto__": {"admin": true}}`,
+      String.raw`{"\u005F\u005Fproto\u005F\u005F": 1}`,
+      String.raw`{"a": [{"b": {"__pro\u0074o__": {}}}]}`,
+      String.raw`{"constructor": {"\u0070rototype": {"admin": true}}}`,
+      String.raw`{"\u0063onstructor": {"prototype": {}}}`,
+      String.raw`[1, {"\u0063\u006fnstructor": {"pr\u006ftotype": null}}]`,
+    ]) {
+      expectError(await post('/echo', body), 400, /^Invalid JSON: the key "(__proto__|constructor\.prototype)" is not allowed/);
+    }
+  });
+
+  it('accepts the words and escapes where they are not poisoning keys', async () => {
+    const res = await post('/echo', String.raw`{"note": "__proto__ and constructor.prototype", "caf\u00e9": "\u005f_proto__", "constructor": {"name": "x"}, "__proto__x": 1}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().payload).toEqual({ note: '__proto__ and constructor.prototype', café: '__proto__', constructor: { name: 'x' }, __proto__x: 1 });
+  });
+});
+
+describe('json channel: nesting depth', () => {
+  const nested = (depth: number, open = '[', close = ']') => open.repeat(depth) + close.repeat(depth);
+  const nestedObject = (depth: number) => '{"a":'.repeat(depth - 1) + '{}' + '}'.repeat(depth - 1);
+
+  it('answers 400 with the CID for 5,000 levels in a 10 KB body (not a 500 from the sandbox)', async () => {
+    const body = nested(5000);
+    expect(body.length).toBe(10_000);
+    expectError(await post('/echo', body), 400, /^Invalid JSON: arrays and objects nested deeper than 100 levels$/);
+    expectError(await post('/echo', nestedObject(5000)), 400, /nested deeper than 100 levels/);
+  });
+
+  it('accepts exactly max_depth levels (100 by default), refuses one more', async () => {
+    expect((await post('/default', nested(100))).statusCode).toBe(200);
+    expect((await post('/default', nestedObject(100))).statusCode).toBe(200);
+    expectError(await post('/default', nested(101)), 400, /nested deeper than 100 levels/);
+    expectError(await post('/default', nestedObject(101)), 400, /nested deeper than 100 levels/);
+  });
+
+  it('counts only brackets outside strings', async () => {
+    const res = await post('/shallow', JSON.stringify({ a: ['[[[{{{', '\\"[[', '"]]]]'], b: '{'.repeat(500) }));
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ depth: 2 });
+    expectError(await post('/shallow', '{"a": [["x"]]}'), 400, /nested deeper than 2 levels/);
+  });
+
+  it('follows the channel setting json.max_depth', async () => {
+    const res = await post('/deep', nested(1000));
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ depth: 1000 });
+    expect((await post('/deep', nestedObject(1000))).json()).toEqual({ depth: 1000 });
+    expectError(await post('/deep', nested(1001)), 400, /nested deeper than 1000 levels/);
   });
 });
 

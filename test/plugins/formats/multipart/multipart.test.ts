@@ -163,6 +163,19 @@ describe('multipart limits and bad bodies', () => {
     }
   });
 
+  it('refuses a part without a field name (it was a 500)', async () => {
+    for (const part of ['Content-Disposition: form-data; name=""\r\n\r\nx', 'Content-Disposition: form-data\r\n\r\nx', 'Content-Disposition: form-data; name=""; filename="a.txt"\r\n\r\nx']) {
+      const { body, contentType } = raw([part]);
+      expect(await failure(parseMultipart(body, contentType, LIMITS))).toMatchObject({ kind: 'malformed', message: 'a part has no field name' });
+    }
+  });
+
+  it('quotes a long content type or file name short in its reason', async () => {
+    expect((await failure(parseMultipart(Buffer.from('x'), `text/${'p'.repeat(10_000)}`, LIMITS))).message).toBe(`expected Content-Type multipart/form-data, got "text/${'p'.repeat(95)}…"`);
+    const { body, contentType } = raw([`Content-Disposition: form-data; name="f"; filename="${'n'.repeat(5000)}"\r\n\r\n${'x'.repeat(2000)}`]);
+    expect((await failure(parseMultipart(body, contentType, LIMITS))).message).toBe(`file "${'n'.repeat(100)}…" is larger than 1024 bytes`);
+  });
+
   it('refuses field names that would reach an object prototype', async () => {
     for (const parts of [[['__proto__', 'x']], [['constructor', new Blob(['x']), 'a.txt']]] as Array<Array<[string, string | Blob, string?]>>) {
       const { body, contentType } = await encode(parts);

@@ -102,6 +102,9 @@ describe('xml refused documents', () => {
     ['an undefined entity', '<r>&nbsp;</r>', /undefined entity &nbsp;/],
     ['a NUL character reference', '<r>&#0;</r>', /not an allowed XML character/],
     ['a surrogate character reference', '<r>&#xD800;</r>', /not an allowed XML character/],
+    ['a literal NUL in text', '<r>a\u0000b</r>', /^the character U\+0000 is not allowed in XML \(line 1, column 5\)$/],
+    ['a literal control character in an attribute', '<r>\n<a b="\u001B"/></r>', /U\+001B is not allowed in XML \(line 2, column 7\)/],
+    ['a literal U+FFFF in CDATA', '<r><![CDATA[\uFFFF]]></r>', /U\+FFFF is not allowed/],
     ['an oversized character reference', '<r>&#99999999;</r>', /malformed character reference/],
     ['a bare ampersand', '<r>AT&T</r>', /char '&' is not expected/],
     ['an unclosed element', '<r><a>1</r>', /Expected closing tag 'a'/],
@@ -134,6 +137,19 @@ describe('xml refused documents', () => {
   it('counts references per document, not per reader', () => {
     const r = createXmlReader({ maxEntityReferences: 3 });
     for (let i = 0; i < 5; i++) expect(r('<r>&amp;&amp;&amp;</r>')['#text']).toBe('&&&');
+  });
+
+  it('cuts long parser reasons to 300 characters, keeping the position', () => {
+    const long = 'b'.repeat(10_000);
+    const clipped = reason(() => read(`<r><x${long}></y${long}></r>`));
+    expect(clipped).toHaveLength(300);
+    expect(clipped).toMatch(/^Expected closing tag 'xbbb+… \(line 1, column \d+\)$/);
+    const parsed = reason(() => createXmlReader({ maxDepth: 2 })('<a><b><c></c></b></a>'));
+    expect(parsed).toBe('elements nested deeper than 2 levels');
+    // A surrogate pair is not split by the cut.
+    const emoji = reason(() => read(`<r ${'😀'.repeat(400)}/>`));
+    expect(emoji.length).toBeLessThanOrEqual(300);
+    expect(emoji).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
   });
 
   it('refuses nesting deeper than the limit', () => {

@@ -118,6 +118,24 @@ describe('variant A publish', () => {
     expect(await drain(ALICE, '/svc/pubsub/topic/small')).toHaveLength(2);
   });
 
+  it('a body nested deeper than 100 levels: 400 Invalid input, with the reason in the log', async () => {
+    const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+    expect((await k.call('POST', TOPIC_URL, ALICE, `{"data": ${nested(99)}}`)).statusCode).toBe(200);
+    expectError(await k.call('POST', TOPIC_URL, ALICE, `{"data": ${nested(100)}}`), 400, 'Invalid input');
+    expectError(await k.call('POST', TOPIC_URL, ALICE, `{"data": ${nested(5000)}}`), 400, 'Invalid input');
+    expect(k.logged('publish refused').some((l) => String(l.reason).includes('nested deeper than 100 levels'))).toBe(true);
+    expect(await drain()).toHaveLength(1);
+  });
+
+  it('poisoning keys are dropped from the message, however they are spelled', async () => {
+    const body = String.raw`{"data": {"a": 1, "\u005f_proto__": {"admin": true}, "__proto__": {"admin": true}, "b": {"constructor": {"\u0070rototype": {}}, "c": 2}, "d": [{"\u0063onstructor": {"prototype": 1}, "e": 3}]}}`;
+    expect((await k.call('POST', TOPIC_URL, ALICE, body)).statusCode).toBe(200);
+    const [m] = await drain();
+    const data = m!.data as Record<string, unknown>;
+    expect(data).toEqual({ a: 1, b: { c: 2 }, d: [{ e: 3 }] });
+    expect(Object.keys(data)).toEqual(['a', 'b', 'd']);
+  });
+
   it('a body over server.body_limit: 413', async () => {
     const res = await k.call('POST', TOPIC_URL, ALICE, { data: 'x'.repeat(1024 * 1024 + 10) });
     expectError(res, 413, 'Request body exceeds 1048576 bytes');

@@ -65,6 +65,20 @@ describe('variant B publish', () => {
     expect(await drain()).toEqual([]);
   });
 
+  it('a body nested deeper than 100 levels: 400 Invalid request data', async () => {
+    const nested = '['.repeat(5000) + ']'.repeat(5000);
+    expectError(await k.call('POST', '/pubsub/topic/orders/new', ALICE, `{"data": ${nested}}`), 400, 'Invalid request data', '400 Bad Request');
+    expectError(await k.call('POST', '/pubsub/messages/get', BOB, `{"max_messages": 1, "x": ${nested}}`), 400, 'Invalid request data', '400 Bad Request');
+    expect(await drain()).toEqual([]);
+  });
+
+  it('poisoning keys are dropped from the message, however they are spelled', async () => {
+    await publish('/orders/new', String.raw`{"data": {"a": 1, "\u005F\u005Fproto__": {"admin": true}, "b": {"\u0063onstructor": {"\u0070rototype": {}}}}}`);
+    const [m] = await drain();
+    expect(m!.data).toEqual({ a: 1, b: {} });
+    expect(Object.keys(m!.data as object)).toEqual(['a', 'b']);
+  });
+
   it('data may be a string or a JSON object', async () => {
     await publish('/orders/new', { data: 'text' });
     await publish('/orders/new', { data: { a: [1, 2] } });
