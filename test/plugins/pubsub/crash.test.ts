@@ -65,6 +65,12 @@ function startServer(): Promise<{ child: ChildProcess; url: string }> {
   });
 }
 
+/** Resolves once the child has exited, also when it already had before this was called. */
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => child.once('exit', () => r()));
+}
+
 describe('GD messages survive kill -9', () => {
   it('every acknowledged publish comes back after a restart, once', async () => {
     const first = await startServer();
@@ -92,7 +98,7 @@ describe('GD messages survive kill -9', () => {
     killed = true;
     first.child.kill('SIGKILL');
     await Promise.all(publishers);
-    await new Promise((r) => first.child.once('exit', r));
+    await exited(first.child);
 
     const second = await startServer();
     const received: string[] = [];
@@ -107,7 +113,7 @@ describe('GD messages survive kill -9', () => {
       for (const m of body.messages) received.push(m.data);
     }
     second.child.kill('SIGTERM');
-    await new Promise((r) => second.child.once('exit', r));
+    await exited(second.child);
 
     const missing = [...acknowledged].filter((d) => !received.includes(d));
     expect(missing).toEqual([]);
