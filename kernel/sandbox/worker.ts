@@ -75,11 +75,22 @@ const calls = new Map<number, Call>();
 /** Instances with no call running whose last deadline has not passed, or that still use CPU. */
 const cooling = new Set<Instance>();
 
+/**
+ * Leaves at once. process.exit() waits for isolate threads, and one still running service code
+ * (a loop in Error.prepareStackTrace, say) would keep an orphan burning a core after its kernel
+ * is gone; nothing here needs flushing.
+ */
+function leave(): never {
+  process.kill(process.pid, 'SIGKILL');
+  throw new Error('unreachable');
+}
+
 const channel = new Socket({ fd: 3, readable: true, writable: true });
-channel.on('close', () => process.exit(0));
-channel.on('error', () => process.exit(0));
+// The kernel is gone (or closed the pipe): so is the reason to live.
+channel.on('close', leave);
+channel.on('error', leave);
 // The kernel is the only writer here; a line it did not frame means the pipe is not the kernel's.
-const wire = new Wire(channel, { onMessage: (h, b) => onMessage(h as KernelMessage, b), onViolation: () => process.exit(70), maxLine: 1 << 30 });
+const wire = new Wire(channel, { onMessage: (h, b) => onMessage(h as KernelMessage, b), onViolation: leave, maxLine: 1 << 30 });
 
 function fail(id: number, code: SandboxFailure, message?: string): void {
   wire.send(message === undefined ? { t: 'result', id, fail: code } : { t: 'result', id, fail: code, message: message.slice(0, 4000) });
@@ -423,4 +434,4 @@ function serviceOf(instance: Instance): string {
   return '';
 }
 
-process.on('SIGTERM', () => process.exit(0));
+process.on('SIGTERM', leave);

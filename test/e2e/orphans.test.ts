@@ -1,0 +1,53 @@
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { afterAll, expect, it } from 'vitest';
+import { makeProject, startCli, type CliServer } from '../helpers/cli.ts';
+
+/** Sandbox processes of a server: its children (parent pid in /proc) started from the worker bundle. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid && cmdline.includes('svc-sandbox-')) out.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+let server: CliServer | undefined;
+afterAll(() => {
+  if (server?.proc.exitCode === null) server.proc.kill('SIGKILL');
+  if (server) rmSync(server.dir, { recursive: true, force: true });
+});
+
+it('a sandbox process whose isolate is stuck in service code dies with its kernel (no orphan burns a core)', async () => {
+  const dir = makeProject(
+    `server: { port: 0, sandbox: { workers: 1, max_timeout_ms: 60000 } }
+channel_rest:
+  - { name: spin, url_path: /spin, service: spin, security: none }
+`,
+    { 'spin.js': `import { service } from 'svc/sdk';\nexport default service({ limits: { timeoutMs: 60000 }, handle() { for (;;) {} } });` },
+  );
+  server = await startCli(dir);
+  const sandboxes = childrenOf(server.proc.pid!);
+  expect(sandboxes.length).toBe(1);
+  void fetch(server.url + '/spin').catch(() => undefined);
+  await new Promise((r) => setTimeout(r, 300));
+  await server.stop('SIGKILL');
+  const until = Date.now() + 3000;
+  while (Date.now() < until && sandboxes.some(alive)) await new Promise((r) => setTimeout(r, 50));
+  expect(sandboxes.filter(alive)).toEqual([]);
+}, 30_000);
