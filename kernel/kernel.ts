@@ -108,6 +108,7 @@ export class Kernel {
       { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes },
       log,
       (op, argsJson, invocation) => hostCalls.run(op, argsJson, invocation),
+      (invocation) => hostCalls.finish(invocation),
     );
     await pool.start(buildSdkBundle());
     const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log);
@@ -171,10 +172,7 @@ export class Kernel {
 
   invoke(req: InvokeRequest): Promise<InvokeResult> {
     if (!this.services.get(req.service)) return Promise.reject(new SvcError('SERVICE_NOT_DEPLOYED', `Service '${req.service}' is not deployed`));
-    const outcome = this.pool.invoke(req);
-    const finish = () => this.hostCalls.finish(req);
-    outcome.then(finish, finish);
-    return outcome;
+    return this.pool.invoke(req);
   }
 
   /** Runs a control op as the control socket would (CLI → running server). */

@@ -101,6 +101,8 @@ interface PendingCall {
   /** When the kernel answers it whatever the sandbox does. */
   deadline: number;
   worker: SandboxWorker | undefined;
+  /** It made host calls: their tally is closed when it ends. */
+  calledHost: boolean;
   resolve: (r: InvokeResult) => void;
   reject: (e: unknown) => void;
 }
@@ -196,6 +198,8 @@ export class SandboxPool {
     private readonly caps: PoolCaps,
     private readonly log: Logger,
     private readonly hostCall: HostCallHandler,
+    /** Called when a call that made host calls is over, however it ended. */
+    private readonly hostCallsDone: (request: InvokeRequest) => void = () => undefined,
   ) {}
 
   async start(sdkCode: string): Promise<void> {
@@ -232,6 +236,15 @@ export class SandboxPool {
     return worker;
   }
 
+  /** Ends a call once: it leaves the books, and its promise settles. */
+  private settle(call: PendingCall, outcome: InvokeResult | SvcError): void {
+    this.pending.delete(call.id);
+    call.worker?.inflight.delete(call.id);
+    if (outcome instanceof SvcError) call.reject(outcome);
+    else call.resolve(outcome);
+    if (call.calledHost) this.hostCallsDone(call.request);
+  }
+
   private onViolation(worker: SandboxWorker, why: string): void {
     this.log.error({ pid: worker.child.pid, why }, 'sandbox process broke the wire protocol; stopping it');
     worker.child.kill('SIGKILL');
@@ -241,12 +254,10 @@ export class SandboxPool {
     if (worker.state === 'dead') return;
     worker.state = 'dead';
     const suspects = new Set<string>();
-    for (const call of worker.inflight.values()) {
+    for (const call of [...worker.inflight.values()]) {
       suspects.add(call.request.service);
-      this.pending.delete(call.id);
-      call.reject(new SvcError('SANDBOX_CRASHED'));
+      this.settle(call, new SvcError('SANDBOX_CRASHED'));
     }
-    worker.inflight.clear();
     // Deploys run one at a time in the process: the first one outstanding is the one that was running.
     let deploying: { name: string; kind: DeployKind } | undefined;
     for (const d of worker.deploys.values()) {
@@ -330,19 +341,17 @@ export class SandboxPool {
       case 'result': {
         const call = worker.inflight.get(message.id);
         if (!call) return;
-        worker.inflight.delete(message.id);
-        this.pending.delete(message.id);
-        if (message.fail) call.reject(new SvcError(message.fail, message.message));
+        if (message.fail) this.settle(call, new SvcError(message.fail, message.message));
         else {
           const result = parseInvokeResult(body);
-          if ('invalid' in result) call.reject(new SvcError('SERVICE_OUTPUT_INVALID', `Invalid service output: ${result.invalid}`));
-          else call.resolve(result);
+          this.settle(call, 'invalid' in result ? new SvcError('SERVICE_OUTPUT_INVALID', `Invalid service output: ${result.invalid}`) : result);
         }
         if (worker.retiring && worker.inflight.size === 0) worker.child.kill('SIGTERM');
         return;
       }
       case 'hostcall': {
         const call = worker.inflight.get(message.id);
+        if (call) call.calledHost = true;
         const reply = call
           ? this.hostCall(message.op, body, call.request)
           : Promise.resolve(JSON.stringify({ ok: false, error: { kind: 'Error', status: 500, message: 'request already finished' } }));
@@ -468,7 +477,7 @@ export class SandboxPool {
     if (this.closing) return Promise.reject(new SvcError('SERVICE_UNAVAILABLE'));
     const timeoutMs = this.services.get(request.service)?.timeoutMs ?? this.caps.defaultTimeoutMs;
     return new Promise<InvokeResult>((resolve, reject) => {
-      const call: PendingCall = { id: this.nextId++, request, deadline: Date.now() + timeoutMs + CALL_MARGIN_MS, worker: undefined, resolve, reject };
+      const call: PendingCall = { id: this.nextId++, request, deadline: Date.now() + timeoutMs + CALL_MARGIN_MS, worker: undefined, calledHost: false, resolve, reject };
       this.pending.set(call.id, call);
       const worker = this.route(request.service);
       if (worker) this.send(worker, call);
@@ -503,8 +512,7 @@ export class SandboxPool {
     try {
       json = JSON.stringify(call.request);
     } catch (err) {
-      this.pending.delete(call.id);
-      call.reject(new SvcError('INTERNAL', undefined, { cause: err }));
+      this.settle(call, new SvcError('INTERNAL', undefined, { cause: err }));
       return;
     }
     call.worker = worker;
@@ -520,8 +528,7 @@ export class SandboxPool {
     for (const call of list) {
       if (!this.pending.has(call.id)) continue;
       if (this.quarantined.has(call.request.service)) {
-        this.pending.delete(call.id);
-        call.reject(new SvcError('SERVICE_QUARANTINED'));
+        this.settle(call, new SvcError('SERVICE_QUARANTINED'));
         continue;
       }
       const worker = this.route(call.request.service);
@@ -535,11 +542,7 @@ export class SandboxPool {
     const now = Date.now();
     for (const call of this.pending.values()) {
       if (now <= call.deadline) continue;
-      this.pending.delete(call.id);
-      if (call.worker) {
-        call.worker.inflight.delete(call.id);
-        call.reject(new SvcError('SERVICE_TIMEOUT'));
-      } else call.reject(new SvcError('SERVICE_UNAVAILABLE', 'No sandbox process was ready in time'));
+      this.settle(call, call.worker ? new SvcError('SERVICE_TIMEOUT') : new SvcError('SERVICE_UNAVAILABLE', 'No sandbox process was ready in time'));
     }
     if (this.waiting.length && this.waiting.some((c) => !this.pending.has(c.id))) this.waiting = this.waiting.filter((c) => this.pending.has(c.id));
     const wedgedBefore = now - this.caps.maxTimeoutMs - WEDGED_AFTER_MS;
@@ -566,8 +569,7 @@ export class SandboxPool {
     if (this.closing) return;
     this.closing = true;
     clearInterval(this.sweeper);
-    for (const call of this.pending.values()) call.reject(new SvcError('SERVICE_UNAVAILABLE'));
-    this.pending.clear();
+    for (const call of [...this.pending.values()]) this.settle(call, new SvcError('SERVICE_UNAVAILABLE'));
     this.waiting = [];
     const all = [...this.homes, ...[...this.probation.values()].map((p) => p.worker)];
     await Promise.all(

@@ -134,6 +134,11 @@ export interface SandboxCaps {
 
 /** A sandbox → kernel header, checked; undefined when it is not one of the kinds above. */
 export function readSandboxMessage(header: unknown): SandboxMessage | undefined {
+  // The message of every call, a plain result, is checked without the schema's allocations.
+  const h = header as { t?: unknown; id?: unknown; fail?: unknown; message?: unknown } | null;
+  if (typeof h === 'object' && h !== null && h.t === 'result' && h.fail === undefined && h.message === undefined && typeof h.id === 'number' && Number.isSafeInteger(h.id) && h.id > 0) {
+    return { t: 'result', id: h.id };
+  }
   const parsed = sandboxMessage.safeParse(header);
   return parsed.success ? parsed.data : undefined;
 }
