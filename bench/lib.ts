@@ -82,7 +82,7 @@ export interface Target {
 const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
 
 function startProcess(args: string[]): Promise<{ target: Omit<Target, 'dir'>; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), '--import', 'tsx', SERVER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {

@@ -937,11 +937,16 @@ async function main(): Promise<number> {
     // null: not known (no start or end sample, e.g. the server died).
     const rssFlat = (v: { start?: number; end?: number }) => (v.start === undefined || v.end === undefined ? null : v.end <= v.start * RSS_FLAT_FACTOR);
     const fdFlat = (v: { start?: number; end?: number }) => (v.start === undefined || v.end === undefined ? null : Math.abs(v.end - v.start) <= FD_FLAT_DELTA);
+    // Probation processes come and go (kernel/sandbox/pool.ts): sandboxes are judged per process.
+    const perProcess = (v: { start?: number; end?: number }) => {
+      const n = resources.sandbox_processes;
+      return { start: v.start === undefined || !n.start ? undefined : v.start / n.start, end: v.end === undefined || !n.end ? undefined : v.end / n.end };
+    };
     const flat = {
       server_rss: rssFlat(resources.server_rss_mb),
       server_fds: fdFlat(resources.server_fds),
-      sandbox_rss: rssFlat(resources.sandbox_rss_mb),
-      sandbox_fds: fdFlat(resources.sandbox_fds),
+      sandbox_rss: rssFlat(perProcess(resources.sandbox_rss_mb)),
+      sandbox_fds: fdFlat(perProcess(resources.sandbox_fds)),
     };
     const yes = (b: boolean | null) => (b === null ? 'n/a' : b ? 'yes' : 'NO');
     const fromTo = (v: { start?: number; end?: number }, unit = '') => `(${v.start ?? '-'} → ${v.end ?? '-'}${unit})`;
@@ -956,8 +961,8 @@ async function main(): Promise<number> {
       ['documented crash losses', `${totals.crash + totals.quarantine} (${lossPct}% of ${totals.sent})`],
       ['server RSS flat (end ≤ start +15%)', `${yes(flat.server_rss)} ${fromTo(resources.server_rss_mb, ' MB')}`],
       [`server fds flat (±${FD_FLAT_DELTA})`, `${yes(flat.server_fds)} ${fromTo(resources.server_fds)}`],
-      ['sandbox RSS flat (end ≤ start +15%)', `${yes(flat.sandbox_rss)} ${fromTo(resources.sandbox_rss_mb, ' MB')}`],
-      [`sandbox fds flat (±${FD_FLAT_DELTA})`, `${yes(flat.sandbox_fds)} ${fromTo(resources.sandbox_fds)}`],
+      ['sandbox RSS per process flat (end ≤ start +15%)', `${yes(flat.sandbox_rss)} ${fromTo(resources.sandbox_rss_mb, ' MB')}`],
+      [`sandbox fds per process flat (±${FD_FLAT_DELTA})`, `${yes(flat.sandbox_fds)} ${fromTo(resources.sandbox_fds)}`],
       ['pub/sub: all published received', `${yes(receivedAll)} (${published} published, ${pubsub.received} received)`],
     ];
     console.log('\n## Verdict\n');

@@ -32,7 +32,7 @@ function jsonBodyParser(maxDepth: number): HookFn {
     const body = await ex.readBody();
     if (body.length === 0) return;
     try {
-      ex.payload = readJsonBody(body, maxDepth, 'refuse');
+      ex.payload = readJsonBody(body, maxDepth);
     } catch (err) {
       if (err instanceof JsonBodyError) throw new SvcError('MALFORMED_BODY', `Invalid JSON: ${err.message}`);
       throw err;

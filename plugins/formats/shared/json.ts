@@ -21,8 +21,6 @@ export class JsonBodyError extends Error {
   }
 }
 
-/** `refuse`: a poisoning key is an error. `remove`: the key is dropped and the rest kept. */
-export type PoisonedKeys = 'refuse' | 'remove';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -73,7 +71,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * (it does not set the prototype), so own keys are what is checked: `__proto__` anywhere, and
  * `constructor` holding an object with its own `prototype` (a plain `"constructor": "Ann"` is data).
  */
-function checkKeys(root: unknown, policy: PoisonedKeys): void {
+function checkKeys(root: unknown): void {
   if (!isObject(root)) return;
   const pending: Array<Record<string, unknown>> = [root];
   for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
@@ -81,16 +79,10 @@ function checkKeys(root: unknown, policy: PoisonedKeys): void {
       for (const item of node) if (isObject(item)) pending.push(item);
       continue;
     }
-    if (hasOwn.call(node, '__proto__')) {
-      if (policy === 'refuse') throw new JsonBodyError('the key "__proto__" is not allowed (prototype poisoning)');
-      Reflect.deleteProperty(node, '__proto__');
-    }
+    if (hasOwn.call(node, '__proto__')) throw new JsonBodyError('the key "__proto__" is not allowed (prototype poisoning)');
     if (hasOwn.call(node, 'constructor')) {
       const ctor: unknown = node['constructor'];
-      if (isObject(ctor) && hasOwn.call(ctor, 'prototype')) {
-        if (policy === 'refuse') throw new JsonBodyError('the key "constructor.prototype" is not allowed (prototype poisoning)');
-        Reflect.deleteProperty(node, 'constructor');
-      }
+      if (isObject(ctor) && hasOwn.call(ctor, 'prototype')) throw new JsonBodyError('the key "constructor.prototype" is not allowed (prototype poisoning)');
     }
     for (const key in node) {
       const value = node[key];
@@ -101,10 +93,10 @@ function checkKeys(root: unknown, policy: PoisonedKeys): void {
 
 /**
  * Bytes → JSON value. Throws JsonBodyError for text that is not JSON, nesting deeper than
- * maxDepth, and (policy `refuse`) poisoning keys. The key walk runs only when the text could
+ * maxDepth, and poisoning keys. The key walk runs only when the text could
  * hold such a key: written plainly, or with a `\u` escape.
  */
-export function readJsonBody(bytes: Buffer, maxDepth: number, policy: PoisonedKeys): unknown {
+export function readJsonBody(bytes: Buffer, maxDepth: number): unknown {
   const found = scan(bytes, maxDepth);
   if (found & TOO_DEEP) throw new JsonBodyError(`arrays and objects nested deeper than ${maxDepth} levels`);
   const text = bytes.toString('utf8');
@@ -114,6 +106,6 @@ export function readJsonBody(bytes: Buffer, maxDepth: number, policy: PoisonedKe
   } catch (err) {
     throw new JsonBodyError((err as Error).message);
   }
-  if (found & UNICODE_ESCAPE || text.includes('__proto__') || text.includes('constructor')) checkKeys(value, policy);
+  if (found & UNICODE_ESCAPE || text.includes('__proto__') || text.includes('constructor')) checkKeys(value);
   return value;
 }

@@ -81,15 +81,15 @@ export function requireSubscribe(endpoint: PubSubEndpointView, topic: string, en
 }
 
 /**
- * The body read as JSON (whatever Content-Type says); undefined when empty. Nesting is limited
- * as on a json channel by default; `__proto__` and `constructor.prototype` keys, however spelled,
- * are dropped (the message is stored without them).
+ * The body read as JSON (whatever Content-Type says); undefined when empty. The rules of a json
+ * channel: nesting is limited, and `__proto__` and `constructor.prototype` keys, however spelled,
+ * are refused (400).
  */
 export async function readJson(ex: Exchange, invalidDetails: string): Promise<unknown> {
   const body = await ex.readBody();
   if (body.length === 0) return undefined;
   try {
-    return readJsonBody(body, JSON_MAX_DEPTH, 'remove');
+    return readJsonBody(body, JSON_MAX_DEPTH);
   } catch (err) {
     if (err instanceof JsonBodyError) throw new PubSubRefusal('INVALID_INPUT', `body is not JSON: ${err.message}`, undefined, invalidDetails);
     throw err;
