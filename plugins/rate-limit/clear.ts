@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { CliCommand, ControlOp } from '../../kernel/plugin.ts';
-import type { RateLimitState } from './plugin.ts';
+import type { RateLimitState } from './state.ts';
 import { ownerKey, type OwnerKind } from './rules.ts';
 
 /** `svc limits clear`: resets counters in the running server (they live in its memory only). */

@@ -1,4 +1,4 @@
-import { definePlugin, type KernelApi } from '../../kernel/plugin.ts';
+import { definePlugin } from '../../kernel/plugin.ts';
 import type { Exchange } from '../../kernel/exchange.ts';
 import type { Channel, SvcConfig } from '../../kernel/config/schema.ts';
 import { SvcError } from '../../kernel/errors.ts';
@@ -7,22 +7,10 @@ import { ZoneTime } from './calendar.ts';
 import { clearCommand, clearControl } from './clear.ts';
 import { ALLOW, DENY, DROP, Limiter, Verdict } from './limiter.ts';
 import { MemoryCounterStore } from './policies/memory.ts';
-import type { CounterStore } from './policies/types.ts';
 import { compileRuleSet, WindowPool, type CompiledRange, type RuleSet } from './rules.ts';
+import type { RateLimitState } from './state.ts';
 import { optionsSchema, rateLimitingSchema, validateRateLimiting, type RateLimitOptions, type Rule } from './schema.ts';
 
-export interface RateLimitState {
-  kernel: KernelApi;
-  store: CounterStore;
-  addresses: AddressCache;
-  pool: WindowPool;
-  limiter: Limiter;
-  /** Compiled rules of the current config, by owner name (only owners that have rules). */
-  channels: Map<string, RuleSet>;
-  securities: Map<string, RuleSet>;
-  /** Every security definition name, with rules or not. */
-  definitionNames: Set<string>;
-}
 
 function onConfig(state: RateLimitState, config: SvcConfig): void {
   if (state.pool.time.zone !== config.server.timezone) {

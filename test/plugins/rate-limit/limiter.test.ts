@@ -4,7 +4,7 @@ import { AddressCache } from '../../../plugins/rate-limit/addresses.ts';
 import { ZoneTime } from '../../../plugins/rate-limit/calendar.ts';
 import { clearCounters, parseClearArgs } from '../../../plugins/rate-limit/clear.ts';
 import { ALLOW, DENY, DROP, Limiter, Verdict } from '../../../plugins/rate-limit/limiter.ts';
-import type { RateLimitState } from '../../../plugins/rate-limit/plugin.ts';
+import type { RateLimitState } from '../../../plugins/rate-limit/state.ts';
 import { MemoryCounterStore } from '../../../plugins/rate-limit/policies/memory.ts';
 import { compileRuleSet, WindowPool, type RuleSet } from '../../../plugins/rate-limit/rules.ts';
 import { rateLimitingSchema } from '../../../plugins/rate-limit/schema.ts';

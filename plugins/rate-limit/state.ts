@@ -1,0 +1,19 @@
+import type { KernelApi } from '../../kernel/plugin.ts';
+import type { AddressCache } from './addresses.ts';
+import type { Limiter } from './limiter.ts';
+import type { CounterStore } from './policies/types.ts';
+import type { RuleSet, WindowPool } from './rules.ts';
+
+/** What the plugin keeps between requests; shared by its hooks and its clear command. */
+export interface RateLimitState {
+  kernel: KernelApi;
+  store: CounterStore;
+  addresses: AddressCache;
+  pool: WindowPool;
+  limiter: Limiter;
+  /** Compiled rules of the current config, by owner name (only owners that have rules). */
+  channels: Map<string, RuleSet>;
+  securities: Map<string, RuleSet>;
+  /** Every security definition name, with rules or not. */
+  definitionNames: Set<string>;
+}
