@@ -1,4 +1,4 @@
-import type { AuthInfo } from '../kernel/exchange.ts';
+import type { AuthInfo } from '../sdk/plugin/index.ts';
 
 /**
  * The contracts bundled plugins offer each other through kernel.provide / kernel.lookup, so that

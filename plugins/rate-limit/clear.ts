@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CliCommand, ControlOp } from '../../kernel/plugin.ts';
+import type { CliCommand, ControlOp } from '../../sdk/plugin/index.ts';
 import type { RateLimitState } from './state.ts';
 import { ownerKey, type OwnerKind } from './rules.ts';
 

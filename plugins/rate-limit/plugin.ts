@@ -1,7 +1,7 @@
-import { definePlugin } from '../../kernel/plugin.ts';
-import type { Exchange } from '../../kernel/exchange.ts';
-import type { Channel, SvcConfig } from '../../kernel/config/schema.ts';
-import { SvcError } from '../../kernel/errors.ts';
+import { definePlugin } from '../../sdk/plugin/index.ts';
+import type { Exchange } from '../../sdk/plugin/index.ts';
+import type { Channel, SvcConfig } from '../../sdk/plugin/index.ts';
+import { SvcError } from '../../sdk/plugin/index.ts';
 import { AddressCache, type ClientAddress } from './addresses.ts';
 import { ZoneTime } from './calendar.ts';
 import { clearCommand, clearControl } from './clear.ts';

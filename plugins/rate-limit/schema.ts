@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isAddressOrCidr } from './addresses.ts';
-import type { ConfigIssue } from '../../kernel/plugin.ts';
-import type { SvcConfig } from '../../kernel/config/schema.ts';
+import type { ConfigIssue } from '../../sdk/plugin/index.ts';
+import type { SvcConfig } from '../../sdk/plugin/index.ts';
 
 /** Calendar units of a hard cap (`limit_unit`). */
 export const LIMIT_UNITS = ['second', 'minute', 'hour', 'day', 'week', 'month', 'year'] as const;

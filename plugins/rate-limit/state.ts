@@ -1,4 +1,4 @@
-import type { KernelApi } from '../../kernel/plugin.ts';
+import type { KernelApi } from '../../sdk/plugin/index.ts';
 import type { AddressCache } from './addresses.ts';
 import type { Limiter } from './limiter.ts';
 import type { CounterStore } from './policies/types.ts';

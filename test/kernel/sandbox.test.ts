@@ -17,6 +17,7 @@ const services: Record<string, string> = {
   'timers.js': svc(`return { setTimeout: typeof setTimeout, setInterval: typeof setInterval, wasm: typeof WebAssembly, sab: typeof SharedArrayBuffer };`),
   'bigout.js': svc(`return 'x'.repeat(2 * 1024 * 1024);`),
   'import.js': `import fs from 'node:fs';\nimport { service } from 'svc/sdk';\nexport default service({ handle: () => fs });`,
+  'import-plugin-sdk.js': `import { definePlugin } from 'svc/sdk/plugin';\nimport { service } from 'svc/sdk';\nexport default service({ handle: () => typeof definePlugin });`,
 };
 
 const config = `
@@ -116,6 +117,8 @@ describe('escape attempts', () => {
 
   it('refuses imports other than the SDK at deploy time', async () => {
     expect(k.kernel.services.errors.get('import')).toMatch(/may import only from 'svc\/sdk'/);
+    // The plugin SDK is for plugins, which run in the kernel: never for sandboxed services.
+    expect(k.kernel.services.errors.get('import-plugin-sdk')).toMatch(/may import only from 'svc\/sdk' \(found 'svc\/sdk\/plugin'\)/);
     expect((await get('/import')).statusCode).toBe(500);
   });
 });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { definePlugin, type ConfigIssue, type HookFn } from '../../../kernel/plugin.ts';
-import type { SvcConfig } from '../../../kernel/config/schema.ts';
-import { SvcError } from '../../../kernel/errors.ts';
+import { definePlugin, type ConfigIssue, type HookFn } from '../../../sdk/plugin/index.ts';
+import type { SvcConfig } from '../../../sdk/plugin/index.ts';
+import { SvcError } from '../../../sdk/plugin/index.ts';
 import { FORM_DEFAULTS, FormError, parseForm } from './codec.ts';
 
 /**

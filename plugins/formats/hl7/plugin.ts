@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { definePlugin, type HookFn } from '../../../kernel/plugin.ts';
-import type { Exchange, ResponseDraft } from '../../../kernel/exchange.ts';
-import { SvcError } from '../../../kernel/errors.ts';
+import { definePlugin, type HookFn } from '../../../sdk/plugin/index.ts';
+import type { Exchange, ResponseDraft } from '../../../sdk/plugin/index.ts';
+import { SvcError } from '../../../sdk/plugin/index.ts';
 import { parseHl7, serializeHl7, type Hl7MessageInput } from '../../../sdk/hl7/codec.ts';
 import { Hl7Error, type Hl7Payload } from '../../../sdk/hl7/types.ts';
 import { decodeHl7Bytes, encodeHl7Text } from './bytes.ts';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { definePlugin, type ConfigIssue, type HookFn } from '../../../kernel/plugin.ts';
-import type { SvcConfig } from '../../../kernel/config/schema.ts';
-import { SvcError } from '../../../kernel/errors.ts';
-import { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from '../shared/json.ts';
+import { definePlugin, type ConfigIssue, type HookFn } from '../../../sdk/plugin/index.ts';
+import type { SvcConfig } from '../../../sdk/plugin/index.ts';
+import { SvcError } from '../../../sdk/plugin/index.ts';
+import { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from '../../../sdk/plugin/index.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 

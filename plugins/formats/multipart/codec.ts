@@ -1,7 +1,7 @@
 import busboy from 'busboy';
 import { addField, FieldNameError } from '../shared/fields.ts';
 import type { Fields } from '../shared/fields.ts';
-import type { UploadedFile } from '../../../kernel/exchange.ts';
+import type { UploadedFile } from '../../../sdk/plugin/index.ts';
 
 /**
  * multipart/form-data body → fields and files, with busboy reading the already-buffered body.

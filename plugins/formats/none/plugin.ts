@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, type HookFn } from '../../../kernel/plugin.ts';
+import { definePlugin, type HookFn } from '../../../sdk/plugin/index.ts';
 
 /** The body is read (so limits apply and the service gets the bytes) but not interpreted. */
 const readRawBody: HookFn = async function readRawBody(ex) {

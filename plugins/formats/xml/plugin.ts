@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { definePlugin, type ConfigIssue, type HookFn } from '../../../kernel/plugin.ts';
-import type { SvcConfig } from '../../../kernel/config/schema.ts';
-import type { Exchange, ResponseDraft } from '../../../kernel/exchange.ts';
-import { SvcError } from '../../../kernel/errors.ts';
+import { definePlugin, type ConfigIssue, type HookFn } from '../../../sdk/plugin/index.ts';
+import type { SvcConfig } from '../../../sdk/plugin/index.ts';
+import type { Exchange, ResponseDraft } from '../../../sdk/plugin/index.ts';
+import { SvcError } from '../../../sdk/plugin/index.ts';
 import { buildXml, createXmlReader, decodeXmlBytes, XML_READ_DEFAULTS, XmlError } from './codec.ts';
 
 export const XML_CONTENT_TYPE = 'application/xml; charset=utf-8';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../../../kernel/clock.ts';
-import type { DataStore } from '../../../kernel/store/types.ts';
-import { SvcError } from '../../../kernel/errors.ts';
+import type { Clock } from '../../../sdk/plugin/index.ts';
+import type { DataStore } from '../../../sdk/plugin/index.ts';
+import { SvcError } from '../../../sdk/plugin/index.ts';
 import type {
   PubSubDelivery,
   PubSubEndpointView,

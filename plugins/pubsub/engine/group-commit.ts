@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DataStore, Queryable } from '../../../kernel/store/types.ts';
+import type { DataStore, Queryable } from '../../../sdk/plugin/index.ts';
 
 export type WriteOp = (tx: Queryable) => Promise<void>;
 

@@ -1,4 +1,4 @@
-import type { Migration, Queryable } from '../../../kernel/store/types.ts';
+import type { Migration, Queryable } from '../../../sdk/plugin/index.ts';
 import type { Message, Subscription, SubscriptionSource } from './model.ts';
 
 /**

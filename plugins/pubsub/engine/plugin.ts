@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Capabilities } from '../../capabilities.ts';
-import { SvcError } from '../../../kernel/errors.ts';
-import { definePlugin, type CliCommand, type HostCall, type KernelApi } from '../../../kernel/plugin.ts';
+import { SvcError } from '../../../sdk/plugin/index.ts';
+import { definePlugin, type CliCommand, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { expirationField, messageData, textField } from '../shared/fields.ts';
 import { buildOpenApi, OPENAPI_PATH } from '../shared/openapi.ts';
 import { BUILTIN } from './builtin.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { ConfigIssue } from '../../../kernel/plugin.ts';
-import type { SvcConfig } from '../../../kernel/config/schema.ts';
+import type { ConfigIssue } from '../../../sdk/plugin/index.ts';
+import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { compilePatterns, isTopicName, isTopicPattern } from './patterns.ts';
 import { BUILTIN, BUILTIN_RESOURCES } from './builtin.ts';
 import type { ResourceSet } from './engine.ts';

@@ -1,10 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import type { Capabilities, PubSubDelivery, PubSubEndpointView, PubSubEngineApi } from '../../capabilities.ts';
-import type { Exchange } from '../../../kernel/exchange.ts';
-import { SvcError } from '../../../kernel/errors.ts';
-import type { KernelApi } from '../../../kernel/plugin.ts';
+import type { Exchange } from '../../../sdk/plugin/index.ts';
+import { SvcError } from '../../../sdk/plugin/index.ts';
+import type { KernelApi } from '../../../sdk/plugin/index.ts';
 import { topicFromPath } from './topic-name.ts';
-import { JSON_MAX_DEPTH, JsonBodyError, readJsonBody } from '../../formats/shared/json.ts';
+import { JSON_MAX_DEPTH, JsonBodyError, readJsonBody } from '../../../sdk/plugin/index.ts';
 
 export const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="svc pubsub", charset="UTF-8"' };
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin } from '../../../kernel/plugin.ts';
+import { definePlugin } from '../../../sdk/plugin/index.ts';
 import { PubSubContext } from '../shared/http.ts';
 import { routesA } from './routes.ts';
 

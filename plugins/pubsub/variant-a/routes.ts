@@ -1,7 +1,7 @@
 import type { PubSubMessageView } from '../../capabilities.ts';
-import { errorBody } from '../../../kernel/errors.ts';
-import type { Exchange } from '../../../kernel/exchange.ts';
-import type { SystemRoute } from '../../../kernel/plugin.ts';
+import { errorBody } from '../../../sdk/plugin/index.ts';
+import type { Exchange } from '../../../sdk/plugin/index.ts';
+import type { SystemRoute } from '../../../sdk/plugin/index.ts';
 import {
   describeFailure,
   mimeTypeOf,

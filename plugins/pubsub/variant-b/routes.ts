@@ -1,6 +1,6 @@
 import type { PubSubMessageView } from '../../capabilities.ts';
-import type { Exchange } from '../../../kernel/exchange.ts';
-import type { SystemRoute } from '../../../kernel/plugin.ts';
+import type { Exchange } from '../../../sdk/plugin/index.ts';
+import type { SystemRoute } from '../../../sdk/plugin/index.ts';
 import {
   describeFailure,
   mimeTypeOf,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin } from '../../../kernel/plugin.ts';
+import { definePlugin } from '../../../sdk/plugin/index.ts';
 import { authenticator } from '../shared/authenticator.ts';
 import { CredentialBook, scopeOf, type Presented } from '../shared/credential-book.ts';
 import { secdefCommand, secdefControl, type SecdefSpec } from '../shared/secdef-cli.ts';

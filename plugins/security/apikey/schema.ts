@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { SvcConfig } from '../../../kernel/config/schema.ts';
+import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { apiKeyProblem, asRefinement } from '../shared/secret-rules.ts';
 
 export const APIKEY = 'apikey';

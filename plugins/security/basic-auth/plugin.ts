@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Capabilities } from '../../capabilities.ts';
-import { definePlugin } from '../../../kernel/plugin.ts';
+import { definePlugin } from '../../../sdk/plugin/index.ts';
 import { authenticator } from '../shared/authenticator.ts';
 import { BASIC_CHALLENGE } from '../shared/challenge.ts';
 import { ANY_DEFINITION, CredentialBook, scopeOf } from '../shared/credential-book.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { ConfigIssue } from '../../../kernel/plugin.ts';
-import type { SvcConfig } from '../../../kernel/config/schema.ts';
+import type { ConfigIssue } from '../../../sdk/plugin/index.ts';
+import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { asRefinement, passwordProblem, usernameProblem } from '../shared/secret-rules.ts';
 
 export const BASIC_AUTH = 'basic_auth';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin } from '../../../kernel/plugin.ts';
+import { definePlugin } from '../../../sdk/plugin/index.ts';
 import { authenticator, type AcceptedCredential } from '../shared/authenticator.ts';
 import { scopeOf } from '../shared/credential-book.ts';
 import { MEMBER_TYPES, VERIFIER_CAPABILITY, type CredentialVerifier } from '../shared/verifier.ts';

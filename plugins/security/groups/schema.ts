@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { SvcConfig } from '../../../kernel/config/schema.ts';
-import type { ConfigIssue } from '../../../kernel/plugin.ts';
+import type { SvcConfig } from '../../../sdk/plugin/index.ts';
+import type { ConfigIssue } from '../../../sdk/plugin/index.ts';
 import { MEMBER_TYPES, type MemberType } from '../shared/verifier.ts';
 
 export const groupSchema = z

@@ -1,6 +1,6 @@
-import type { AuthInfo, Exchange } from '../../../kernel/exchange.ts';
-import { SvcError } from '../../../kernel/errors.ts';
-import type { HookFn } from '../../../kernel/plugin.ts';
+import type { AuthInfo, Exchange } from '../../../sdk/plugin/index.ts';
+import { SvcError } from '../../../sdk/plugin/index.ts';
+import type { HookFn } from '../../../sdk/plugin/index.ts';
 import type { Scope, SecretRecord } from './credential-book.ts';
 import type { CredentialVerifier } from './verifier.ts';
 

@@ -1,4 +1,4 @@
-import type { AuthInfo } from '../../../kernel/exchange.ts';
+import type { AuthInfo } from '../../../sdk/plugin/index.ts';
 import { KeyedDigest, safeEqualDigests, unknownSecretHash, verifySecret } from './secrets.ts';
 import { VerifiedCache } from './verified-cache.ts';
 

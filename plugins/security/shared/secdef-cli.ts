@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import type { CliCommand, CliEnv, ControlOp } from '../../../kernel/plugin.ts';
+import type { CliCommand, CliEnv, ControlOp } from '../../../sdk/plugin/index.ts';
 import type { SecretManager } from './secret-manager.ts';
 import { isStoredBuiltin, storeSecretOffline } from './secret-manager.ts';
 import { hashSecret, isScryptHash } from './secrets.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Clock } from '../../../kernel/clock.ts';
-import type { DataStore } from '../../../kernel/store/types.ts';
+import type { Clock } from '../../../sdk/plugin/index.ts';
+import type { DataStore } from '../../../sdk/plugin/index.ts';
 import type { CredentialBook, SecretRecord } from './credential-book.ts';
 import { hashSecret, KeyedDigest, randomSecret, verifySecret } from './secrets.ts';
 import { deleteSecretRowsExcept, migrateSecretStore, secretRow, secretRows, writeSecretRow, type SecretRow } from './secret-store.ts';

@@ -1,4 +1,4 @@
-import type { DataStore, Migration, Queryable } from '../../../kernel/store/types.ts';
+import type { DataStore, Migration, Queryable } from '../../../sdk/plugin/index.ts';
 
 /**
  * Persisted secrets of security definitions, one row per definition, hashed only.

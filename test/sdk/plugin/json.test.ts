@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JsonBodyError, readJsonBody } from '../../../../plugins/formats/shared/json.ts';
+import { JsonBodyError, readJsonBody } from '../../../sdk/plugin/json.ts';
 
 /** The JSON reader json channels and pub/sub publish bodies share; over HTTP in json.test.ts and the pub/sub tests. */
 

@@ -1,0 +1,35 @@
+/**
+ * The plugin SDK: the one surface a plugin imports (`svc/sdk/plugin`). A plugin is plain data,
+ * `definePlugin({ name, kind, version, configSchema, hooks, ... })`, whose hooks receive an
+ * Exchange and whose setup receives the KernelApi. Services never see this entry: the sandbox
+ * refuses every import but `svc/sdk`.
+ *
+ * The kernel implements what is declared here; plugins depend on this file, never on kernel/.
+ */
+export { definePlugin, PLUGIN_KINDS } from '../../kernel/plugin.ts';
+export type {
+  CliCommand,
+  CliEnv,
+  ConfigIssue,
+  Contributions,
+  ControlOp,
+  ErrorHookFn,
+  HookContext,
+  HookFactory,
+  HookFn,
+  HostCall,
+  HostCallContext,
+  HostCallLog,
+  KernelApi,
+  Plugin,
+  PluginKind,
+  SystemRoute,
+} from '../../kernel/plugin.ts';
+export { HOOK_NAMES, type HookName } from '../../kernel/hooks.ts';
+export type { AuthInfo, Exchange, ResponseDraft, UploadedFile } from '../../kernel/exchange.ts';
+export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors.ts';
+export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
+export { HTTP_METHODS } from '../../kernel/config/schema.ts';
+export type { DataStore, Migration, Queryable, RunResult } from '../../kernel/store/types.ts';
+export { systemClock, type Clock } from '../../kernel/clock.ts';
+export { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from './json.ts';
