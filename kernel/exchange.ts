@@ -77,6 +77,4 @@ export interface Exchange {
    */
   onSent(done: (written: boolean) => void): void;
   readonly log: Logger;
-  /** Scratch space for plugins, keyed by plugin name. */
-  readonly locals: Record<string, unknown>;
 }

@@ -2,6 +2,8 @@ import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join, resolve, isAbsolute } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
+import semver from 'semver';
+import { PLUGIN_SDK_VERSION } from '../sdk/plugin/version.ts';
 import { HOOK_NAMES, isHookName } from './hooks.ts';
 import { PLUGIN_KINDS, type Plugin } from './plugin.ts';
 import { ConfigError } from './config/store.ts';
@@ -38,6 +40,12 @@ export function checkPluginShape(value: unknown, origin: string): Plugin {
   if (typeof p.name !== 'string' || !/^[a-z0-9][a-z0-9._-]*$/.test(p.name)) fail('name must be a lower-case identifier');
   if (!PLUGIN_KINDS.includes(p.kind as (typeof PLUGIN_KINDS)[number])) fail(`kind must be one of ${PLUGIN_KINDS.join(', ')}`);
   if (typeof p.version !== 'string') fail('version must be a string');
+  if (typeof p.sdk !== 'string' || semver.validRange(p.sdk) === null) fail(`sdk must be the semver range of plugin SDK versions it works with (e.g. '^1.0.0')`);
+  if (!semver.satisfies(PLUGIN_SDK_VERSION, p.sdk!)) fail(`is written for plugin SDK ${p.sdk}, and this svc has plugin SDK ${PLUGIN_SDK_VERSION}`);
+  for (const key of ['provides', 'needs'] as const) {
+    const list = p[key];
+    if (list !== undefined && (!Array.isArray(list) || list.some((c) => typeof c !== 'string'))) fail(`${key} must be a list of capability names`);
+  }
   if (!p.configSchema || typeof (p.configSchema as { safeParse?: unknown }).safeParse !== 'function') fail('configSchema must be a zod schema');
   if (!p.hooks || typeof p.hooks !== 'object') fail('hooks must be an object');
   for (const [hook, factory] of Object.entries(p.hooks!)) {
@@ -89,5 +97,28 @@ export async function loadPlugins(config: PluginsConfig, configDir: string, bund
     }
     loaded.push({ plugin, options: parsed.data });
   }
+  checkCapabilities(loaded.map((l) => l.plugin), [...byName.values()]);
   return loaded;
+}
+
+/**
+ * Every capability an enabled plugin needs is provided by an enabled plugin. The refusal names
+ * both plugins: the one that needs it and the one that would provide it (disabled, or unknown).
+ */
+export function checkCapabilities(enabled: readonly Plugin[], known: readonly Plugin[]): void {
+  const providers = new Map<string, string>();
+  for (const p of enabled) for (const c of p.provides ?? []) providers.set(c, p.name);
+  const problems: string[] = [];
+  for (const p of enabled) {
+    for (const c of p.needs ?? []) {
+      if (providers.has(c)) continue;
+      const offstage = known.find((k) => k.provides?.includes(c));
+      problems.push(
+        offstage
+          ? `plugin '${p.name}' needs capability '${c}', which plugin '${offstage.name}' provides, but '${offstage.name}' is disabled`
+          : `plugin '${p.name}' needs capability '${c}', which no known plugin provides`,
+      );
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
 }

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { Capabilities, CapabilityName } from '../sdk/plugin/capabilities.ts';
 import type { Logger } from 'pino';
 import type { HookName } from './hooks.ts';
 import type { Exchange } from './exchange.ts';
@@ -60,6 +61,12 @@ export interface Plugin<O = any, S = any> {
   name: string;
   kind: PluginKind;
   version: string;
+  /** The plugin SDK versions it works with, as a semver range ('^1.0.0'); checked at load. */
+  sdk: string;
+  /** Capabilities it offers other plugins with `kernel.provide` (sdk/plugin/capabilities.ts). */
+  provides?: readonly CapabilityName[];
+  /** Capabilities it looks up; each must be provided by an enabled plugin, or loading fails. */
+  needs?: readonly CapabilityName[];
   /** Options under `plugins.<name>.config`; failures name the plugin and the field. */
   configSchema: z.ZodType<O>;
   contributes?: Contributions;
@@ -112,7 +119,7 @@ export function definePlugin<O, S>(plugin: Plugin<O, S>): Plugin<O, S> {
 /** A route a plugin serves itself (pub/sub APIs), outside the channel table. */
 export interface SystemRoute {
   name: string;
-  method: string | string[];
+  method: string | readonly string[];
   /** find-my-way pattern; `*` at the end captures the rest of the path. */
   url: string;
   handler: (ex: Exchange) => void | Promise<void>;
@@ -155,7 +162,7 @@ export interface KernelApi {
   addControl(op: ControlOp): void;
   /** Runs a deployed service outside an HTTP request (queue workers, background work). */
   invoke(request: InvokeRequest): Promise<InvokeResult>;
-  /** Named capabilities plugins share without importing each other's internals. */
-  provide<T>(name: string, value: T): void;
-  lookup<T>(name: string): T | undefined;
+  /** Named capabilities plugins share without importing each other's internals; typed by sdk/plugin/capabilities.ts. */
+  provide<K extends CapabilityName>(name: K, value: Capabilities[K]): void;
+  lookup<K extends CapabilityName>(name: K): Capabilities[K] | undefined;
 }

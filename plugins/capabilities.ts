@@ -1,4 +1,6 @@
 import type { AuthInfo } from '../sdk/plugin/index.ts';
+// The augmented module must be the one that declares Capabilities.
+import '../sdk/plugin/capabilities.ts';
 
 /**
  * The contracts bundled plugins offer each other through kernel.provide / kernel.lookup, so that
@@ -6,24 +8,25 @@ import type { AuthInfo } from '../sdk/plugin/index.ts';
  * capability is a string and a value. (The security family also shares per-type verifiers,
  * declared in plugins/security/shared/verifier.ts.)
  */
-export interface Capabilities {
-  /**
-   * Verifies an `Authorization: Basic ...` header against every basic_auth definition
-   * (provided by the basic-auth plugin). Resolves the matched definition, or undefined.
-   * Timing-safe, cached like channel authentication.
-   */
-  'security.basic.authenticate': (authorization: string | undefined) => Promise<AuthInfo | undefined>;
-  /**
-   * Adds a basic_auth definition that comes from code, not from config (provided by the basic-auth
-   * plugin, used by pub/sub for its built-in test definition and for `svc demo`). Idempotent per name.
-   * Afterwards 'security.basic.authenticate' matches it like a configured definition.
-   */
-  'security.basic.register': (definition: BasicDefinitionRegistration) => Promise<void>;
-  /** The pub/sub engine (plugins/pubsub/engine), shared by the REST variants A and B. */
-  'pubsub.engine': PubSubEngineApi;
+declare module '../sdk/plugin/capabilities.ts' {
+  interface Capabilities {
+    /**
+     * Verifies an `Authorization: Basic ...` header against every basic_auth definition
+     * (provided by the basic-auth plugin). Resolves the matched definition, or undefined.
+     * Timing-safe, cached like channel authentication.
+     */
+    'security.basic.authenticate': (authorization: string | undefined) => Promise<AuthInfo | undefined>;
+    /**
+     * Adds a basic_auth definition that comes from code, not from config (provided by the basic-auth
+     * plugin, used by pub/sub for its built-in test definition and for `svc demo`). Idempotent per name.
+     * Afterwards 'security.basic.authenticate' matches it like a configured definition.
+     */
+    'security.basic.register': (definition: BasicDefinitionRegistration) => Promise<void>;
+    /** The pub/sub engine (plugins/pubsub/engine), shared by the REST variants A and B. */
+    'pubsub.engine': PubSubEngineApi;
+  }
 }
 
-export type CapabilityName = keyof Capabilities;
 
 /** A basic_auth definition registered by a plugin (see 'security.basic.register'). */
 export interface BasicDefinitionRegistration {

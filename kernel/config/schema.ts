@@ -6,8 +6,8 @@ import { z } from 'zod';
  * Field descriptions feed the docs, and later the Dashboard and OpenAPI.
  */
 
-export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
-export type HttpMethod = (typeof HTTP_METHODS)[number];
+import { HTTP_METHODS } from '../../sdk/http.ts';
+export { HTTP_METHODS, type HttpMethod } from '../../sdk/http.ts';
 
 export const SECTION_NAMES = [
   'server',

@@ -4,6 +4,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ERRORS, errorBody, type ErrorCode } from '../errors.ts';
+import { HTTP_METHODS } from '../../sdk/http.ts';
 import type { ServerConfig } from '../config/schema.ts';
 import { HttpExchange } from './exchange.ts';
 import { replyWithError, runChain } from './chain.ts';
@@ -117,7 +118,7 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
   });
 
   app.route({
-    method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'],
+    method: [...HTTP_METHODS],
     url: '/*',
     exposeHeadRoute: false,
     handler: async function serveChannel(request, reply) {

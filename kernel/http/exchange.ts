@@ -23,7 +23,6 @@ export class HttpExchange implements Exchange {
   replied = false;
   /** The connection was dropped on purpose (firewall): no reply is owed. */
   dropped = false;
-  readonly locals: Record<string, unknown> = {};
   private clientAddr: string | undefined;
   private hidden: Set<string> | undefined;
   private logger: Logger | undefined;

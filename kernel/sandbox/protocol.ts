@@ -1,6 +1,7 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { z } from 'zod';
 import type { AuthInfo } from '../exchange.ts';
+import { HTTP_METHODS } from '../../sdk/http.ts';
 
 /**
  * What the kernel asks of a service, and what comes back. Only JSON-like data:
@@ -98,7 +99,7 @@ const fieldDescriptor = z.object({
   description: z.string().max(4096).optional(),
 });
 const serviceMeta = z.object({
-  verbs: z.array(z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'])),
+  verbs: z.array(z.enum(HTTP_METHODS)),
   hasGeneric: z.boolean(),
   input: z.record(z.string().max(256), fieldDescriptor).nullable(),
   limits: z.object({ timeoutMs: z.number().positive().optional(), memoryMb: z.number().positive().optional() }),

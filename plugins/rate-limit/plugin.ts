@@ -78,6 +78,7 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
   name: 'rate-limit',
   kind: 'limit',
   version: '1.0.0',
+  sdk: '^1.0.0',
   configSchema: optionsSchema,
   contributes: {
     channelFields: { rate_limiting: rateLimitingSchema },

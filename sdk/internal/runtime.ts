@@ -5,6 +5,7 @@ import type { Context, ResponseControl, ServiceDefinition, UploadedFile, User } 
 import { ServiceError } from '../errors.ts';
 import type { InvokeRequest } from '../../kernel/sandbox/protocol.ts';
 import { fromBase64, toBase64, utf8Encode } from './bytes.ts';
+import { HTTP_METHODS } from '../http.ts';
 
 /** Fire-and-forget host function; the host answers later through resolveHostCall. */
 type Send = (callId: number, seq: number, op: string, argsJson: string) => void;
@@ -76,7 +77,7 @@ function resolveHostCall(seq: number, replyJson: string): void {
 }
 const stringify = JSON.stringify;
 const parse = JSON.parse;
-const VERBS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
+const VERBS = HTTP_METHODS;
 const MAX_LOG_LINES = 200;
 const MAX_LOG_LINE = 8192;
 

@@ -32,4 +32,6 @@ export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel
 export { HTTP_METHODS } from '../../kernel/config/schema.ts';
 export type { DataStore, Migration, Queryable, RunResult } from '../../kernel/store/types.ts';
 export { systemClock, type Clock } from '../../kernel/clock.ts';
+export type { Capabilities, CapabilityName } from './capabilities.ts';
+export { PLUGIN_SDK_VERSION } from './version.ts';
 export { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from './json.ts';

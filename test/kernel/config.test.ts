@@ -5,8 +5,9 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, readSource, validate } from '../../kernel/config/store.ts';
 import { loadConfig } from '../../kernel/kernel.ts';
-import { checkPluginShape, findBundledPluginFiles, loadPlugins } from '../../kernel/plugin-loader.ts';
-import { definePlugin } from '../../kernel/plugin.ts';
+import { checkCapabilities, checkPluginShape, findBundledPluginFiles, loadPlugins } from '../../kernel/plugin-loader.ts';
+import { definePlugin, type Plugin } from '../../kernel/plugin.ts';
+import { PLUGIN_SDK_VERSION } from '../../sdk/plugin/version.ts';
 import type { Exchange } from '../../kernel/exchange.ts';
 
 const json = (await import('../../plugins/formats/json/plugin.ts')).default;
@@ -102,8 +103,26 @@ describe('plugin loading', () => {
     expect(() => checkPluginShape(bad, 'test')).toThrow("plugin 'bad': taps unknown hook 'beforeEverything'");
   });
 
+  it('refuses a plugin written for another plugin SDK, naming both versions', () => {
+    const future = { ...json, name: 'future', sdk: '^2.0.0' };
+    expect(() => checkPluginShape(future, 'test')).toThrow(`plugin 'future': is written for plugin SDK ^2.0.0, and this svc has plugin SDK ${PLUGIN_SDK_VERSION}`);
+    expect(() => checkPluginShape({ ...json, name: 'nosdk', sdk: undefined }, 'test')).toThrow(/plugin 'nosdk': sdk must be the semver range/);
+    expect(() => checkPluginShape({ ...json, name: 'junk', sdk: 'soon' }, 'test')).toThrow(/plugin 'junk': sdk must be the semver range/);
+    expect(checkPluginShape({ ...json, name: 'range', sdk: '>=1.0.0 <2' }, 'test').name).toBe('range');
+  });
+
+  it('refuses a plugin whose needed capability no enabled plugin provides, naming both plugins', async () => {
+    const needy = { ...json, name: 'needy', needs: ['pubsub.engine'] } as unknown as Plugin;
+    const engine = { ...json, name: 'engine', provides: ['pubsub.engine'] } as unknown as Plugin;
+    expect(() => checkCapabilities([needy], [needy, engine])).toThrow("plugin 'needy' needs capability 'pubsub.engine', which plugin 'engine' provides, but 'engine' is disabled");
+    expect(() => checkCapabilities([needy], [needy])).toThrow("plugin 'needy' needs capability 'pubsub.engine', which no known plugin provides");
+    expect(() => checkCapabilities([needy, engine], [needy, engine])).not.toThrow();
+    // The bundled ones, as a user switches them: variant A without the engine is refused at load.
+    await expect(loadPlugins({ pubsub: false }, tmpdir())).rejects.toThrow("plugin 'pubsub-rest-a' needs capability 'pubsub.engine', which plugin 'pubsub' provides, but 'pubsub' is disabled");
+  });
+
   it('refuses malformed plugins', () => {
-    expect(() => checkPluginShape({ name: 'x', kind: 'weird', version: '1', configSchema: z.object({}), hooks: {} }, 't')).toThrow(/kind must be one of/);
+    expect(() => checkPluginShape({ name: 'x', kind: 'weird', version: '1', sdk: '^1.0.0', configSchema: z.object({}), hooks: {} }, 't')).toThrow(/kind must be one of/);
     expect(() => checkPluginShape(undefined, 'mod.js')).toThrow(/plugin from mod.js/);
   });
 
@@ -111,7 +130,7 @@ describe('plugin loading', () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-plugin-'));
     writeFileSync(
       join(dir, 'my-plugin.ts'),
-      `import { z } from 'zod';\nexport default { name: 'my-plugin', kind: 'other', version: '1.0.0', configSchema: z.object({ limit: z.number().int() }).strict(), hooks: {} };\n`,
+      `import { z } from 'zod';\nexport default { name: 'my-plugin', kind: 'other', version: '1.0.0', sdk: '^1.0.0', configSchema: z.object({ limit: z.number().int() }).strict(), hooks: {} };\n`,
     );
     await expect(loadPlugins({ 'my-plugin': { enabled: true, module: './my-plugin.ts', config: { limit: 'ten' } } }, dir, [])).rejects.toThrow(
       /plugin 'my-plugin': plugins\.my-plugin\.config\.limit: /,
@@ -131,7 +150,7 @@ describe('plugin loading', () => {
     const plugin = definePlugin({
       name: 'stamp',
       kind: 'other',
-      version: '1.0.0',
+      version: '1.0.0', sdk: '^1.0.0',
       configSchema: z.object({}),
       hooks: { serialize: () => (ex: Exchange) => void (ex.response.headers['x-stamp'] = 'yes') },
     });

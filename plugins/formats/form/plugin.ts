@@ -29,6 +29,7 @@ export default definePlugin({
   name: 'form',
   kind: 'format',
   version: '1.0.0',
+  sdk: '^1.0.0',
   configSchema: z.object({}).strict(),
   contributes: {
     dataFormats: ['form'],

@@ -77,6 +77,7 @@ export default definePlugin({
   name: 'hl7',
   kind: 'format',
   version: '1.0.0',
+  sdk: '^1.0.0',
   configSchema: z.object({}).strict(),
   contributes: { dataFormats: ['hl7'], textFormats: ['hl7'] },
   hooks: {

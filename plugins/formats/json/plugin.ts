@@ -52,6 +52,7 @@ export default definePlugin({
   name: 'json',
   kind: 'format',
   version: '1.0.0',
+  sdk: '^1.0.0',
   configSchema: z.object({}).strict(),
   contributes: {
     dataFormats: ['json'],

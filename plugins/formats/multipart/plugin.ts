@@ -53,6 +53,7 @@ export default definePlugin({
   name: 'multipart',
   kind: 'format',
   version: '1.0.0',
+  sdk: '^1.0.0',
   configSchema: z.object({}).strict(),
   contributes: {
     dataFormats: ['multipart'],

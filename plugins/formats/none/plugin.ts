@@ -10,6 +10,7 @@ export default definePlugin({
   name: 'none',
   kind: 'format',
   version: '1.0.0',
+  sdk: '^1.0.0',
   configSchema: z.object({}).strict(),
   contributes: { dataFormats: ['none'] },
   hooks: {

@@ -66,6 +66,7 @@ export default definePlugin<XmlOptions, XmlOptions>({
   name: 'xml',
   kind: 'format',
   version: '1.0.0',
+  sdk: '^1.0.0',
   configSchema: optionsSchema,
   contributes: {
     dataFormats: ['xml'],

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Capabilities } from '../../capabilities.ts';
+import type { Capabilities } from '../../../sdk/plugin/index.ts';
+import '../../capabilities.ts';
 import type { PubSubEngine, ResourceSet } from './engine.ts';
 
 /** `svc demo`: demo credentials and topics for trying variant B, in memory only (spec C: they do not survive restarts). */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Capabilities } from '../../capabilities.ts';
+import type { Capabilities } from '../../../sdk/plugin/index.ts';
+import '../../capabilities.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import { definePlugin, type CliCommand, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { expirationField, messageData, textField } from '../shared/fields.ts';
@@ -84,7 +85,7 @@ function publishHostCall(engine: PubSubEngine): HostCall<z.infer<typeof publishA
 /** The built-in test definition must exist in every environment; basic-auth owns definitions. */
 async function ensureBuiltinDefinition(state: PubSubState): Promise<void> {
   if (state.builtinRegistered) return;
-  const register = state.kernel.lookup<Capabilities['security.basic.register']>('security.basic.register');
+  const register = state.kernel.lookup('security.basic.register');
   if (!register) {
     state.kernel.log.warn({ definition: BUILTIN.secdef }, "pubsub: no 'security.basic.register' capability (basic-auth plugin); the built-in test endpoint cannot authenticate");
     return;
@@ -135,6 +136,8 @@ export default definePlugin<Options, PubSubState>({
   name: 'pubsub',
   kind: 'pubsub',
   version: VERSION,
+  sdk: '^1.0.0',
+  provides: ['pubsub.engine'],
   configSchema: optionsSchema,
   contributes: {
     sections: pubsubSections,
@@ -150,7 +153,7 @@ export default definePlugin<Options, PubSubState>({
     });
     kernel.provide('pubsub.engine', engine);
     kernel.addHostCall(publishHostCall(engine));
-    const demo = new Demo(engine, () => kernel.lookup<Capabilities['security.basic.register']>('security.basic.register'));
+    const demo = new Demo(engine, () => kernel.lookup('security.basic.register'));
     kernel.addControl({ op: 'pubsub.demo', args: z.object({}).strict(), handler: () => demo.run() });
     const openapi = buildOpenApi(VERSION);
     kernel.addRoute({ name: 'pubsub openapi', method: 'GET', url: OPENAPI_PATH, handler: (ex) => ex.reply(200, openapi) });

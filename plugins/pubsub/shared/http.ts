@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
-import type { Capabilities, PubSubDelivery, PubSubEndpointView, PubSubEngineApi } from '../../capabilities.ts';
+import type { PubSubDelivery, PubSubEndpointView, PubSubEngineApi } from '../../capabilities.ts';
+import type { Capabilities } from '../../../sdk/plugin/index.ts';
 import type { Exchange } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
@@ -28,14 +29,14 @@ export class PubSubContext {
   constructor(private readonly kernel: KernelApi) {}
 
   get engine(): PubSubEngineApi {
-    this.engineRef ??= this.kernel.lookup<PubSubEngineApi>('pubsub.engine');
+    this.engineRef ??= this.kernel.lookup('pubsub.engine');
     if (!this.engineRef) throw new SvcError('SERVICE_UNAVAILABLE', 'Pub/sub is not available', { cause: new Error('the pubsub engine plugin is not loaded') });
     return this.engineRef;
   }
 
   /** HTTP Basic Auth only (spec, Authentication 6): the definition names the endpoint. */
   async identify(ex: Exchange): Promise<PubSubEndpointView> {
-    this.authRef ??= this.kernel.lookup<Capabilities['security.basic.authenticate']>('security.basic.authenticate');
+    this.authRef ??= this.kernel.lookup('security.basic.authenticate');
     if (!this.authRef) throw new SvcError('SERVICE_UNAVAILABLE', 'Pub/sub is not available', { cause: new Error('the basic-auth plugin is not loaded') });
     const header = ex.headers.authorization;
     const info = await this.authRef(Array.isArray(header) ? header[0] : header);

@@ -8,6 +8,8 @@ export default definePlugin<Record<string, never>, undefined>({
   name: 'pubsub-rest-a',
   kind: 'pubsub',
   version: '1.0.0',
+  sdk: '^1.0.0',
+  needs: ['pubsub.engine', 'security.basic.authenticate'],
   configSchema: z.object({}).strict().default({}),
   setup(kernel) {
     const ctx = new PubSubContext(kernel);

@@ -1,6 +1,5 @@
 import type { PubSubMessageView } from '../../capabilities.ts';
-import type { Exchange } from '../../../sdk/plugin/index.ts';
-import type { SystemRoute } from '../../../sdk/plugin/index.ts';
+import { HTTP_METHODS, type Exchange, type SystemRoute } from '../../../sdk/plugin/index.ts';
 import {
   describeFailure,
   mimeTypeOf,
@@ -131,7 +130,7 @@ export function routesB(ctx: PubSubContext, now: () => number): SystemRoute[] {
       return undefined;
     };
   };
-  const ALL = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
+  const ALL = HTTP_METHODS;
   return [
     { name: 'pubsub-b publish', method: ALL, url: `${PREFIX_B}/topic/*`, handler: byMethod({ POST: publish }) },
     { name: 'pubsub-b get', method: ALL, url: `${PREFIX_B}/messages/get`, handler: byMethod({ POST: getMessages }) },

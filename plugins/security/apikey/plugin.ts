@@ -36,6 +36,8 @@ export default definePlugin<Record<string, never>, ApiKeyState>({
   name: 'apikey',
   kind: 'security',
   version: '1.0.0',
+  sdk: '^1.0.0',
+  provides: ['security.verifier.apikey'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
     securityTypes: { [APIKEY]: apiKeyShape },

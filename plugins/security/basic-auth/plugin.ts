@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Capabilities } from '../../capabilities.ts';
+import type { Capabilities } from '../../../sdk/plugin/index.ts';
+import '../../capabilities.ts';
 import { definePlugin } from '../../../sdk/plugin/index.ts';
 import { authenticator } from '../shared/authenticator.ts';
 import { BASIC_CHALLENGE } from '../shared/challenge.ts';
@@ -39,6 +40,8 @@ export default definePlugin<Record<string, never>, BasicAuthState>({
   name: 'basic-auth',
   kind: 'security',
   version: '1.0.0',
+  sdk: '^1.0.0',
+  provides: ['security.verifier.basic_auth', 'security.basic.authenticate', 'security.basic.register'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
     securityTypes: { [BASIC_AUTH]: basicAuthShape },

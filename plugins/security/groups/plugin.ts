@@ -14,6 +14,7 @@ export default definePlugin<Record<string, never>, undefined>({
   name: 'groups',
   kind: 'security',
   version: '1.0.0',
+  sdk: '^1.0.0',
   configSchema: z.object({}).strict().default({}),
   contributes: {
     sections: { groups: groupsSectionSchema },
@@ -29,7 +30,7 @@ export default definePlugin<Record<string, never>, undefined>({
       for (const type of MEMBER_TYPES) {
         const names = byType.get(type);
         if (names === undefined) continue;
-        const verifier = kernel.lookup<CredentialVerifier>(VERIFIER_CAPABILITY[type]);
+        const verifier = kernel.lookup(VERIFIER_CAPABILITY[type]);
         if (verifier === undefined) {
           kernel.log.warn({ group: group.name, type }, 'group has members of a security type whose plugin is not loaded; they cannot authenticate');
           continue;

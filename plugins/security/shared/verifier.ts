@@ -1,3 +1,4 @@
+import '../../../sdk/plugin/capabilities.ts';
 import type { CredentialBook, Scope, SecretRecord } from './credential-book.ts';
 
 /**
@@ -11,6 +12,14 @@ export const VERIFIER_CAPABILITY = {
 } as const;
 
 export type MemberType = keyof typeof VERIFIER_CAPABILITY;
+
+declare module '../../../sdk/plugin/capabilities.ts' {
+  interface Capabilities {
+    /** Verifies one credential type (provided by that type's plugin, used by groups). */
+    'security.verifier.basic_auth': CredentialVerifier;
+    'security.verifier.apikey': CredentialVerifier;
+  }
+}
 export const MEMBER_TYPES = Object.keys(VERIFIER_CAPABILITY) as MemberType[];
 
 export interface CredentialVerifier {

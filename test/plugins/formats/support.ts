@@ -59,7 +59,6 @@ export function exchangeOf(channel: Channel, body: Buffer | string = '', headers
       throw new Error('a format step does not drop');
     },
     log: undefined as never,
-    locals: {},
   };
   return ex;
 }

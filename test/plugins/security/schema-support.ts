@@ -11,7 +11,7 @@ import groupsPlugin from '../../../plugins/security/groups/plugin.ts';
 const outgoingOnlyType: Plugin = {
   name: 'outgoing-only',
   kind: 'outgoing',
-  version: '0.0.0',
+  version: '0.0.0', sdk: '^1.0.0',
   configSchema: z.object({}).default({}),
   contributes: { securityTypes: { bearer_token: { username: z.string() } } },
   hooks: {},

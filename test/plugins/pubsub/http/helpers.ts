@@ -43,7 +43,8 @@ export interface PubSubKernel extends TestKernel {
 export async function startPubSub(opts: Partial<StartOptions> = {}): Promise<PubSubKernel> {
   const logs: Array<Record<string, unknown>> = [];
   const k = await startKernel({ config: PUBSUB_CONFIG, logs, ...opts });
-  const engine = k.kernel.api.lookup<PubSubEngine>('pubsub.engine')!;
+  // The test reaches past the capability's contract into the engine it knows is behind it.
+  const engine = k.kernel.api.lookup('pubsub.engine') as unknown as PubSubEngine;
   return Object.assign(k, {
     engine,
     logs,
