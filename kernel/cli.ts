@@ -8,7 +8,7 @@ import { SqliteStore } from './store/sqlite.ts';
 import { sendControl } from './control.ts';
 import { SandboxPool } from './sandbox/pool.ts';
 import { buildSdkBundle, isServiceFile, serviceName, transpile } from './services.ts';
-import type { CliCommand, CliEnv } from './plugin.ts';
+import { openApiFragments, type CliCommand, type CliEnv, type Plugin } from './plugin.ts';
 
 const EXIT_OK = 0;
 const EXIT_RUNTIME = 1;
@@ -147,10 +147,11 @@ async function check(configPath: string): Promise<number> {
   return EXIT_OK;
 }
 
-function cliEnv(configPath: string, config: CliEnv['config']): CliEnv {
+function cliEnv(configPath: string, config: CliEnv['config'], plugins: readonly Plugin[]): CliEnv {
   const dataDir = resolveDir(config.server.data_dir);
   return {
     config,
+    openApiFragments: () => openApiFragments(plugins),
     configPath,
     openStore: async () => new SqliteStore(join(dataDir, 'svc.db')),
     control: (op, args) => sendControl(join(dataDir, 'control.sock'), op, args),
@@ -183,7 +184,7 @@ async function pluginCommand(words: string[], configPath: string): Promise<numbe
     return EXIT_USAGE;
   }
   try {
-    return await command.run(words.slice(command.words.length), cliEnv(configPath, loaded.config));
+    return await command.run(words.slice(command.words.length), cliEnv(configPath, loaded.config, loaded.plugins));
   } catch (err) {
     process.stderr.write(`error: ${(err as Error).message}\n`);
     return EXIT_RUNTIME;

@@ -7,7 +7,7 @@ import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } fr
 import { formatIssue } from './config/compose.ts';
 import type { Channel, SvcConfig } from './config/schema.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
-import type { ControlOp, HostCall, KernelApi, Plugin, SystemRoute } from './plugin.ts';
+import { openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type SystemRoute } from './plugin.ts';
 import { SqliteStore } from './store/sqlite.ts';
 import type { DataStore } from './store/types.ts';
 import { SandboxPool } from './sandbox/pool.ts';
@@ -87,7 +87,8 @@ export class Kernel {
       addControl: (op) => void kernel.controlOps.set(op.op, op),
       invoke: (req) => kernel.invoke(req),
       provide: (name, value) => void kernel.provided.set(name, value),
-      lookup: <T>(name: string) => kernel.provided.get(name) as T | undefined,
+      lookup: ((name: string) => kernel.provided.get(name)) as KernelApi['lookup'],
+      openApiFragments: () => openApiFragments(kernel.active.map((a) => a.plugin)),
     };
     this.router = new ChannelRouter([]);
     this.app = buildHttp({ log, router: () => this.router, server: () => this.configStore.current().server, trusted: () => this.trusted, closing: () => this.closing });

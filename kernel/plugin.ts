@@ -34,6 +34,14 @@ export interface ConfigIssue {
   message: string;
 }
 
+/** Part of an OpenAPI 3.1 document: its paths, and the tags and component schemas they use. */
+export interface OpenApiFragment {
+  tags?: Array<Record<string, unknown>>;
+  paths: Record<string, unknown>;
+  schemas?: Record<string, unknown>;
+  securitySchemes?: Record<string, unknown>;
+}
+
 export interface Contributions {
   /** Values of `channel_rest[].data_format` this plugin handles. */
   dataFormats?: readonly string[];
@@ -54,6 +62,8 @@ export interface Contributions {
   securityTargets?: (config: SvcConfig) => Iterable<string>;
   /** Cross-reference checks once the whole config parsed. */
   validateConfig?: (config: SvcConfig) => ConfigIssue[];
+  /** The OpenAPI 3.1 part of the routes it serves; built when a document is asked for. */
+  openapi?: () => OpenApiFragment;
 }
 
 /** A plugin is plain data. The kernel validates it, runs setup once, then builds hooks per channel. */
@@ -92,6 +102,8 @@ export interface ControlOp<A = any> {
 
 export interface CliEnv {
   config: SvcConfig;
+  /** The OpenAPI parts of the enabled plugins (Contributions.openapi). */
+  openApiFragments: () => OpenApiFragment[];
   configPath: string;
   /** Opens the data store (the same file the server uses). */
   openStore: () => Promise<DataStore>;
@@ -160,9 +172,21 @@ export interface KernelApi {
   addRoute(route: SystemRoute): void;
   addHostCall(call: HostCall): void;
   addControl(op: ControlOp): void;
+  /** The OpenAPI parts of the enabled plugins (Contributions.openapi). */
+  openApiFragments(): OpenApiFragment[];
   /** Runs a deployed service outside an HTTP request (queue workers, background work). */
   invoke(request: InvokeRequest): Promise<InvokeResult>;
   /** Named capabilities plugins share without importing each other's internals; typed by sdk/plugin/capabilities.ts. */
   provide<K extends CapabilityName>(name: K, value: Capabilities[K]): void;
   lookup<K extends CapabilityName>(name: K): Capabilities[K] | undefined;
+}
+
+/** The OpenAPI parts the given plugins contribute, in plugin order. */
+export function openApiFragments(plugins: readonly Plugin[]): OpenApiFragment[] {
+  const out: OpenApiFragment[] = [];
+  for (const p of plugins) {
+    const fragment = p.contributes?.openapi?.();
+    if (fragment) out.push(fragment);
+  }
+  return out;
 }

@@ -21,6 +21,7 @@ export type {
   HostCallContext,
   HostCallLog,
   KernelApi,
+  OpenApiFragment,
   Plugin,
   PluginKind,
   SystemRoute,

@@ -12,7 +12,7 @@ import type {
 import { GroupCommitter, type WriteOp } from './group-commit.ts';
 import { newMsgId, newSubKey } from './ids.ts';
 import { EntryQueue, PRIORITY_LEVELS, type Entry, type Message, type Subscription, type SubscriptionSource } from './model.ts';
-import { compilePatterns, type TopicMatcher } from './patterns.ts';
+import { compilePatterns, type TopicMatcher } from '../shared/patterns.ts';
 import * as db from './persistence.ts';
 
 /** Resources as the engine takes them (config, built-ins, `svc demo`). */

@@ -4,11 +4,11 @@ import '../../capabilities.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import { definePlugin, type CliCommand, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { expirationField, messageData, textField } from '../shared/fields.ts';
-import { buildOpenApi, OPENAPI_PATH } from '../shared/openapi.ts';
+import { assembleOpenApi, OPENAPI_PATH } from '../shared/openapi.ts';
 import { BUILTIN } from './builtin.ts';
 import { Demo, type DemoImport } from './demo.ts';
 import { PubSubEngine } from './engine.ts';
-import { isTopicName } from './patterns.ts';
+import { isTopicName } from '../shared/patterns.ts';
 import { DEFAULT_MAX_DEPTH, pubsubSections, resourcesOf, validatePubsub } from './schema.ts';
 
 const VERSION = '1.0.0';
@@ -124,9 +124,9 @@ const demoCommand: CliCommand = {
 const openapiCommand: CliCommand = {
   words: ['openapi'],
   usage: 'svc openapi',
-  describe: `Prints the OpenAPI 3.1 document of the pub/sub REST APIs (variants A and B); also served at GET ${OPENAPI_PATH}.`,
+  describe: `Prints the OpenAPI 3.1 document of the pub/sub REST APIs (the enabled variants, A and B by default); also served at GET ${OPENAPI_PATH}.`,
   async run(_args, env) {
-    env.out(JSON.stringify(buildOpenApi(VERSION), null, 2));
+    env.out(JSON.stringify(assembleOpenApi(VERSION, env.openApiFragments()), null, 2));
     return 0;
   },
 };
@@ -155,8 +155,9 @@ export default definePlugin<Options, PubSubState>({
     kernel.addHostCall(publishHostCall(engine));
     const demo = new Demo(engine, () => kernel.lookup('security.basic.register'));
     kernel.addControl({ op: 'pubsub.demo', args: z.object({}).strict(), handler: () => demo.run() });
-    const openapi = buildOpenApi(VERSION);
-    kernel.addRoute({ name: 'pubsub openapi', method: 'GET', url: OPENAPI_PATH, handler: (ex) => ex.reply(200, openapi) });
+    // Built at the first request, once every plugin has set up: the document lists the enabled variants.
+    let openapi: unknown;
+    kernel.addRoute({ name: 'pubsub openapi', method: 'GET', url: OPENAPI_PATH, handler: (ex) => ex.reply(200, (openapi ??= assembleOpenApi(VERSION, kernel.openApiFragments()))) });
     return { kernel, engine, builtinRegistered: false };
   },
   async onConfig(state, config) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ConfigIssue } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
-import { compilePatterns, isTopicName, isTopicPattern } from './patterns.ts';
+import { compilePatterns, isTopicName, isTopicPattern } from '../shared/patterns.ts';
 import { BUILTIN, BUILTIN_RESOURCES } from './builtin.ts';
 import type { ResourceSet } from './engine.ts';
 

@@ -1,4 +1,4 @@
-import { isTopicName } from '../engine/patterns.ts';
+import { isTopicName } from './patterns.ts';
 
 /**
  * The topic named by the rest of a URL path. A topic's leading slash doubles as the path

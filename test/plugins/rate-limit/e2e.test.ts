@@ -147,6 +147,7 @@ describe('over real sockets', () => {
     const env: CliEnv = {
       config: k.kernel.configStore.current(),
       configPath: k.configPath,
+      openApiFragments: () => [],
       openStore: () => Promise.reject(new Error('not needed')),
       control: (op, args) => sendControl(join(k.kernel.dataDir, 'control.sock'), op, args),
       readStdin: async () => '',

@@ -39,6 +39,7 @@ export async function runCli(
   const env: CliEnv = {
     config: k.kernel.configStore.current(),
     configPath: k.configPath,
+    openApiFragments: () => [],
     openStore: async () => new SqliteStore(join(k.kernel.dataDir, 'svc.db')),
     control: (op, a) => sendControl(join(k.kernel.dataDir, 'control.sock'), op, a),
     readStdin: async () => stdin,

@@ -20,6 +20,7 @@ function cliEnv(control: CliEnv['control']): CliEnv & { lines: string[]; errors:
   return {
     config: k.kernel.configStore.current(),
     configPath: k.configPath,
+    openApiFragments: () => [],
     openStore: async () => k.kernel.store,
     control,
     readStdin: async () => '',

@@ -4,7 +4,7 @@ import pubsubPlugin from '../../../../plugins/pubsub/engine/plugin.ts';
 import { publishRequestA } from '../../../../plugins/pubsub/variant-a/schemas.ts';
 import { getRequestB, publishRequestB } from '../../../../plugins/pubsub/variant-b/schemas.ts';
 import type { CliEnv } from '../../../../kernel/plugin.ts';
-import { json, startPubSub, type PubSubKernel } from './helpers.ts';
+import { json, PUBSUB_CONFIG, startPubSub, type PubSubKernel } from './helpers.ts';
 
 let k: PubSubKernel;
 beforeAll(async () => {
@@ -64,9 +64,21 @@ describe('OpenAPI document', () => {
 
   it('svc openapi prints the same document', async () => {
     const lines: string[] = [];
-    const env = { out: (l: string) => lines.push(l), err: () => undefined } as unknown as CliEnv;
+    const env = { out: (l: string) => lines.push(l), err: () => undefined, openApiFragments: () => k.kernel.api.openApiFragments() } as unknown as CliEnv;
     const command = pubsubPlugin.cli!.find((c) => c.words.join(' ') === 'openapi')!;
     expect(await command.run([], env)).toBe(0);
     expect(JSON.parse(lines.join('\n'))).toEqual(json(await k.call('GET', '/svc/pubsub/openapi.json', undefined)));
+  });
+
+  it('lists only the variants that are enabled', async () => {
+    const onlyA = await startPubSub({ config: PUBSUB_CONFIG + '\nplugins:\n  pubsub-rest-b: false\n' });
+    try {
+      const doc = json(await onlyA.call('GET', '/svc/pubsub/openapi.json', undefined)) as Doc;
+      expect(Object.keys(doc.paths).sort()).toEqual(['/svc/pubsub/subscribe/topic/{topic_name}', '/svc/pubsub/topic/{topic_name}']);
+      expect(Object.keys(doc.components.schemas).some((name) => name.endsWith('B'))).toBe(false);
+      expect((await onlyA.call('POST', '/pubsub/messages/get', undefined)).statusCode).toBe(404);
+    } finally {
+      await onlyA.close();
+    }
   });
 });

@@ -42,6 +42,7 @@ function harness(opts: { stdin?: string; server?: 'running' | 'absent' | 'refusi
   const env: CliEnv = {
     config,
     configPath: join(dir, 'svc.yaml'),
+    openApiFragments: () => [],
     openStore: async () => new SqliteStore(join(dir, 'svc.db')),
     control: async (op, args) => {
       if (opts.server === 'absent' || opts.server === undefined) return undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compilePatterns, isTopicName, isTopicPattern } from '../../../../plugins/pubsub/engine/patterns.ts';
+import { compilePatterns, isTopicName, isTopicPattern } from '../../../../plugins/pubsub/shared/patterns.ts';
 import { topicFromPath } from '../../../../plugins/pubsub/shared/topic-name.ts';
 
 describe('topic patterns', () => {
