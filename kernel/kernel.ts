@@ -7,7 +7,7 @@ import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } fr
 import { formatIssue } from './config/compose.ts';
 import type { Channel, SvcConfig } from './config/schema.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
-import { openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type SystemRoute } from './plugin.ts';
+import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type SystemRoute } from './plugin.ts';
 import { SqliteStore } from './store/sqlite.ts';
 import type { DataStore } from './store/types.ts';
 import { SandboxPool } from './sandbox/pool.ts';
@@ -97,7 +97,7 @@ export class Kernel {
   static async create(opts: KernelOptions): Promise<Kernel> {
     const configPath = resolve(opts.configPath);
     const { text, config, loaded, plugins } = await loadConfig(configPath, opts.env ?? process.env, opts.extraPlugins);
-    const log = opts.logger ?? pino({ level: config.server.log_level, redact: { paths: ['*.password', '*.key', '*.secret', '*.authorization', 'headers.authorization', 'headers["x-api-key"]'], censor: '[redacted]' } });
+    const log = opts.logger ?? pino({ level: config.server.log_level, redact: { paths: logRedactPaths(plugins), censor: '[redacted]' } });
     const dataDir = resolveDir(config.server.data_dir);
     // The store holds secret hashes and the control socket lives here: owner only.
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });

@@ -62,6 +62,8 @@ export interface Contributions {
   securityTargets?: (config: SvcConfig) => Iterable<string>;
   /** Cross-reference checks once the whole config parsed. */
   validateConfig?: (config: SvcConfig) => ConfigIssue[];
+  /** Log fields that carry its credentials (pino redact paths, e.g. `headers.authorization`): censored in every log line. */
+  logRedact?: readonly string[];
   /** The OpenAPI 3.1 part of the routes it serves; built when a document is asked for. */
   openapi?: () => OpenApiFragment;
 }
@@ -179,6 +181,14 @@ export interface KernelApi {
   /** Named capabilities plugins share without importing each other's internals; typed by sdk/plugin/capabilities.ts. */
   provide<K extends CapabilityName>(name: K, value: Capabilities[K]): void;
   lookup<K extends CapabilityName>(name: K): Capabilities[K] | undefined;
+}
+
+/** Fields redacted in every log line whatever plugins are enabled; plugins add their credential headers. */
+const ALWAYS_REDACTED = ['*.password', '*.secret', '*.key', '*.token'];
+
+/** The pino redact paths of the kernel and the given plugins. */
+export function logRedactPaths(plugins: readonly Plugin[]): string[] {
+  return [...new Set([...ALWAYS_REDACTED, ...plugins.flatMap((p) => p.contributes?.logRedact ?? [])])];
 }
 
 /** The OpenAPI parts the given plugins contribute, in plugin order. */

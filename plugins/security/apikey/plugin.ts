@@ -40,6 +40,7 @@ export default definePlugin<Record<string, never>, ApiKeyState>({
   provides: ['security.verifier.apikey'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
+    logRedact: ['headers["x-api-key"]', '*["x-api-key"]'],
     securityTypes: { [APIKEY]: apiKeyShape },
   },
   setup(kernel) {

@@ -44,6 +44,7 @@ export default definePlugin<Record<string, never>, BasicAuthState>({
   provides: ['security.verifier.basic_auth', 'security.basic.authenticate', 'security.basic.register'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
+    logRedact: ['headers.authorization', '*.authorization'],
     securityTypes: { [BASIC_AUTH]: basicAuthShape },
     validateConfig: validateBasicAuth,
   },
