@@ -46,7 +46,7 @@ describe('jwt example plugin by package name under svc start', () => {
   });
 
   it('answers 401 with the catalogue body, the CID and a Bearer challenge', async () => {
-    for (const headers of [{}, { authorization: `Bearer ${await token('billing-api')}` }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: `Bearer ${await token('billing-api')}` }]) {
       const res = await fetch(`${server.url}/partners`, { headers });
       expect(res.status).toBe(401);
       const body = (await res.json()) as { cid: string };
