@@ -1,6 +1,12 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // What kernel/plugin-sdk-resolve.ts does under `svc start`: vitest resolves imports of the
+    // files it runs itself, past Node's resolve hooks, so third-party plugins get the same SDK here.
+    alias: [{ find: /^svc\/sdk\/plugin$/, replacement: fileURLToPath(new URL('./sdk/plugin/index.ts', import.meta.url)) }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',

@@ -4,6 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import semver from 'semver';
 import { PLUGIN_SDK_VERSION } from '../sdk/plugin/version.ts';
+import { providePluginSdk } from './plugin-sdk-resolve.ts';
 import { HOOK_NAMES, isHookName } from './hooks.ts';
 import { PLUGIN_KINDS, type Plugin } from './plugin.ts';
 import { ConfigError } from './config/store.ts';
@@ -78,6 +79,8 @@ export async function loadPlugins(config: PluginsConfig, configDir: string, bund
   }
   for (const [name, entry] of Object.entries(config)) {
     if (typeof entry === 'object' && entry.module) {
+      // A third-party plugin imports `svc/sdk/plugin`: this kernel's SDK, wherever the plugin lives.
+      providePluginSdk();
       const plugin = await importPlugin(resolveModule(entry.module, configDir), entry.module);
       if (plugin.name !== name) throw new ConfigError([`plugins.${name}.module: the module's plugin is named '${plugin.name}'`]);
       byName.set(name, plugin);
