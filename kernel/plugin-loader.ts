@@ -109,12 +109,11 @@ export async function loadPlugins(config: PluginsConfig, configDir: string, bund
  * both plugins: the one that needs it and the one that would provide it (disabled, or unknown).
  */
 export function checkCapabilities(enabled: readonly Plugin[], known: readonly Plugin[]): void {
-  const providers = new Map<string, string>();
-  for (const p of enabled) for (const c of p.provides ?? []) providers.set(c, p.name);
+  const provided = new Set(enabled.flatMap((p) => p.provides ?? []));
   const problems: string[] = [];
   for (const p of enabled) {
     for (const c of p.needs ?? []) {
-      if (providers.has(c)) continue;
+      if (provided.has(c)) continue;
       const offstage = known.find((k) => k.provides?.includes(c));
       problems.push(
         offstage

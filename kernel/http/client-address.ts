@@ -66,14 +66,16 @@ function firstValue(header: string | string[] | undefined): string | undefined {
 
 /**
  * Spec, rate limiting item 6: the first non-empty of X-Svc-Forwarded-For, X-Forwarded-For
- * (its first address), then the socket's peer — the headers only from trusted peers.
+ * (its first address), then the socket's peer — the headers only from trusted peers. The peer
+ * and a forwarded address are canonicalised alike (IPv4-mapped IPv6 becomes IPv4).
  */
 export function clientAddressOf(
   headers: Record<string, string | string[] | undefined>,
   peer: string,
   trusted: PeerFilter | undefined,
 ): string {
-  if (trusted && !trusted(peer)) return peer;
+  const socketPeer = canonicalAddress(peer);
+  if (trusted && !trusted(socketPeer)) return socketPeer;
   const forwarded = firstValue(headers['x-svc-forwarded-for']) ?? firstValue(headers['x-forwarded-for']);
-  return forwarded ? canonicalAddress(forwarded) : peer;
+  return forwarded ? canonicalAddress(forwarded) : socketPeer;
 }

@@ -65,7 +65,7 @@ export class HttpExchange implements Exchange {
   }
 
   get clientAddress(): string {
-    return (this.clientAddr ??= clientAddressOf(this.headers, canonical(this.remoteAddress), this.trusted));
+    return (this.clientAddr ??= clientAddressOf(this.headers, this.remoteAddress, this.trusted));
   }
 
   readBody(): Promise<Buffer> {
@@ -203,10 +203,6 @@ function lingerAfterRefusal(request: IncomingMessage): void {
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
     this.once('close', () => clearTimeout(timer));
   };
-}
-
-function canonical(address: string): string {
-  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 }
 
 const EMPTY_BODY_STATUSES = new Set([204, 304]);

@@ -6,6 +6,9 @@ describe('client address (spec: rate limiting item 6)', () => {
     expect(clientAddressOf({ 'x-svc-forwarded-for': '10.0.0.1', 'x-forwarded-for': '10.0.0.2' }, '127.0.0.1', undefined)).toBe('10.0.0.1');
     expect(clientAddressOf({ 'x-svc-forwarded-for': ' ', 'x-forwarded-for': '10.0.0.2, 10.0.0.3' }, '127.0.0.1', undefined)).toBe('10.0.0.2');
     expect(clientAddressOf({}, '127.0.0.1', undefined)).toBe('127.0.0.1');
+    // The socket's own IPv4-mapped address is canonicalised like a forwarded one.
+    expect(clientAddressOf({}, '::ffff:127.0.0.1', undefined)).toBe('127.0.0.1');
+    expect(clientAddressOf({ 'x-forwarded-for': '10.0.0.2' }, '::ffff:192.0.2.1', trustedProxies(['127.0.0.0/8']))).toBe('192.0.2.1');
   });
 
   it('honours the headers only from trusted proxies', () => {
