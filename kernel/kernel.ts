@@ -7,12 +7,12 @@ import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } fr
 import { formatIssue } from './config/compose.ts';
 import type { Channel, SvcConfig } from './config/schema.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
-import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type SystemRoute } from './plugin.ts';
+import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type PluginRoute } from './plugin.ts';
 import { SqliteStore } from './store/sqlite.ts';
 import type { DataStore } from './store/types.ts';
 import { SandboxPool } from './sandbox/pool.ts';
 import { ServiceRegistry, buildSdkBundle } from './services.ts';
-import { buildChain, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
+import { buildChain, serviceSteps, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
 import { buildHttp } from './http/app.ts';
 import { checkTrustedProxies, trustedProxies, type PeerFilter } from './http/client-address.ts';
@@ -56,7 +56,7 @@ export class Kernel {
   readonly api: KernelApi;
   private router: ChannelRouter;
   private trusted: PeerFilter | undefined;
-  private readonly routes: SystemRoute[] = [];
+  private readonly routes: PluginRoute[] = [];
   private readonly controlOps = new Map<string, ControlOp>();
   private readonly provided = new Map<string, unknown>();
   private control: ControlServer | undefined;
@@ -145,8 +145,12 @@ export class Kernel {
       throw new Error(issues.join('; '));
     }
     for (const { plugin, state } of this.active) await plugin.onConfig?.(state, config);
-    const steps = { registry: this.services, invoke: (req: InvokeRequest) => this.invoke(req) };
-    this.router = new ChannelRouter(this.routeEntries(config, (channel) => buildChain(channel, config, this.active, this.api, steps)));
+    const invoke = (req: InvokeRequest) => this.invoke(req);
+    this.router = new ChannelRouter(
+      this.routeEntries(config, (channel, route) =>
+        buildChain(channel, config, this.active, this.api, route ? { invoke: route.handler, onError: route.onError } : serviceSteps(channel, this.active, this.services, invoke)),
+      ),
+    );
     const proxies = config.server.trusted_proxies;
     this.trusted = trustedProxies(proxies);
     if (!proxies) this.log.warn('server.trusted_proxies is not set: X-Svc-Forwarded-For and X-Forwarded-For are honoured from any client, which can then pick the address rate limits see');
@@ -159,11 +163,11 @@ export class Kernel {
     }
   }
 
-  private routeEntries(config: SvcConfig, chainOf: (channel: Channel) => ChannelRuntime): RouteEntry[] {
+  private routeEntries(config: SvcConfig, chainOf: (channel: Channel, route?: PluginRoute) => ChannelRuntime): RouteEntry[] {
     const entries: RouteEntry[] = [];
     for (const route of this.routes) {
-      const runtime: ChannelRuntime = { channel: systemChannel(route), steps: [route.handler], onError: [], onResponse: [] };
-      entries.push({ runtime, pattern: route.url, methods: Array.isArray(route.method) ? route.method : [route.method], path: ['plugin route', route.name] });
+      const methods = Array.isArray(route.method) ? route.method : [route.method as string];
+      entries.push({ runtime: chainOf(routeChannel(route), route), pattern: route.url, methods, path: ['plugin route', route.name] });
     }
     config.channel_rest.forEach((channel, i) => {
       entries.push({ runtime: chainOf(channel), pattern: toRoutePattern(channel.url_path), methods: channel.method ? [channel.method] : undefined, path: ['channel_rest', i, 'url_path'] });
@@ -211,15 +215,16 @@ export class Kernel {
 
 const EMPTY_RUNTIME: ChannelRuntime = { channel: {} as Channel, steps: [], onError: [], onResponse: [] };
 
-function systemChannel(route: SystemRoute): Channel {
+/** What hook factories see of a plugin route: a channel with no service, no security and no data format unless the route says. */
+function routeChannel(route: PluginRoute): Channel {
   return {
-    name: route.name,
-    url_path: route.url,
     service: '',
-    data_format: 'none',
     security: 'none',
+    data_format: '',
     url_params_pri: 'qs_over_path',
     params_pri: 'url_over_msg',
-    use_queue: false,
-  };
+    ...route.channel,
+    name: route.name,
+    url_path: route.url,
+  } as Channel;
 }

@@ -130,13 +130,26 @@ export function definePlugin<O, S>(plugin: Plugin<O, S>): Plugin<O, S> {
   return plugin;
 }
 
-/** A route a plugin serves itself (pub/sub APIs), outside the channel table. */
-export interface SystemRoute {
+/**
+ * A route a plugin serves itself (the pub/sub APIs; admin and health next), outside the channel
+ * table. It runs through the same hook chain as a channel, so authentication, rate limiting, body
+ * parsing and error shaping come from the plugins that do them for channels; `handler` takes the
+ * place of the service in the invoke phase.
+ */
+export interface PluginRoute {
   name: string;
   method: string | readonly string[];
   /** find-my-way pattern; `*` at the end captures the rest of the path. */
   url: string;
-  handler: (ex: Exchange) => void | Promise<void>;
+  /**
+   * What the chain's plugins see of this route, as if it were a channel: `security` (a definition,
+   * a group, or `@<plugin name>`, a target only that plugin authenticates; config names cannot
+   * start with `@`), `data_format`, `rate_limiting`... Unset: security 'none', no data format.
+   */
+  channel?: Partial<Channel>;
+  handler: HookFn;
+  /** Shapes this route's errors (an API with its own error body) before plugins' onError hooks. */
+  onError?: ErrorHookFn;
 }
 
 /** Host functions that services reach through the SDK (publish, outgoing calls, ...). */
@@ -171,7 +184,7 @@ export interface KernelApi {
   readonly dataDir: string;
   server(): ServerConfig;
   config(): SvcConfig;
-  addRoute(route: SystemRoute): void;
+  addRoute(route: PluginRoute): void;
   addHostCall(call: HostCall): void;
   addControl(op: ControlOp): void;
   /** The OpenAPI parts of the enabled plugins (Contributions.openapi). */

@@ -124,8 +124,14 @@ export type ChannelBase = z.infer<typeof channelBaseSchema>;
 /** A channel as plugins see it: the kernel's fields plus whatever plugins contributed. */
 export type Channel = ChannelBase & Record<string, unknown>;
 
+/** Names of security definitions and groups; `@...` is kept for targets plugins define for their own routes. */
+export const securityNameSchema = z
+  .string()
+  .min(1)
+  .refine((n) => !n.startsWith('@'), "must not start with '@' (reserved for plugin routes)");
+
 export const securityBaseShape = {
-  name: z.string().min(1).describe('Unique name of the definition.'),
+  name: securityNameSchema.describe('Unique name of the definition.'),
   type: z.string().min(1).describe('Security type, e.g. basic_auth or apikey.'),
 };
 export type SecurityEntry = { name: string; type: string } & Record<string, unknown>;

@@ -125,14 +125,12 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
       const { path, search } = splitUrl(request.url);
       const match = deps.router().match(request.method, path);
       if (!match) return reply.code(ERRORS.NO_SUCH_URL.status).send(errorBody(request.id, ERRORS.NO_SUCH_URL.message));
-      if (match.kind === 'method') {
-        return reply.code(ERRORS.METHOD_NOT_ALLOWED.status).header('allow', match.allow).send(errorBody(request.id, ERRORS.METHOD_NOT_ALLOWED.message));
-      }
       const rt = match.runtime;
       (request as unknown as { svcChannel?: string }).svcChannel = rt.channel.name;
       const server = deps.server();
       const ex = new HttpExchange(request, reply, rt.channel, match.params, parseQuery(search), path, rt.channel.body_limit ?? server.body_limit, deps.trusted());
-      await runChain(rt, ex);
+      if (match.kind === 'method') await replyWithError(rt.onError, ex, new SvcError('METHOD_NOT_ALLOWED', undefined, { headers: { allow: match.allow } }));
+      else await runChain(rt, ex);
       if (!ex.replied) await replyWithError(rt.onError, ex, new SvcError('INTERNAL', 'No reply was produced'));
       // Last resort: whatever a step did, this request gets an answer (or, mid-body, loses its socket).
       if (!reply.sent && !ex.dropped) {

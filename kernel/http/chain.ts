@@ -21,13 +21,18 @@ export interface ChannelRuntime {
   onResponse: HookFn[];
 }
 
-export interface KernelSteps {
-  registry: ServiceRegistry;
-  invoke: (req: InvokeRequest) => Promise<InvokeResult>;
+/** The kernel's own steps in a chain: the service call for a channel, the handler for a plugin route. */
+export interface OwnSteps {
+  /** Runs first in the validate phase (input merging and the service's model). */
+  validate?: HookFn;
+  /** Runs last in the invoke phase, after plugins' invoke hooks (one that replies replaces it). */
+  invoke: HookFn;
+  /** Runs before plugins' onError hooks. */
+  onError?: ErrorHookFn;
 }
 
-/** Builds a channel's chain: per phase, plugin hooks that apply to it and the kernel's own steps. */
-export function buildChain(channel: Channel, config: SvcConfig, plugins: readonly ActivePlugin[], kernel: KernelApi, steps: KernelSteps): ChannelRuntime {
+/** Builds a chain: per phase, plugin hooks that apply to this channel and the kernel's own steps. */
+export function buildChain(channel: Channel, config: SvcConfig, plugins: readonly ActivePlugin[], kernel: KernelApi, own: OwnSteps): ChannelRuntime {
   const tapped = (phase: HookName): Array<HookFn | ErrorHookFn> => {
     const out: Array<HookFn | ErrorHookFn> = [];
     for (const { plugin, state } of plugins) {
@@ -39,15 +44,19 @@ export function buildChain(channel: Channel, config: SvcConfig, plugins: readonl
   };
   const chain: HookFn[] = [];
   for (const phase of CHAIN_PHASES) {
-    if (phase === 'validate') chain.push(prepareInput(channel, steps.registry, isTextFormat(channel, plugins)));
+    if (phase === 'validate' && own.validate) chain.push(own.validate);
     chain.push(...(tapped(phase) as HookFn[]));
-    if (phase === 'invoke') chain.push(invokeService(channel, steps.invoke));
+    if (phase === 'invoke') chain.push(own.invoke);
   }
-  return { channel, steps: chain, onError: tapped('onError') as ErrorHookFn[], onResponse: tapped('onResponse') as HookFn[] };
+  const onError = tapped('onError') as ErrorHookFn[];
+  if (own.onError) onError.unshift(own.onError);
+  return { channel, steps: chain, onError, onResponse: tapped('onResponse') as HookFn[] };
 }
 
-function isTextFormat(channel: Channel, plugins: readonly ActivePlugin[]): boolean {
-  return plugins.some(({ plugin }) => plugin.contributes?.textFormats?.includes(channel.data_format));
+/** A channel's own steps: input merged and checked against the service's model, then the service called. */
+export function serviceSteps(channel: Channel, plugins: readonly ActivePlugin[], registry: ServiceRegistry, invoke: (req: InvokeRequest) => Promise<InvokeResult>): OwnSteps {
+  const textFormat = plugins.some(({ plugin }) => plugin.contributes?.textFormats?.includes(channel.data_format));
+  return { validate: prepareInput(channel, registry, textFormat), invoke: invokeService(channel, invoke) };
 }
 
 /** Runs a chain; awaits only steps that returned a promise, and stops once a reply went out. */

@@ -12,7 +12,8 @@ interface PathGroup {
 
 export type Match =
   | { kind: 'channel'; runtime: ChannelRuntime; params: Record<string, string> }
-  | { kind: 'method'; allow: string }
+  /** No entry for this method; `runtime` (one that serves the path) shapes the 405, as its API may have its own error body. */
+  | { kind: 'method'; allow: string; runtime: ChannelRuntime; params: Record<string, string> }
   | undefined;
 
 /** `/a/{x}/b` → `/a/:x/b` (find-my-way's syntax). */
@@ -73,7 +74,8 @@ export class ChannelRouter {
     if (!found) return undefined;
     const group = found.store as PathGroup;
     const runtime = group.byMethod.get(method) ?? group.any;
-    if (!runtime) return { kind: 'method', allow: group.allow };
-    return { kind: 'channel', runtime, params: found.params as Record<string, string> };
+    const params = found.params as Record<string, string>;
+    if (!runtime) return { kind: 'method', allow: group.allow, runtime: group.byMethod.values().next().value!, params };
+    return { kind: 'channel', runtime, params };
   }
 }

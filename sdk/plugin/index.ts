@@ -24,13 +24,13 @@ export type {
   OpenApiFragment,
   Plugin,
   PluginKind,
-  SystemRoute,
+  PluginRoute,
 } from '../../kernel/plugin.ts';
 export { HOOK_NAMES, type HookName } from '../../kernel/hooks.ts';
 export type { AuthInfo, Exchange, ResponseDraft, UploadedFile } from '../../kernel/exchange.ts';
 export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors.ts';
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
-export { HTTP_METHODS } from '../../kernel/config/schema.ts';
+export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';
 export type { DataStore, Migration, Queryable, RunResult } from '../../kernel/store/types.ts';
 export { systemClock, type Clock } from '../../kernel/clock.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';

@@ -5,7 +5,6 @@ import type { Exchange } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
 import { topicFromPath } from './topic-name.ts';
-import { JSON_MAX_DEPTH, JsonBodyError, readJsonBody } from '../../../sdk/plugin/index.ts';
 
 export const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="svc pubsub", charset="UTF-8"' };
 
@@ -21,6 +20,15 @@ export function statusLine(status: number): string {
   return `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
 }
 
+/**
+ * What a variant's routes are to the hook chain: the json format reads their bodies, the rate-limit
+ * plugin applies the caller's definition rules, and only the variant itself (target `@<plugin>`)
+ * authenticates them, as a pub/sub caller is an endpoint, not a channel's definition or group.
+ */
+export function routeChannel(plugin: string): { security: string; data_format: string } {
+  return { security: `@${plugin}`, data_format: 'json' };
+}
+
 /** What both variants need at request time; looked up lazily, as plugin setup order is not fixed. */
 export class PubSubContext {
   private engineRef: PubSubEngineApi | undefined;
@@ -34,17 +42,26 @@ export class PubSubContext {
     return this.engineRef;
   }
 
-  /** HTTP Basic Auth only (spec, Authentication 6): the definition names the endpoint. */
-  async identify(ex: Exchange): Promise<PubSubEndpointView> {
+  /**
+   * The authenticate step of the variant's routes. HTTP Basic Auth only (spec, Authentication 6),
+   * checked by the basic-auth plugin against every definition; the one that matched must name an endpoint.
+   */
+  readonly authenticate = async (ex: Exchange): Promise<void> => {
     this.authRef ??= this.kernel.lookup('security.basic.authenticate');
     if (!this.authRef) throw new SvcError('SERVICE_UNAVAILABLE', 'Pub/sub is not available', { cause: new Error('the basic-auth plugin is not loaded') });
     const header = ex.headers.authorization;
     const info = await this.authRef(Array.isArray(header) ? header[0] : header);
     if (!info) throw new PubSubRefusal('UNAUTHORIZED', 'missing or invalid Basic Auth credentials', BASIC_CHALLENGE);
-    const endpoint = this.engine.endpointBySecurity(info.definition);
-    if (!endpoint) {
-      throw new PubSubRefusal('UNAUTHORIZED', `basic_auth definition '${info.definition}' identifies no pub/sub endpoint`, BASIC_CHALLENGE);
-    }
+    ex.auth = info;
+    ex.hideHeader('authorization');
+    this.endpointOf(ex);
+  };
+
+  /** The endpoint the caller authenticated as (after the authenticate step). */
+  endpointOf(ex: Exchange): PubSubEndpointView {
+    const definition = ex.auth?.definition;
+    const endpoint = definition === undefined ? undefined : this.engine.endpointBySecurity(definition);
+    if (!endpoint) throw new PubSubRefusal('UNAUTHORIZED', `basic_auth definition '${definition}' identifies no pub/sub endpoint`, BASIC_CHALLENGE);
     return endpoint;
   }
 }
@@ -81,22 +98,6 @@ export function requireSubscribe(endpoint: PubSubEndpointView, topic: string, en
   if (!engine.hasTopic(topic)) throw new PubSubRefusal('NOT_FOUND', `no topic '${topic}'`, undefined, 'Topic not found');
 }
 
-/**
- * The body read as JSON (whatever Content-Type says); undefined when empty. The rules of a json
- * channel: nesting is limited, and `__proto__` and `constructor.prototype` keys, however spelled,
- * are refused (400).
- */
-export async function readJson(ex: Exchange, invalidDetails: string): Promise<unknown> {
-  const body = await ex.readBody();
-  if (body.length === 0) return undefined;
-  try {
-    return readJsonBody(body, JSON_MAX_DEPTH);
-  } catch (err) {
-    if (err instanceof JsonBodyError) throw new PubSubRefusal('INVALID_INPUT', `body is not JSON: ${err.message}`, undefined, invalidDetails);
-    throw err;
-  }
-}
-
 /** Replies; done(written) says whether the response left the process or the connection failed first. */
 export function replyTracked(ex: Exchange, status: number, body: unknown, done: (written: boolean) => void): void {
   let settled = false;
@@ -124,10 +125,14 @@ export function replyWithDelivery(ex: Exchange, body: unknown, delivery: PubSubD
 }
 
 /** Logs a failed call with everything known; returns the status and the basic details for the client. */
-export function describeFailure(ex: Exchange, err: unknown, operation: string): { status: number; details: string; headers: Record<string, string> | undefined } {
+export function describeFailure(ex: Exchange, err: unknown, operation: string, invalidDetails: string): { status: number; details: string; headers: Record<string, string> | undefined } {
   if (err instanceof PubSubRefusal) {
     ex.log.info({ operation, code: err.code, reason: err.reason }, `pubsub: ${operation} refused`);
     return { status: err.status, details: err.details, headers: err.headers };
+  }
+  if (err instanceof SvcError && err.code === 'MALFORMED_BODY') {
+    ex.log.info({ operation, code: err.code, reason: err.details }, `pubsub: ${operation} refused`);
+    return { status: err.status, details: invalidDetails, headers: undefined };
   }
   if (err instanceof SvcError) {
     const level = err.status >= 500 ? 'warn' : 'info';
@@ -145,7 +150,7 @@ export function describeFailure(ex: Exchange, err: unknown, operation: string): 
 
 /** The subscribe operation both variants share (spec: Subscription state table); they shape the body. */
 export async function subscribeCaller(ctx: PubSubContext, ex: Exchange): Promise<{ subKey: string; created: boolean; queueDepth: number }> {
-  const endpoint = await ctx.identify(ex);
+  const endpoint = ctx.endpointOf(ex);
   const topic = topicOf(ex);
   requireSubscribe(endpoint, topic, ctx.engine);
   const result = await ctx.engine.subscribe(endpoint.name, topic);
@@ -155,7 +160,7 @@ export async function subscribeCaller(ctx: PubSubContext, ex: Exchange): Promise
 
 /** The unsubscribe operation both variants share: accepted whether or not a subscription exists. */
 export async function unsubscribeCaller(ctx: PubSubContext, ex: Exchange): Promise<void> {
-  const endpoint = await ctx.identify(ex);
+  const endpoint = ctx.endpointOf(ex);
   const topic = topicOf(ex);
   const existed = await ctx.engine.unsubscribe(endpoint.name, topic);
   ex.log.info({ endpoint: endpoint.name, topic }, existed ? 'pubsub: unsubscribed, subscription key deleted' : 'pubsub: unsubscribe without a subscription, nothing to do');

@@ -1,11 +1,11 @@
 import type { PubSubMessageView } from '../../capabilities.ts';
-import { HTTP_METHODS, type Exchange, type SystemRoute } from '../../../sdk/plugin/index.ts';
+import type { Exchange, PluginRoute } from '../../../sdk/plugin/index.ts';
 import {
   describeFailure,
   mimeTypeOf,
   PubSubRefusal,
-  readJson,
   replyWithDelivery,
+  routeChannel,
   requirePublish,
   statusLine,
   topicOf,
@@ -42,9 +42,11 @@ export function toMetaB(m: PubSubMessageView, now: number): MetaB {
 }
 
 /** Variant B's error body: `{is_ok: false, cid, details, status}` (spec, Errors 6). */
-function fail(ex: Exchange, err: unknown, operation: string): void {
-  const { status, details, headers } = describeFailure(ex, err, operation);
-  ex.reply(status, { is_ok: false, cid: ex.cid, details, status: statusLine(status) }, headers);
+function failWith(operations: Record<string, string>) {
+  return function failB(ex: Exchange, err: unknown): void {
+    const { status, details, headers } = describeFailure(ex, err, operations[ex.method] ?? ex.method, INVALID);
+    ex.reply(status, { is_ok: false, cid: ex.cid, details, status: statusLine(status) }, headers);
+  };
 }
 
 function objectBody(body: unknown, what: string): Record<string, unknown> {
@@ -53,87 +55,70 @@ function objectBody(body: unknown, what: string): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-export function routesB(ctx: PubSubContext, now: () => number): SystemRoute[] {
+export function routesB(ctx: PubSubContext, plugin: string, now: () => number): PluginRoute[] {
   async function publish(ex: Exchange): Promise<void> {
-    try {
-      const endpoint = await ctx.identify(ex);
-      const topic = topicOf(ex);
-      requirePublish(endpoint, topic, ctx.engine);
-      const parsed = publishRequestB.safeParse(objectBody(await readJson(ex, INVALID), 'publish'));
-      if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `publish to '${topic}': ${parsed.error.message}`, undefined, INVALID);
-      const req = parsed.data;
-      const { msgId } = await ctx.engine.publish({
-        topic,
-        data: req.data,
-        mimeType: mimeTypeOf(ex.headers['content-type']),
-        priority: req.priority,
-        expiration: req.expiration,
-        correlId: req.correl_id ?? ex.cid,
-        inReplyTo: req.in_reply_to,
-        extClientId: req.ext_client_id,
-        hasGd: true,
-        pubTime: req.pub_time === undefined ? undefined : Date.parse(req.pub_time),
-        publisher: endpoint.name,
-      });
-      ex.reply(200, { is_ok: true, cid: ex.cid, msg_id: msgId, status: OK });
-    } catch (err) {
-      fail(ex, err, 'publish');
-    }
+    const endpoint = ctx.endpointOf(ex);
+    const topic = topicOf(ex);
+    requirePublish(endpoint, topic, ctx.engine);
+    const parsed = publishRequestB.safeParse(objectBody(ex.payload, 'publish'));
+    if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `publish to '${topic}': ${parsed.error.message}`, undefined, INVALID);
+    const req = parsed.data;
+    const { msgId } = await ctx.engine.publish({
+      topic,
+      data: req.data,
+      mimeType: mimeTypeOf(ex.headers['content-type']),
+      priority: req.priority,
+      expiration: req.expiration,
+      correlId: req.correl_id ?? ex.cid,
+      inReplyTo: req.in_reply_to,
+      extClientId: req.ext_client_id,
+      hasGd: true,
+      pubTime: req.pub_time === undefined ? undefined : Date.parse(req.pub_time),
+      publisher: endpoint.name,
+    });
+    ex.reply(200, { is_ok: true, cid: ex.cid, msg_id: msgId, status: OK });
   }
 
-  async function getMessages(ex: Exchange): Promise<void> {
-    try {
-      const endpoint = await ctx.identify(ex);
-      const parsed = getRequestB.safeParse(objectBody(await readJson(ex, INVALID), 'get messages'));
-      if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `get messages: ${parsed.error.message}`, undefined, INVALID);
-      const subKeys = ctx.engine.subscriptionKeys(endpoint.name);
-      if (subKeys.length === 0) throw new PubSubRefusal('UNAUTHORIZED', `endpoint '${endpoint.name}' has no subscription`, undefined, NO_SUBSCRIPTION);
-      const delivery = ctx.engine.take(subKeys, { order: 'priority', maxMessages: parsed.data.max_messages, maxBytes: parsed.data.max_len });
-      const t = now();
-      const messages = delivery.messages.map((m) => ({ data: m.data, meta: toMetaB(m, t) }));
-      const body: Record<string, unknown> = { is_ok: true, cid: ex.cid, messages, message_count: messages.length, status: OK };
-      if (messages.length === 1) {
-        body.data = messages[0]!.data;
-        body.meta = messages[0]!.meta;
-      }
-      replyWithDelivery(ex, body, delivery, { endpoint: endpoint.name });
-    } catch (err) {
-      fail(ex, err, 'get messages');
+  function getMessages(ex: Exchange): void {
+    const endpoint = ctx.endpointOf(ex);
+    const parsed = getRequestB.safeParse(objectBody(ex.payload, 'get messages'));
+    if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `get messages: ${parsed.error.message}`, undefined, INVALID);
+    const subKeys = ctx.engine.subscriptionKeys(endpoint.name);
+    if (subKeys.length === 0) throw new PubSubRefusal('UNAUTHORIZED', `endpoint '${endpoint.name}' has no subscription`, undefined, NO_SUBSCRIPTION);
+    const delivery = ctx.engine.take(subKeys, { order: 'priority', maxMessages: parsed.data.max_messages, maxBytes: parsed.data.max_len });
+    const t = now();
+    const messages = delivery.messages.map((m) => ({ data: m.data, meta: toMetaB(m, t) }));
+    const body: Record<string, unknown> = { is_ok: true, cid: ex.cid, messages, message_count: messages.length, status: OK };
+    if (messages.length === 1) {
+      body.data = messages[0]!.data;
+      body.meta = messages[0]!.meta;
     }
+    replyWithDelivery(ex, body, delivery, { endpoint: endpoint.name });
   }
 
   async function subscribe(ex: Exchange): Promise<void> {
-    try {
-      const result = await subscribeCaller(ctx, ex);
-      ex.reply(200, result.created ? { is_ok: true, cid: ex.cid, sub_key: result.subKey, queue_depth: result.queueDepth, status: OK } : { is_ok: true, cid: ex.cid, sub_key: result.subKey, status: OK });
-    } catch (err) {
-      fail(ex, err, 'subscribe');
-    }
+    const result = await subscribeCaller(ctx, ex);
+    ex.reply(200, result.created ? { is_ok: true, cid: ex.cid, sub_key: result.subKey, queue_depth: result.queueDepth, status: OK } : { is_ok: true, cid: ex.cid, sub_key: result.subKey, status: OK });
   }
 
   async function unsubscribe(ex: Exchange): Promise<void> {
-    try {
-      await unsubscribeCaller(ctx, ex);
-      ex.reply(200, { is_ok: true, cid: ex.cid, status: OK });
-    } catch (err) {
-      fail(ex, err, 'unsubscribe');
-    }
+    await unsubscribeCaller(ctx, ex);
+    ex.reply(200, { is_ok: true, cid: ex.cid, status: OK });
   }
 
-  /** B answers wrong methods in its own body shape. */
-  const byMethod = (handlers: Record<string, (ex: Exchange) => Promise<void>>) => {
-    const allow = Object.keys(handlers).join(', ');
-    return (ex: Exchange) => {
-      const handler = handlers[ex.method];
-      if (handler) return handler(ex);
-      ex.reply(405, { is_ok: false, cid: ex.cid, details: 'Method not allowed', status: statusLine(405) }, { allow });
-      return undefined;
-    };
-  };
-  const ALL = HTTP_METHODS;
+  // Wrong methods are answered by the kernel's 405, in B's body shape through onError.
+  const channel = routeChannel(plugin);
+  const byMethod = (handlers: Record<string, (ex: Exchange) => void | Promise<void>>) => (ex: Exchange) => handlers[ex.method]!(ex);
   return [
-    { name: 'pubsub-b publish', method: ALL, url: `${PREFIX_B}/topic/*`, handler: byMethod({ POST: publish }) },
-    { name: 'pubsub-b get', method: ALL, url: `${PREFIX_B}/messages/get`, handler: byMethod({ POST: getMessages }) },
-    { name: 'pubsub-b subscription', method: ALL, url: `${PREFIX_B}/subscribe/topic/*`, handler: byMethod({ POST: subscribe, DELETE: unsubscribe }) },
+    { name: 'pubsub-b publish', method: 'POST', url: `${PREFIX_B}/topic/*`, channel, handler: publish, onError: failWith({ POST: 'publish' }) },
+    { name: 'pubsub-b get', method: 'POST', url: `${PREFIX_B}/messages/get`, channel, handler: getMessages, onError: failWith({ POST: 'get messages' }) },
+    {
+      name: 'pubsub-b subscription',
+      method: ['POST', 'DELETE'],
+      url: `${PREFIX_B}/subscribe/topic/*`,
+      channel,
+      handler: byMethod({ POST: subscribe, DELETE: unsubscribe }),
+      onError: failWith({ POST: 'subscribe', DELETE: 'unsubscribe' }),
+    },
   ];
 }

@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { securityNameSchema } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import type { ConfigIssue } from '../../../sdk/plugin/index.ts';
 import { MEMBER_TYPES, type MemberType } from '../shared/verifier.ts';
 
 export const groupSchema = z
   .object({
-    name: z.string().min(1).describe("Unique name; a channel's `security` may name it."),
+    name: securityNameSchema.describe("Unique name; a channel's `security` may name it."),
     members: z
       .array(z.string().min(1))
       .default([])
