@@ -1,17 +1,8 @@
 import type { Logger } from 'pino';
 import type { Channel } from './config/schema.ts';
+import type { AuthInfo } from '../sdk/plugin/extensions.ts';
 
-/** Who the security plugin recognised. */
-export interface AuthInfo {
-  /** Security type, e.g. basic_auth. */
-  type: string;
-  /** Name of the definition that matched. */
-  definition: string;
-  /** The Basic Auth username, or the API key definition's name. */
-  username: string;
-  /** The group through which access was granted, when the channel names a group. */
-  group?: string;
-}
+export type { AuthInfo };
 
 /** One uploaded file part (multipart channels). */
 export interface UploadedFile {

@@ -3,7 +3,7 @@ import type { Capabilities, CapabilityName } from '../sdk/plugin/capabilities.ts
 import type { Logger } from 'pino';
 import type { HookName } from './hooks.ts';
 import type { Exchange } from './exchange.ts';
-import type { Channel, SectionName, SvcConfig, ServerConfig } from './config/schema.ts';
+import type { Channel, SvcConfig, ServerConfig } from './config/schema.ts';
 import type { DataStore } from './store/types.ts';
 import type { Clock } from './clock.ts';
 import type { InvokeRequest, InvokeResult } from './sandbox/protocol.ts';
@@ -56,8 +56,13 @@ export interface Contributions {
   securityFields?: z.ZodRawShape;
   /** Extra keys on every `channel_rest[]` entry. */
   channelFields?: z.ZodRawShape;
-  /** Whole top-level sections this plugin owns (groups, pubsub_*, outgoing_rest). */
-  sections?: Partial<Record<SectionName, z.ZodType>>;
+  /**
+   * Whole top-level sections this plugin owns, by name (declare their types in ConfigSections,
+   * sdk/plugin/extensions.ts). A section no enabled plugin owns is a config error.
+   */
+  sections?: Record<string, z.ZodType>;
+  /** The data format channels get when they name none; at most one enabled plugin may say so. */
+  defaultDataFormat?: string;
   /** Names a channel's `security` may refer to besides `security[]` entries (e.g. group names). */
   securityTargets?: (config: SvcConfig) => Iterable<string>;
   /** Cross-reference checks once the whole config parsed. */

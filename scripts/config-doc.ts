@@ -54,8 +54,10 @@ export async function configurationDoc(): Promise<string> {
     table('server', 'Listener, directories and sandbox limits.', serverSchema),
     table('plugins', 'Bundled plugins are enabled unless set to `false`; a third-party plugin is `{module: ./path.ts, config: {...}}`.', z.object({ plugins: pluginsSchema })),
   ];
-  const channelFields: z.ZodRawShape = { ...channelBaseShape };
+  const defaultFormat = plugins.find((p) => p.contributes?.defaultDataFormat)?.contributes?.defaultDataFormat;
+  const channelFields: Record<string, z.ZodType> = { ...channelBaseShape };
   for (const p of plugins) Object.assign(channelFields, p.contributes?.channelFields);
+  if (defaultFormat) channelFields.data_format = channelBaseShape.data_format.default(defaultFormat);
   parts.push(table('channel_rest[]', 'REST channels: a URL path bound to a service.', z.object(channelFields)));
   const securityFields: z.ZodRawShape = {};
   for (const p of plugins) Object.assign(securityFields, p.contributes?.securityFields);

@@ -1,15 +1,7 @@
 import { z } from 'zod';
 import type { Plugin, ConfigIssue } from '../plugin.ts';
-import {
-  channelBaseShape,
-  pluginsSchema,
-  securityBaseShape,
-  serverSchema,
-  type SectionName,
-  type SvcConfig,
-} from './schema.ts';
-
-const PLUGIN_SECTIONS: SectionName[] = ['groups', 'outgoing_rest', 'pubsub_topic', 'pubsub_endpoint', 'pubsub_subscription'];
+import { ConfigError } from './errors.ts';
+import { channelBaseShape, KERNEL_SECTIONS, pluginsSchema, securityBaseShape, serverSchema, type SvcConfig } from './schema.ts';
 
 /** `channel_rest[2].url_path` */
 export function formatPath(path: readonly PropertyKey[]): string {
@@ -18,17 +10,33 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out || '(root)';
 }
 
+/**
+ * Zod's issues as config messages. Keys no schema knows are reported one by one: at the top level
+ * and in a channel, a key is unknown when no enabled plugin contributes it (or it is misspelt).
+ */
+export function zodIssues(issues: readonly z.core.$ZodIssue[]): string[] {
+  return issues.flatMap((issue) => {
+    if (issue.code !== 'unrecognized_keys') return [formatIssue(issue)];
+    const pluginShaped = issue.path.length === 0 || (issue.path.length === 2 && issue.path[0] === 'channel_rest');
+    return issue.keys.map((key) =>
+      formatIssue({ path: [...issue.path, key], message: pluginShaped ? `no enabled plugin handles '${key}' (misspelt, or its plugin is not enabled)` : 'unknown key' }),
+    );
+  });
+}
+
 export function formatIssue(issue: { path: readonly PropertyKey[]; message: string }): string {
   return `${formatPath(issue.path)}: ${issue.message}`;
 }
 
 /** The whole file's schema for a set of plugins: the kernel's part plus what each plugin contributes. */
 export function composeSchema(plugins: readonly Plugin[]): z.ZodType<SvcConfig> {
-  const channelShape: z.ZodRawShape = { ...channelBaseShape };
+  let channelShape: z.ZodRawShape = { ...channelBaseShape };
   const securityFields: z.ZodRawShape = {};
   const securityTypes = new Map<string, z.ZodType>();
-  const sections: Partial<Record<SectionName, z.ZodType>> = {};
+  const sections: Record<string, z.ZodType> = {};
+  const sectionOwner = new Map<string, string>(KERNEL_SECTIONS.map((name) => [name, 'the kernel']));
   const formats = new Set<string>();
+  let defaultFormat: { format: string; plugin: string } | undefined;
 
   for (const p of plugins) {
     const c = p.contributes;
@@ -36,8 +44,18 @@ export function composeSchema(plugins: readonly Plugin[]): z.ZodType<SvcConfig> 
     Object.assign(channelShape, c.channelFields);
     Object.assign(securityFields, c.securityFields);
     for (const f of c.dataFormats ?? []) formats.add(f);
-    for (const [section, schema] of Object.entries(c.sections ?? {})) sections[section as SectionName] = schema;
+    if (c.defaultDataFormat !== undefined) {
+      if (defaultFormat) throw new ConfigError([`plugins '${defaultFormat.plugin}' and '${p.name}' both make their format the default data format; disable one`]);
+      defaultFormat = { format: c.defaultDataFormat, plugin: p.name };
+    }
+    for (const [section, schema] of Object.entries(c.sections ?? {})) {
+      const owner = sectionOwner.get(section);
+      if (owner) throw new ConfigError([`plugin '${p.name}' contributes the top-level section '${section}', which ${owner} already owns`]);
+      sectionOwner.set(section, `plugin '${p.name}'`);
+      sections[section] = schema;
+    }
   }
+  if (defaultFormat) channelShape = { ...channelShape, data_format: channelBaseShape.data_format.default(defaultFormat.format) };
   for (const p of plugins) {
     for (const [type, shape] of Object.entries(p.contributes?.securityTypes ?? {})) {
       securityTypes.set(type, z.object({ ...securityBaseShape, type: z.literal(type), ...shape, ...securityFields }).strict());
@@ -75,23 +93,13 @@ export function composeSchema(plugins: readonly Plugin[]): z.ZodType<SvcConfig> 
     return parsed.data as SvcConfig['security'][number];
   });
 
-  const sectionShape: Record<string, z.ZodType> = {};
-  for (const name of PLUGIN_SECTIONS) {
-    sectionShape[name] =
-      sections[name] ??
-      z
-        .array(z.unknown())
-        .max(0, { message: `no enabled plugin handles '${name}'` })
-        .default([]);
-  }
-
   return z
     .object({
       server: serverSchema.default(serverSchema.parse({})),
       plugins: pluginsSchema,
       security: z.array(securityEntry).default([]),
       channel_rest: z.array(channel).default([]),
-      ...sectionShape,
+      ...sections,
     })
     .strict() as unknown as z.ZodType<SvcConfig>;
 }
@@ -109,9 +117,7 @@ export function crossCheck(config: SvcConfig, plugins: readonly Plugin[]): Confi
   });
 
   const seenChannels = new Map<string, number>();
-  const queues = plugins.some((p) => p.kind === 'delivery');
   config.channel_rest.forEach((ch, i) => {
-    if (ch.use_queue && !queues) issues.push({ path: ['channel_rest', i, 'use_queue'], message: 'no enabled delivery plugin runs services from a queue' });
     if (seenChannels.has(ch.name)) issues.push({ path: ['channel_rest', i, 'name'], message: `duplicate channel name '${ch.name}' (also channel_rest[${seenChannels.get(ch.name)}])` });
     else seenChannels.set(ch.name, i);
     if (ch.security !== 'none' && !targets.has(ch.security)) {

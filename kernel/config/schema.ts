@@ -7,20 +7,11 @@ import { z } from 'zod';
  */
 
 import { HTTP_METHODS } from '../../sdk/http.ts';
+import type { ConfigSections } from '../../sdk/plugin/extensions.ts';
 export { HTTP_METHODS, type HttpMethod } from '../../sdk/http.ts';
 
-export const SECTION_NAMES = [
-  'server',
-  'plugins',
-  'security',
-  'groups',
-  'channel_rest',
-  'outgoing_rest',
-  'pubsub_topic',
-  'pubsub_endpoint',
-  'pubsub_subscription',
-] as const;
-export type SectionName = (typeof SECTION_NAMES)[number];
+/** Top-level sections the kernel reads itself; plugins add theirs (Contributions.sections). */
+export const KERNEL_SECTIONS = ['server', 'plugins', 'security', 'channel_rest'] as const;
 
 const MiB = 1024 * 1024;
 
@@ -102,7 +93,7 @@ export const channelBaseShape = {
     .enum(HTTP_METHODS)
     .optional()
     .describe('The one HTTP method accepted; any method when absent.'),
-  data_format: z.string().default('json').describe('Data format plugin: json, xml, hl7, form, multipart or none.'),
+  data_format: z.string().min(1).describe('Data format: one an enabled format plugin handles (bundled: json, xml, hl7, form, multipart, none).'),
   security: z
     .string({ error: "required: name a security definition or group, or say 'none' explicitly" })
     .min(1)
@@ -115,7 +106,6 @@ export const channelBaseShape = {
     .enum(['url_over_msg', 'msg_over_url'])
     .default('url_over_msg')
     .describe('Whether URL parameters beat payload fields of the same name.'),
-  use_queue: z.boolean().default(false).describe('Store each request and answer 200 at once; the service runs from the queue.'),
   body_limit: z.number().int().min(0).optional().describe('Request body limit in bytes; server.body_limit when absent.'),
 };
 
@@ -136,18 +126,16 @@ export const securityBaseShape = {
 };
 export type SecurityEntry = { name: string; type: string } & Record<string, unknown>;
 
-/** The validated config as the kernel and plugins read it. */
-export interface SvcConfig {
+/** The kernel's own sections of the validated config. */
+export interface KernelConfig {
   server: ServerConfig;
   plugins: PluginsConfig;
   security: SecurityEntry[];
-  groups: Array<Record<string, unknown> & { name: string }>;
   channel_rest: Channel[];
-  outgoing_rest: Array<Record<string, unknown>>;
-  pubsub_topic: Array<Record<string, unknown>>;
-  pubsub_endpoint: Array<Record<string, unknown>>;
-  pubsub_subscription: Array<Record<string, unknown>>;
 }
+
+/** The validated config as the kernel and plugins read it: the kernel's sections and the enabled plugins'. */
+export type SvcConfig = KernelConfig & ConfigSections;
 
 function isTimeZone(tz: string): boolean {
   try {

@@ -5,15 +5,11 @@ import { isDeepStrictEqual } from 'node:util';
 import { parseDocument } from 'yaml';
 import type { Logger } from 'pino';
 import type { Plugin } from '../plugin.ts';
-import { composeSchema, crossCheck, formatIssue } from './compose.ts';
+import { composeSchema, crossCheck, formatIssue, zodIssues } from './compose.ts';
+import { ConfigError } from './errors.ts';
 import { pluginsSchema, type PluginsConfig, type SvcConfig } from './schema.ts';
 
-export class ConfigError extends Error {
-  constructor(readonly issues: string[]) {
-    super(issues.join('\n'));
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 /** YAML text → plain data, with `${NAME}` replaced from env; a missing variable is an error. */
 export function readSource(text: string, env: NodeJS.ProcessEnv): unknown {
@@ -55,7 +51,7 @@ export function readPluginsSection(raw: unknown): PluginsConfig {
 
 export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.ProcessEnv = process.env): SvcConfig {
   const parsed = composeSchema(plugins).safeParse(raw);
-  if (!parsed.success) throw new ConfigError(parsed.error.issues.map(formatIssue));
+  if (!parsed.success) throw new ConfigError(zodIssues(parsed.error.issues));
   const config = parsed.data;
   if (env.SVC_PORT !== undefined) {
     const port = Number(env.SVC_PORT);

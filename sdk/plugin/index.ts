@@ -27,7 +27,8 @@ export type {
   PluginRoute,
 } from '../../kernel/plugin.ts';
 export { HOOK_NAMES, type HookName } from '../../kernel/hooks.ts';
-export type { AuthInfo, Exchange, ResponseDraft, UploadedFile } from '../../kernel/exchange.ts';
+export type { Exchange, ResponseDraft, UploadedFile } from '../../kernel/exchange.ts';
+export type { AuthInfo, ConfigSections } from './extensions.ts';
 export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors.ts';
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
 export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';

@@ -173,9 +173,38 @@ describe('config errors never copy source lines', () => {
   });
 });
 
-describe('use_queue', () => {
-  it('is refused while no delivery plugin is enabled, rather than silently ignored', () => {
-    expect(issuesOf(() => validate({ channel_rest: [channel({ use_queue: true })] }, plugins, {}))).toEqual(['channel_rest[0].use_queue: no enabled delivery plugin runs services from a queue']);
-    expect(validate({ channel_rest: [channel({ use_queue: false })] }, plugins, {}).channel_rest[0]!.use_queue).toBe(false);
+describe('what plugins contribute to the config', () => {
+  it('a channel key no enabled plugin contributes is refused, naming it (use_queue waits for a delivery plugin)', () => {
+    expect(issuesOf(() => validate({ channel_rest: [channel({ use_queue: true })] }, plugins, {}))).toEqual([
+      "channel_rest[0].use_queue: no enabled plugin handles 'use_queue' (misspelt, or its plugin is not enabled)",
+    ]);
+  });
+
+  const sectionPlugin = (name: string, section: string) =>
+    definePlugin({ name, kind: 'other', version: '1.0.0', sdk: '^1.0.0', configSchema: z.object({}), contributes: { sections: { [section]: z.array(z.object({ name: z.string() }).strict()).default([]) } }, hooks: {} });
+
+  it('a section exists while its plugin is enabled, validated by its schema', () => {
+    const withSection = [...plugins, sectionPlugin('queues', 'queue_def')];
+    expect((validate({ queue_def: [{ name: 'q' }] }, withSection, {}) as unknown as Record<string, unknown>).queue_def).toEqual([{ name: 'q' }]);
+    expect((validate({}, withSection, {}) as unknown as Record<string, unknown>).queue_def).toEqual([]);
+    expect(issuesOf(() => validate({ queue_def: [{ name: 'q', x: 1 }] }, withSection, {}))).toEqual(['queue_def[0].x: unknown key']);
+    expect(issuesOf(() => validate({ queue_def: [] }, plugins, {}))).toEqual(["queue_def: no enabled plugin handles 'queue_def' (misspelt, or its plugin is not enabled)"]);
+  });
+
+  it('two owners of one section, or a plugin claiming a kernel section, are refused naming both', () => {
+    expect(issuesOf(() => validate({}, [...plugins, sectionPlugin('one', 'shared'), sectionPlugin('two', 'shared')], {}))).toEqual([
+      "plugin 'two' contributes the top-level section 'shared', which plugin 'one' already owns",
+    ]);
+    expect(issuesOf(() => validate({}, [...plugins, sectionPlugin('greedy', 'channel_rest')], {}))).toEqual([
+      "plugin 'greedy' contributes the top-level section 'channel_rest', which the kernel already owns",
+    ]);
+  });
+
+  it('the default data format comes from the plugin that claims it; without one, channels must name theirs', () => {
+    expect(validate({ channel_rest: [channel()] }, plugins, {}).channel_rest[0]!.data_format).toBe('json');
+    expect(issuesOf(() => validate({ channel_rest: [channel()] }, [none], {})).join()).toMatch(/channel_rest\[0\]\.data_format/);
+    expect(validate({ channel_rest: [channel({ data_format: 'none' })] }, [none], {}).channel_rest[0]!.data_format).toBe('none');
+    const rival = definePlugin({ ...json, name: 'json-too' });
+    expect(issuesOf(() => validate({}, [json, rival], {}))).toEqual(["plugins 'json' and 'json-too' both make their format the default data format; disable one"]);
   });
 });

@@ -56,6 +56,7 @@ export default definePlugin({
   configSchema: z.object({}).strict(),
   contributes: {
     dataFormats: ['json'],
+    defaultDataFormat: 'json',
     channelFields: { json: jsonChannelSchema.optional().describe('JSON settings of a channel with data_format: json.') },
     validateConfig: checkSettingsPlacement,
   },

@@ -61,12 +61,16 @@ export type TopicEntry = z.infer<typeof topicEntrySchema>;
 export type EndpointEntry = z.infer<typeof endpointEntrySchema>;
 export type SubscriptionEntry = z.infer<typeof subscriptionEntrySchema>;
 
+declare module '../../../sdk/plugin/extensions.ts' {
+  interface ConfigSections {
+    pubsub_topic: TopicEntry[];
+    pubsub_endpoint: EndpointEntry[];
+    pubsub_subscription: SubscriptionEntry[];
+  }
+}
+
 function sections(config: SvcConfig) {
-  return {
-    topics: config.pubsub_topic as TopicEntry[],
-    endpoints: config.pubsub_endpoint as EndpointEntry[],
-    subscriptions: config.pubsub_subscription as SubscriptionEntry[],
-  };
+  return { topics: config.pubsub_topic, endpoints: config.pubsub_endpoint, subscriptions: config.pubsub_subscription };
 }
 
 /** The engine's resources: the config's plus the built-in test resources. */

@@ -18,8 +18,14 @@ export type Group = z.infer<typeof groupSchema>;
 
 export const groupsSectionSchema = z.array(groupSchema).default([]).describe('Groups of client security definitions, assigned to channels by name.');
 
+declare module '../../../sdk/plugin/extensions.ts' {
+  interface ConfigSections {
+    groups: Group[];
+  }
+}
+
 export function groupsOf(config: SvcConfig): Group[] {
-  return (config.groups ?? []) as Group[];
+  return config.groups;
 }
 
 /** Member names of a group, by security type. Unknown members are skipped (validateGroups reports them). */

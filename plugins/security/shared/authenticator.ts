@@ -4,6 +4,13 @@ import type { HookFn } from '../../../sdk/plugin/index.ts';
 import type { Scope, SecretRecord } from './credential-book.ts';
 import type { CredentialVerifier } from './verifier.ts';
 
+declare module '../../../sdk/plugin/extensions.ts' {
+  interface AuthInfo {
+    /** The group through which access was granted, when the channel names a group. */
+    group?: string;
+  }
+}
+
 /** One credential type a channel accepts, limited to the definitions it may match. */
 export interface AcceptedCredential {
   verifier: CredentialVerifier;

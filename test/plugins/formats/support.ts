@@ -17,7 +17,6 @@ export function channelOf(dataFormat: string, extra: Record<string, unknown> = {
     security: 'none',
     url_params_pri: 'qs_over_path',
     params_pri: 'url_over_msg',
-    use_queue: false,
     ...extra,
   } as Channel;
 }
