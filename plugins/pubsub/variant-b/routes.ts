@@ -13,7 +13,7 @@ import {
   unsubscribeCaller,
   type PubSubContext,
 } from '../shared/http.ts';
-import { formatDuration } from './duration.ts';
+import { formatDuration } from '../shared/duration.ts';
 import { getRequestB, publishRequestB, type MetaB } from './schemas.ts';
 
 export const PREFIX_B = '/pubsub';
