@@ -13,6 +13,7 @@ import { GroupCommitter, type WriteOp } from './group-commit.ts';
 import { newMsgId, newSubKey } from './ids.ts';
 import { EntryQueue, PRIORITY_LEVELS, type Entry, type Message, type Subscription, type SubscriptionSource } from './model.ts';
 import { compilePatterns, type TopicMatcher } from '../shared/patterns.ts';
+import { toView } from '../shared/projection.ts';
 import * as db from './persistence.ts';
 
 /** Resources as the engine takes them (config, built-ins, `svc demo`). */
@@ -596,7 +597,7 @@ class Delivery implements PubSubDelivery {
     private readonly engine: PubSubEngine,
     private readonly items: readonly Taken[],
   ) {
-    this.messages = items.map(({ sub, entry }) => view(entry, sub.subKey));
+    this.messages = items.map(({ sub, entry }) => toView(entry.msg, sub.subKey, entry.deliveryCount));
   }
 
   ack(): void {
@@ -610,28 +611,6 @@ class Delivery implements PubSubDelivery {
     this.settled = true;
     if (this.items.length > 0) this.engine.redeliver(this.items);
   }
-}
-
-function view(entry: Entry, subKey: string): PubSubMessageView {
-  const m = entry.msg;
-  return {
-    msgId: m.msgId,
-    topic: m.topic,
-    data: m.data,
-    size: m.size,
-    mimeType: m.mimeType,
-    priority: m.priority,
-    expiration: m.expiration,
-    expiresAt: m.expiresAt,
-    pubTime: m.pubTime,
-    recvTime: m.recvTime,
-    correlId: m.correlId,
-    inReplyTo: m.inReplyTo,
-    extClientId: m.extClientId,
-    hasGd: m.hasGd,
-    subKey,
-    deliveryCount: entry.deliveryCount,
-  };
 }
 
 function isExpired(msg: Message, now: number): boolean {

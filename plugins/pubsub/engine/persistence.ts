@@ -1,4 +1,5 @@
 import type { Migration, Queryable } from '../../../sdk/plugin/index.ts';
+import { FIELDS } from '../shared/projection.ts';
 import type { Message, Subscription, SubscriptionSource } from './model.ts';
 
 /**
@@ -48,6 +49,26 @@ export const PUBSUB_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
+type Stored = Extract<(typeof FIELDS)[number], { sql: object }>;
+type SqlValue<K> = K extends 'int' ? number : K extends 'int?' ? number | null : K extends 'text?' ? string | null : string;
+type JsValue<K> = K extends 'int' ? number : K extends 'int?' ? number | undefined : K extends 'text?' ? string | undefined : K extends 'json' ? unknown : string;
+
+/** What pubsub_message holds of a message: the columns of shared/projection.ts, and whether it is retained. */
+export type MessageRow = { [F in Stored as F['sql']['column']]: SqlValue<F['sql']['kind']> } & { retained: number };
+type StoredMessage = { [F in Stored as F['prop']]: JsValue<F['sql']['kind']> } & {
+  [F in Stored as F['sql'] extends { text: infer T extends string } ? T : never]: string;
+};
+
+const STORED = FIELDS.filter((f): f is Stored => 'sql' in f);
+const MESSAGE_COLUMNS = [...STORED.map((f) => f.sql.column), 'retained'];
+const INSERT_MESSAGE = `INSERT INTO pubsub_message (${MESSAGE_COLUMNS.join(', ')}) VALUES (${marks(MESSAGE_COLUMNS.length)})`;
+
+function messageValues(m: StoredMessage, retained: boolean): unknown[] {
+  const values: unknown[] = STORED.map((f) => ('text' in f.sql ? m[f.sql.text] : m[f.prop] ?? null));
+  values.push(retained ? 1 : 0);
+  return values;
+}
+
 /** Bound parameters per statement stay far below every dialect's limit. */
 const CHUNK = 400;
 
@@ -60,15 +81,7 @@ function marks(n: number): string {
 }
 
 export async function insertMessage(tx: Queryable, m: Message, subKeys: readonly string[], retained: boolean): Promise<void> {
-  await tx.run(
-    `INSERT INTO pubsub_message (msg_id, seq, topic, data, size, mime_type, priority, expiration, expires_at,
-       pub_time, recv_time, correl_id, in_reply_to, ext_client_id, publisher, retained)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
-      m.msgId, m.seq, m.topic, m.dataJson, m.size, m.mimeType, m.priority, m.expiration ?? null, m.expiresAt ?? null,
-      m.pubTime, m.recvTime, m.correlId ?? null, m.inReplyTo ?? null, m.extClientId ?? null, m.publisher, retained ? 1 : 0,
-    ],
-  );
+  await tx.run(INSERT_MESSAGE, messageValues(m, retained));
   for (const subKey of subKeys) {
     await tx.run('INSERT INTO pubsub_queue (sub_key, msg_id, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)', [
       subKey,
@@ -138,25 +151,6 @@ export async function deleteSubscription(tx: Queryable, subKey: string, unrefere
   }
 }
 
-export interface MessageRow {
-  msg_id: string;
-  seq: number;
-  topic: string;
-  data: string;
-  size: number;
-  mime_type: string;
-  priority: number;
-  expiration: number | null;
-  expires_at: number | null;
-  pub_time: number;
-  recv_time: number;
-  correl_id: string | null;
-  in_reply_to: string | null;
-  ext_client_id: string | null;
-  publisher: string;
-  retained: number;
-}
-
 export interface SubscriptionRow {
   sub_key: string;
   endpoint: string;
@@ -174,34 +168,23 @@ export interface QueueRow {
 
 export async function loadAll(db: Queryable): Promise<{ messages: MessageRow[]; subscriptions: SubscriptionRow[]; queue: QueueRow[] }> {
   const subscriptions = await db.all<SubscriptionRow>('SELECT sub_key, endpoint, topic, source, created_at FROM pubsub_subscription');
-  const messages = await db.all<MessageRow>(
-    `SELECT msg_id, seq, topic, data, size, mime_type, priority, expiration, expires_at, pub_time, recv_time,
-       correl_id, in_reply_to, ext_client_id, publisher, retained FROM pubsub_message`,
-  );
+  const messages = await db.all<MessageRow>(`SELECT ${MESSAGE_COLUMNS.join(', ')} FROM pubsub_message`);
   const queue = await db.all<QueueRow>('SELECT sub_key, msg_id, delivery_count, enqueued_at FROM pubsub_queue');
   return { messages, subscriptions, queue };
 }
 
 export function messageFromRow(row: MessageRow): Message {
-  return {
-    msgId: row.msg_id,
-    seq: Number(row.seq),
-    topic: row.topic,
-    data: JSON.parse(row.data),
-    dataJson: row.data,
-    size: Number(row.size),
-    mimeType: row.mime_type,
-    priority: Number(row.priority),
-    expiration: row.expiration === null ? undefined : Number(row.expiration),
-    expiresAt: row.expires_at === null ? undefined : Number(row.expires_at),
-    pubTime: Number(row.pub_time),
-    recvTime: Number(row.recv_time),
-    correlId: row.correl_id ?? undefined,
-    inReplyTo: row.in_reply_to ?? undefined,
-    extClientId: row.ext_client_id ?? undefined,
-    hasGd: true,
-    publisher: row.publisher,
-    persistent: true,
-    refs: 0,
-  };
+  const m: Record<string, unknown> = {};
+  for (const f of STORED) {
+    const v = row[f.sql.column];
+    if (f.sql.kind === 'json') {
+      m[f.prop] = JSON.parse(v as string);
+      m[f.sql.text] = v;
+    } else if (f.sql.kind === 'int' || (f.sql.kind === 'int?' && v !== null)) {
+      m[f.prop] = Number(v);
+    } else {
+      m[f.prop] = v ?? undefined;
+    }
+  }
+  return { ...(m as StoredMessage), hasGd: true, persistent: true, refs: 0 };
 }

@@ -1,4 +1,3 @@
-import type { PubSubMessageView } from '../../capabilities.ts';
 import { errorBody } from '../../../sdk/plugin/index.ts';
 import type { Exchange } from '../../../sdk/plugin/index.ts';
 import type { PluginRoute } from '../../../sdk/plugin/index.ts';
@@ -14,33 +13,13 @@ import {
   unsubscribeCaller,
   type PubSubContext,
 } from '../shared/http.ts';
+import { toMessageA } from '../shared/projection.ts';
 import { publishRequestA, type MessageA } from './schemas.ts';
 
 export const PREFIX_A = '/svc/pubsub';
 const INVALID = 'Invalid input';
 /** A get returns every queued message, but never more data than this in one response. */
 export const MAX_GET_BYTES_A = 20_000_000;
-
-export function toMessageA(m: PubSubMessageView): MessageA {
-  const out: MessageA = {
-    data: m.data,
-    delivery_count: m.deliveryCount,
-    expiration: m.expiration ?? 0,
-    ext_client_id: m.extClientId ?? '',
-    has_gd: m.hasGd,
-    mime_type: m.mimeType,
-    msg_id: m.msgId,
-    priority: m.priority,
-    pub_time_iso: new Date(m.pubTime).toISOString(),
-    size: m.size,
-    sub_key: m.subKey,
-    topic_name: m.topic,
-  };
-  if (m.expiresAt !== undefined) out.expiration_time_iso = new Date(m.expiresAt).toISOString();
-  if (m.correlId !== undefined) out.correl_id = m.correlId;
-  if (m.inReplyTo !== undefined) out.in_reply_to = m.inReplyTo;
-  return out;
-}
 
 /** Variant A answers errors in svc's own body, `{cid, details}`, with the basic reason only. */
 function failWith(operations: Record<string, string>) {
@@ -83,7 +62,7 @@ export function routesA(ctx: PubSubContext, plugin: string): PluginRoute[] {
       return;
     }
     const delivery = ctx.engine.take([subKey], { order: 'lifo', maxMessages: Infinity, maxBytes: MAX_GET_BYTES_A });
-    replyWithDelivery(ex, delivery.messages.map(toMessageA), delivery, { endpoint: endpoint.name, topic });
+    replyWithDelivery(ex, delivery.messages.map(toMessageA) satisfies MessageA[], delivery, { endpoint: endpoint.name, topic });
   }
 
   async function subscribe(ex: Exchange): Promise<void> {

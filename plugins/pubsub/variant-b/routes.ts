@@ -1,4 +1,3 @@
-import type { PubSubMessageView } from '../../capabilities.ts';
 import type { Exchange, PluginRoute } from '../../../sdk/plugin/index.ts';
 import {
   describeFailure,
@@ -13,33 +12,13 @@ import {
   unsubscribeCaller,
   type PubSubContext,
 } from '../shared/http.ts';
-import { formatDuration } from './duration.ts';
+import { toMetaB } from '../shared/projection.ts';
 import { getRequestB, publishRequestB, type MetaB } from './schemas.ts';
 
 export const PREFIX_B = '/pubsub';
 const INVALID = 'Invalid request data';
 const NO_SUBSCRIPTION = 'No subscription found for user';
 const OK = statusLine(200);
-
-export function toMetaB(m: PubSubMessageView, now: number): MetaB {
-  const meta: MetaB = {
-    topic_name: m.topic,
-    size: m.size,
-    priority: m.priority,
-    expiration: m.expiration ?? 0,
-    msg_id: m.msgId,
-    correl_id: m.correlId ?? '',
-    pub_time_iso: new Date(m.pubTime).toISOString(),
-    recv_time_iso: new Date(m.recvTime).toISOString(),
-    time_since_pub: formatDuration(now - m.pubTime),
-    time_since_recv: formatDuration(now - m.recvTime),
-    sub_key: m.subKey,
-  };
-  if (m.expiresAt !== undefined) meta.expiration_time_iso = new Date(m.expiresAt).toISOString();
-  if (m.extClientId !== undefined) meta.ext_client_id = m.extClientId;
-  if (m.inReplyTo !== undefined) meta.in_reply_to = m.inReplyTo;
-  return meta;
-}
 
 /** Variant B's error body: `{is_ok: false, cid, details, status}` (spec, Errors 6). */
 function failWith(operations: Record<string, string>) {
@@ -87,7 +66,7 @@ export function routesB(ctx: PubSubContext, plugin: string, now: () => number): 
     if (subKeys.length === 0) throw new PubSubRefusal('UNAUTHORIZED', `endpoint '${endpoint.name}' has no subscription`, undefined, NO_SUBSCRIPTION);
     const delivery = ctx.engine.take(subKeys, { order: 'priority', maxMessages: parsed.data.max_messages, maxBytes: parsed.data.max_len });
     const t = now();
-    const messages = delivery.messages.map((m) => ({ data: m.data, meta: toMetaB(m, t) }));
+    const messages = delivery.messages.map((m) => ({ data: m.data, meta: toMetaB(m, t) satisfies MetaB }));
     const body: Record<string, unknown> = { is_ok: true, cid: ex.cid, messages, message_count: messages.length, status: OK };
     if (messages.length === 1) {
       body.data = messages[0]!.data;
