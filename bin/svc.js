@@ -5,4 +5,4 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('../kernel/cli.ts');
+await import('../cli/svc.ts');

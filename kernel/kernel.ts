@@ -11,12 +11,12 @@ import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type K
 import { SqliteStore } from './store/sqlite.ts';
 import type { DataStore } from './store/types.ts';
 import { SandboxPool } from './sandbox/pool.ts';
-import { ServiceRegistry, buildSdkBundle } from './services.ts';
+import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
 import { buildChain, serviceSteps, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
 import { buildHttp } from './http/app.ts';
 import { checkTrustedProxies, trustedProxies, type PeerFilter } from './http/client-address.ts';
-import { HostCalls } from './host-calls.ts';
+import { HostCalls } from './services/host-calls.ts';
 import { ControlServer } from './control.ts';
 import type { InvokeRequest, InvokeResult } from './sandbox/protocol.ts';
 import { SvcError } from './errors.ts';

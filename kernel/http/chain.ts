@@ -2,7 +2,7 @@ import type { Channel, SvcConfig } from '../config/schema.ts';
 import { CHAIN_PHASES, type HookName } from '../hooks.ts';
 import type { ErrorHookFn, HookFn, KernelApi, Plugin } from '../plugin.ts';
 import { errorBody, SvcError } from '../errors.ts';
-import type { ServiceRegistry } from '../services.ts';
+import type { ServiceRegistry } from '../services/registry.ts';
 import type { InvokeRequest, InvokeResult } from '../sandbox/protocol.ts';
 import { sendDraft, type HttpExchange } from './exchange.ts';
 import { prepareInput } from './input.ts';

@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Channel } from '../config/schema.ts';
-import type { AuthInfo, Exchange, ResponseDraft, UploadedFile } from '../exchange.ts';
+import type { Exchange, ResponseDraft, UploadedFile } from '../../sdk/plugin/exchange.ts';
+import type { AuthInfo } from '../../sdk/plugin/extensions.ts';
 import { SvcError } from '../errors.ts';
 import { clientAddressOf, type PeerFilter } from './client-address.ts';
 

@@ -1,7 +1,7 @@
 import type { Channel } from '../config/schema.ts';
 import type { HookFn } from '../plugin.ts';
 import { SvcError } from '../errors.ts';
-import type { ServiceRegistry } from '../services.ts';
+import type { ServiceRegistry } from '../services/registry.ts';
 
 /** The kernel's own step before plugin `validate` hooks: the service's input, merged and checked. */
 

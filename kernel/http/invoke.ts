@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { Channel } from '../config/schema.ts';
-import type { Exchange } from '../exchange.ts';
+import type { Exchange } from '../../sdk/plugin/exchange.ts';
 import type { HookFn } from '../plugin.ts';
 import { SvcError, type ErrorCode } from '../errors.ts';
 import type { InvokeRequest, InvokeResult, RUNTIME_ERROR_KINDS, ServiceErrorKind } from '../sandbox/protocol.ts';

@@ -1,6 +1,6 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { z } from 'zod';
-import type { AuthInfo } from '../exchange.ts';
+import type { AuthInfo } from '../../sdk/plugin/extensions.ts';
 import { HTTP_METHODS } from '../../sdk/http.ts';
 
 /**

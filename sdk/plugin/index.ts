@@ -6,7 +6,7 @@
  *
  * The kernel implements what is declared here; plugins depend on this file, never on kernel/.
  */
-export { definePlugin, PLUGIN_KINDS } from '../../kernel/plugin.ts';
+export { definePlugin, PLUGIN_KINDS } from './contract.ts';
 export type {
   CliCommand,
   CliEnv,
@@ -25,9 +25,9 @@ export type {
   Plugin,
   PluginKind,
   PluginRoute,
-} from '../../kernel/plugin.ts';
+} from './contract.ts';
 export { HOOK_NAMES, type HookName } from '../../kernel/hooks.ts';
-export type { Exchange, ResponseDraft, UploadedFile } from '../../kernel/exchange.ts';
+export type { Exchange, ResponseDraft, UploadedFile } from './exchange.ts';
 export type { AuthInfo, ConfigSections } from './extensions.ts';
 export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors.ts';
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';

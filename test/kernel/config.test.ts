@@ -8,7 +8,7 @@ import { loadConfig } from '../../kernel/kernel.ts';
 import { checkCapabilities, checkPluginShape, findBundledPluginFiles, loadPlugins } from '../../kernel/plugin-loader.ts';
 import { definePlugin, type Plugin } from '../../kernel/plugin.ts';
 import { PLUGIN_SDK_VERSION } from '../../sdk/plugin/version.ts';
-import type { Exchange } from '../../kernel/exchange.ts';
+import type { Exchange } from '../../sdk/plugin/exchange.ts';
 
 const json = (await import('../../plugins/formats/json/plugin.ts')).default;
 const none = (await import('../../plugins/formats/none/plugin.ts')).default;

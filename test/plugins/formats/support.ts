@@ -1,5 +1,5 @@
 import type { Channel, SvcConfig } from '../../../kernel/config/schema.ts';
-import type { Exchange, ResponseDraft, UploadedFile } from '../../../kernel/exchange.ts';
+import type { Exchange, ResponseDraft, UploadedFile } from '../../../sdk/plugin/exchange.ts';
 import type { HookFn, KernelApi, Plugin } from '../../../kernel/plugin.ts';
 
 /**

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { HostCall, HostCallLog } from './plugin.ts';
-import { SvcError, type ErrorCode } from './errors.ts';
-import type { InvokeRequest, ServiceErrorKind } from './sandbox/protocol.ts';
+import type { HostCall, HostCallLog } from '../plugin.ts';
+import { SvcError, type ErrorCode } from '../errors.ts';
+import type { InvokeRequest, ServiceErrorKind } from '../sandbox/protocol.ts';
 
 const KIND_OF: Partial<Record<ErrorCode, ServiceErrorKind>> = {
   BAD_REQUEST: 'BadRequest',

@@ -1,14 +1,14 @@
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
-import { Kernel, loadConfig, resolveDir } from './kernel.ts';
-import { ConfigError, readSource } from './config/store.ts';
-import { sandboxSchema, type SvcConfig } from './config/schema.ts';
-import { SqliteStore } from './store/sqlite.ts';
-import { sendControl } from './control.ts';
-import { SandboxPool } from './sandbox/pool.ts';
-import { buildSdkBundle, isServiceFile, serviceName, transpile } from './services.ts';
-import { openApiFragments, type CliCommand, type CliEnv, type Plugin } from './plugin.ts';
+import { Kernel, loadConfig, resolveDir } from '../kernel/kernel.ts';
+import { ConfigError, readSource } from '../kernel/config/store.ts';
+import { sandboxSchema, type SvcConfig } from '../kernel/config/schema.ts';
+import { SqliteStore } from '../kernel/store/sqlite.ts';
+import { sendControl } from '../kernel/control.ts';
+import { SandboxPool } from '../kernel/sandbox/pool.ts';
+import { buildSdkBundle, isServiceFile, serviceName, transpile } from '../kernel/services/registry.ts';
+import { openApiFragments, type CliCommand, type CliEnv, type Plugin } from '../kernel/plugin.ts';
 
 const EXIT_OK = 0;
 const EXIT_RUNTIME = 1;

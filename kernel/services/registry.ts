@@ -4,9 +4,9 @@ import { basename, extname, join } from 'node:path';
 import { buildSync, transformSync, type Message } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import type { SandboxPool } from './sandbox/pool.ts';
-import type { ServiceMeta } from './sandbox/protocol.ts';
-import { compileModel, type InputChecker } from './model.ts';
+import type { SandboxPool } from '../sandbox/pool.ts';
+import type { ServiceMeta } from '../sandbox/protocol.ts';
+import { compileModel, type InputChecker } from '../model.ts';
 
 /** A deployed service as the kernel sees it: what it declares, and its compiled input checker. */
 export interface DeployedService {
@@ -18,7 +18,7 @@ export interface DeployedService {
   allow: string;
 }
 
-const SDK_ENTRY = fileURLToPath(new URL('../sdk/index.ts', import.meta.url));
+const SDK_ENTRY = fileURLToPath(new URL('../../sdk/index.ts', import.meta.url));
 
 /** The SDK as one ES module, compiled into every isolate as `svc/sdk`. */
 export function buildSdkBundle(): string {

@@ -1,8 +1,6 @@
 import type { Logger } from 'pino';
-import type { Channel } from './config/schema.ts';
-import type { AuthInfo } from '../sdk/plugin/extensions.ts';
-
-export type { AuthInfo };
+import type { Channel } from '../../kernel/config/schema.ts';
+import type { AuthInfo } from './extensions.ts';
 
 /** One uploaded file part (multipart channels). */
 export interface UploadedFile {

@@ -1,0 +1,207 @@
+import type { z } from 'zod';
+import type { Logger } from 'pino';
+import type { Capabilities, CapabilityName } from './capabilities.ts';
+import type { Exchange } from './exchange.ts';
+import type { HookName } from '../../kernel/hooks.ts';
+import type { Channel, SvcConfig, ServerConfig } from '../../kernel/config/schema.ts';
+import type { DataStore } from '../../kernel/store/types.ts';
+import type { Clock } from '../../kernel/clock.ts';
+import type { InvokeRequest, InvokeResult } from '../../kernel/sandbox/protocol.ts';
+
+/**
+ * The plugin contract: what a plugin is, what it may contribute, and what the kernel offers it.
+ * The kernel implements these; plugins see them through svc/sdk/plugin.
+ */
+
+export const PLUGIN_KINDS = ['format', 'security', 'limit', 'pubsub', 'outgoing', 'delivery', 'other'] as const;
+export type PluginKind = (typeof PLUGIN_KINDS)[number];
+
+/** A per-request step. Small, named and allocation-light: heavy work belongs in the factory. */
+export type HookFn = (ex: Exchange) => void | Promise<void>;
+export type ErrorHookFn = (ex: Exchange, err: unknown) => void | Promise<void>;
+
+export interface HookContext<S> {
+  channel: Channel;
+  config: SvcConfig;
+  state: S;
+  kernel: KernelApi;
+}
+
+/**
+ * Called once per channel whenever config loads. Returns the per-request function,
+ * or undefined when the plugin has nothing to do on that channel (the phase is skipped).
+ */
+export type HookFactory<S> = (ctx: HookContext<S>) => HookFn | ErrorHookFn | undefined;
+
+/** A problem found in config, with its YAML path. */
+export interface ConfigIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+/** Part of an OpenAPI 3.1 document: its paths, and the tags and component schemas they use. */
+export interface OpenApiFragment {
+  tags?: Array<Record<string, unknown>>;
+  paths: Record<string, unknown>;
+  schemas?: Record<string, unknown>;
+  securitySchemes?: Record<string, unknown>;
+}
+
+export interface Contributions {
+  /** Values of `channel_rest[].data_format` this plugin handles. */
+  dataFormats?: readonly string[];
+  /**
+   * Of those, the formats whose payload field values are text (XML, form, HL7): the kernel
+   * converts them to a typed model's declared types, as it does for URL parameters.
+   */
+  textFormats?: readonly string[];
+  /** Schemas of `security[]` entries by `type` (the base keys name/type are added by the kernel). */
+  securityTypes?: Record<string, z.ZodRawShape>;
+  /** Extra keys on every `security[]` entry (e.g. rate_limiting). */
+  securityFields?: z.ZodRawShape;
+  /** Extra keys on every `channel_rest[]` entry. */
+  channelFields?: z.ZodRawShape;
+  /**
+   * Whole top-level sections this plugin owns, by name (declare their types in ConfigSections,
+   * sdk/plugin/extensions.ts). A section no enabled plugin owns is a config error.
+   */
+  sections?: Record<string, z.ZodType>;
+  /** The data format channels get when they name none; at most one enabled plugin may say so. */
+  defaultDataFormat?: string;
+  /** Names a channel's `security` may refer to besides `security[]` entries (e.g. group names). */
+  securityTargets?: (config: SvcConfig) => Iterable<string>;
+  /** Cross-reference checks once the whole config parsed. */
+  validateConfig?: (config: SvcConfig) => ConfigIssue[];
+  /** Log fields that carry its credentials (pino redact paths, e.g. `headers.authorization`): censored in every log line. */
+  logRedact?: readonly string[];
+  /** The OpenAPI 3.1 part of the routes it serves; built when a document is asked for. */
+  openapi?: () => OpenApiFragment;
+}
+
+/** A plugin is plain data. The kernel validates it, runs setup once, then builds hooks per channel. */
+export interface Plugin<O = any, S = any> {
+  name: string;
+  kind: PluginKind;
+  version: string;
+  /** The plugin SDK versions it works with, as a semver range ('^1.0.0'); checked at load. */
+  sdk: string;
+  /** Capabilities it offers other plugins with `kernel.provide` (sdk/plugin/capabilities.ts). */
+  provides?: readonly CapabilityName[];
+  /** Capabilities it looks up; each must be provided by an enabled plugin, or loading fails. */
+  needs?: readonly CapabilityName[];
+  /** Options under `plugins.<name>.config`; failures name the plugin and the field. */
+  configSchema: z.ZodType<O>;
+  contributes?: Contributions;
+  /** Heavy setup, once: tables, caches, routes. Returns the plugin's state. */
+  setup?: (kernel: KernelApi, options: O) => S | Promise<S>;
+  /** Every accepted config, the first one included, before channels are rebuilt. */
+  onConfig?: (state: S, config: SvcConfig) => void | Promise<void>;
+  hooks: Partial<Record<HookName, HookFactory<S>>>;
+  /** Subcommands of the `svc` CLI this plugin adds (e.g. `secdef set-password`). */
+  cli?: CliCommand[];
+  stop?: (state: S) => void | Promise<void>;
+}
+
+/**
+ * An operation the running server accepts on its local control socket
+ * (`<data_dir>/control.sock`), used by CLI commands to act at once.
+ */
+export interface ControlOp<A = any> {
+  op: string;
+  args: z.ZodType<A>;
+  handler: (args: A) => Promise<unknown>;
+}
+
+export interface CliEnv {
+  config: SvcConfig;
+  /** The OpenAPI parts of the enabled plugins (Contributions.openapi). */
+  openApiFragments: () => OpenApiFragment[];
+  configPath: string;
+  /** Opens the data store (the same file the server uses). */
+  openStore: () => Promise<DataStore>;
+  /** Sends a control op to the running server; undefined when no server is running. */
+  control: (op: string, args: unknown) => Promise<{ ok: boolean; value?: unknown; error?: string } | undefined>;
+  /** Reads all of standard input (secrets never come from argv). */
+  readStdin: () => Promise<string>;
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+export interface CliCommand {
+  /** Words after `svc`, e.g. ['secdef', 'set-password']. */
+  words: string[];
+  usage: string;
+  describe: string;
+  /** Returns the exit code: 0 ok, 1 runtime failure, 2 usage or config error. */
+  run: (args: string[], env: CliEnv) => Promise<number>;
+}
+
+export function definePlugin<O, S>(plugin: Plugin<O, S>): Plugin<O, S> {
+  return plugin;
+}
+
+/**
+ * A route a plugin serves itself (the pub/sub APIs; admin and health next), outside the channel
+ * table. It runs through the same hook chain as a channel, so authentication, rate limiting, body
+ * parsing and error shaping come from the plugins that do them for channels; `handler` takes the
+ * place of the service in the invoke phase.
+ */
+export interface PluginRoute {
+  name: string;
+  method: string | readonly string[];
+  /** find-my-way pattern; `*` at the end captures the rest of the path. */
+  url: string;
+  /**
+   * What the chain's plugins see of this route, as if it were a channel: `security` (a definition,
+   * a group, or `@<plugin name>`, a target only that plugin authenticates; config names cannot
+   * start with `@`), `data_format`, `rate_limiting`... Unset: security 'none', no data format.
+   */
+  channel?: Partial<Channel>;
+  handler: HookFn;
+  /** Shapes this route's errors (an API with its own error body) before plugins' onError hooks. */
+  onError?: ErrorHookFn;
+}
+
+/** Host functions that services reach through the SDK (publish, outgoing calls, ...). */
+/** A logger with a budget: one request's host calls write a few lines, then are counted. */
+export interface HostCallLog {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface HostCallContext {
+  cid: string;
+  service: string;
+  channel: string | undefined;
+  log: HostCallLog;
+}
+
+export interface HostCall<A = any> {
+  /** Operation name as the SDK sends it, e.g. `pubsub.publish`. */
+  op: string;
+  /** Checked on the host side before the handler runs. */
+  args: z.ZodType<A>;
+  handler: (args: A, ctx: HostCallContext) => Promise<unknown>;
+}
+
+/** What the kernel offers plugins. */
+export interface KernelApi {
+  readonly log: Logger;
+  readonly store: DataStore;
+  readonly clock: Clock;
+  readonly dataDir: string;
+  server(): ServerConfig;
+  config(): SvcConfig;
+  addRoute(route: PluginRoute): void;
+  addHostCall(call: HostCall): void;
+  addControl(op: ControlOp): void;
+  /** The OpenAPI parts of the enabled plugins (Contributions.openapi). */
+  openApiFragments(): OpenApiFragment[];
+  /** Runs a deployed service outside an HTTP request (queue workers, background work). */
+  invoke(request: InvokeRequest): Promise<InvokeResult>;
+  /** Named capabilities plugins share without importing each other's internals; typed by sdk/plugin/capabilities.ts. */
+  provide<K extends CapabilityName>(name: K, value: Capabilities[K]): void;
+  lookup<K extends CapabilityName>(name: K): Capabilities[K] | undefined;
+}
