@@ -6,7 +6,7 @@ import { ConfigError, readSource } from '../kernel/config/store.ts';
 import { sandboxSchema, type SvcConfig } from '../kernel/config/schema.ts';
 import { SqliteStore } from '../kernel/store/sqlite.ts';
 import { sendControl } from '../kernel/control.ts';
-import { SandboxPool } from '../kernel/sandbox/pool.ts';
+import { startServiceRunner } from '../kernel/sandbox/runner.ts';
 import { buildSdkBundle, isServiceFile, serviceName, transpile } from '../kernel/services/registry.ts';
 import { openApiFragments, type CliCommand, type CliEnv, type Plugin } from '../kernel/plugin.ts';
 
@@ -126,8 +126,7 @@ async function check(configPath: string): Promise<number> {
   const files = existsSync(dir) ? readdirSync(dir).filter(isServiceFile) : [];
   const deployed = new Set<string>();
   const caps = { spillAt: sandbox.spill_at, defaultMemoryMb: sandbox.memory_mb, maxMemoryMb: sandbox.max_memory_mb, defaultTimeoutMs: sandbox.timeout_ms, maxTimeoutMs: sandbox.max_timeout_ms, maxOutputBytes: sandbox.max_output_bytes };
-  const pool = new SandboxPool(1, caps, pino({ level: 'silent' }), async () => '{"ok":false}');
-  await pool.start(buildSdkBundle());
+  const pool = await startServiceRunner({ processes: 1, caps, log: pino({ level: 'silent' }), hostCall: async () => '{"ok":false}' }, buildSdkBundle());
   try {
     for (const file of files) {
       const compiled = transpile(file, readFileSync(join(dir, file), 'utf8'));

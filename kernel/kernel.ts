@@ -10,7 +10,7 @@ import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
 import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type PluginRoute } from './plugin.ts';
 import { SqliteStore } from './store/sqlite.ts';
 import type { DataStore } from './store/types.ts';
-import { SandboxPool } from './sandbox/pool.ts';
+import { startServiceRunner, type ServiceRunner } from './sandbox/runner.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
 import { buildChain, serviceSteps, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
@@ -67,7 +67,7 @@ export class Kernel {
     readonly configStore: ConfigStore,
     readonly loaded: LoadedPlugin[],
     readonly store: DataStore,
-    readonly pool: SandboxPool,
+    readonly pool: ServiceRunner,
     readonly services: ServiceRegistry,
     readonly log: Logger,
     readonly clock: Clock,
@@ -104,14 +104,16 @@ export class Kernel {
     const store = new SqliteStore(join(dataDir, 'svc.db'));
     const hostCalls = new HostCalls(log);
     const sb = config.server.sandbox;
-    const pool = new SandboxPool(
-      sb.workers,
-      { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes },
-      log,
-      (op, argsJson, invocation) => hostCalls.run(op, argsJson, invocation),
-      (invocation) => hostCalls.finish(invocation),
+    const pool = await startServiceRunner(
+      {
+        processes: sb.workers,
+        caps: { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes },
+        log,
+        hostCall: (op, argsJson, invocation) => hostCalls.run(op, argsJson, invocation),
+        hostCallsDone: (invocation) => hostCalls.finish(invocation),
+      },
+      buildSdkBundle(),
     );
-    await pool.start(buildSdkBundle());
     const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log);
     const configStore = new ConfigStore(configPath, plugins, log, text, config, opts.env ?? process.env);
     const kernel = new Kernel(configStore, loaded, store, pool, services, log, opts.clock ?? systemClock, dataDir, hostCalls);

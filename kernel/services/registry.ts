@@ -4,7 +4,7 @@ import { basename, extname, join } from 'node:path';
 import { buildSync, transformSync, type Message } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import type { SandboxPool } from '../sandbox/pool.ts';
+import type { ServiceRunner } from '../sandbox/runner.ts';
 import type { ServiceMeta } from '../sandbox/protocol.ts';
 import { compileModel, type InputChecker } from '../model.ts';
 
@@ -60,7 +60,7 @@ export class ServiceRegistry extends EventEmitter {
 
   constructor(
     private readonly dir: string,
-    private readonly pool: SandboxPool,
+    private readonly pool: ServiceRunner,
     private readonly log: Logger,
   ) {
     super();

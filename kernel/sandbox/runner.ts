@@ -1,0 +1,39 @@
+import type { Logger } from 'pino';
+import { SandboxPool, type DeployOutcome, type HostCallHandler, type PoolCaps } from './pool.ts';
+import type { InvokeRequest, InvokeResult } from './protocol.ts';
+
+export type { DeployOutcome, HostCallHandler, PoolCaps };
+
+/**
+ * All the kernel asks of the sandbox runner. Everything behind it (processes, isolates, the wire,
+ * crash attribution) stays in this folder; see README.md.
+ */
+export interface ServiceRunner {
+  /** Loads a service's transpiled code into the sandboxes; resolves its metadata or why it was refused. */
+  deploy(name: string, file: string, code: string): Promise<DeployOutcome>;
+  undeploy(name: string): void;
+  /** Runs one call; resolves the checked result (or a runtime error envelope), rejects with SvcError. */
+  invoke(request: InvokeRequest): Promise<InvokeResult>;
+  /** Why a service is quarantined, or undefined. */
+  quarantineOf(service: string): string | undefined;
+  /** The sandbox processes' ids (diagnostics, benchmarks). */
+  pids(): number[];
+  close(): Promise<void>;
+}
+
+export interface RunnerOptions {
+  processes: number;
+  caps: PoolCaps;
+  log: Logger;
+  /** Answers host calls services make (publish, outgoing calls); never rejects. */
+  hostCall: HostCallHandler;
+  /** Called when a call that made host calls is over, however it ended. */
+  hostCallsDone?: (request: InvokeRequest) => void;
+}
+
+/** Starts the sandbox processes with the services' SDK compiled in. */
+export async function startServiceRunner(options: RunnerOptions, sdkCode: string): Promise<ServiceRunner> {
+  const pool = new SandboxPool(options.processes, options.caps, options.log, options.hostCall, options.hostCallsDone);
+  await pool.start(sdkCode);
+  return pool;
+}
