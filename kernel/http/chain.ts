@@ -75,6 +75,9 @@ export async function runChain(rt: ChannelRuntime, ex: HttpExchange): Promise<vo
 
 export async function replyWithError(hooks: readonly ErrorHookFn[], ex: HttpExchange, err: unknown): Promise<void> {
   if (ex.replied) return;
+  const e = err instanceof SvcError ? err : undefined;
+  // Allow, WWW-Authenticate, Retry-After belong to the error, whichever hook shapes its body.
+  if (e?.headers && hooks.length) Object.assign(ex.response.headers, e.headers);
   for (const hook of hooks) {
     try {
       await hook(ex, err);
@@ -83,7 +86,6 @@ export async function replyWithError(hooks: readonly ErrorHookFn[], ex: HttpExch
     }
     if (ex.replied) return;
   }
-  const e = err instanceof SvcError ? err : undefined;
   if (!e) ex.log.error({ err }, 'request failed');
   else if (e.status >= 500) ex.log.warn({ code: e.code, details: e.details }, 'request failed');
   const status = e?.status ?? 500;

@@ -33,6 +33,18 @@ function onConfig(state: RateLimitState, config: SvcConfig): void {
   state.definitionNames = new Set(config.security.map((d) => d.name));
 }
 
+/**
+ * A channel's own rules: compiled with the config for channel_rest entries, here for a plugin
+ * route that sets rate_limiting (a route may share a channel's name, so never looked up by name).
+ */
+function channelRules(channel: Channel, config: SvcConfig, state: RateLimitState): RuleSet | undefined {
+  const rules = channel.rate_limiting as Rule[] | undefined;
+  if (!rules?.length) return undefined;
+  if (config.channel_rest.includes(channel)) return state.channels.get(channel.name);
+  // A route's rules come from plugin code, not through the config schema: its defaults are filled here.
+  return compileRuleSet('channel', channel.name, rateLimitingSchema.parse(rules) as Rule[], state.pool);
+}
+
 /** The definitions whose rules may apply on this channel (looked up by ex.auth.definition per request). */
 function securitiesFor(channel: Channel, state: RateLimitState): Map<string, RuleSet> | undefined {
   if (channel.security === 'none' || state.securities.size === 0) return undefined;
@@ -109,8 +121,8 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
     // The channel's firewall runs before authentication: a disallowed client must not even learn
     // (from a 401) that credentials are wanted. It counts nothing; counting waits for `limit`.
     // A definition's disallowed ranges apply to its credential, so they can only act in `limit`.
-    onRequest: ({ channel, state }) => {
-      const rules = state.channels.get(channel.name);
+    onRequest: ({ channel, config, state }) => {
+      const rules = channelRules(channel, config, state);
       if (rules === undefined || !rules.disallows) return undefined;
       const { limiter, addresses } = state;
       const clock = state.kernel.clock;
@@ -120,16 +132,16 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
       };
     },
 
-    limit: ({ channel, state }) => {
-      const channelRules = state.channels.get(channel.name);
+    limit: ({ channel, config, state }) => {
+      const ownRules = channelRules(channel, config, state);
       const securities = securitiesFor(channel, state);
-      if (channelRules === undefined && securities === undefined) return undefined;
+      if (ownRules === undefined && securities === undefined) return undefined;
       const { limiter, addresses } = state;
       const clock = state.kernel.clock;
 
       function channelLevel(ex: Exchange, verdict: Verdict, client: ClientAddress, now: number): void | Promise<void> {
-        if (verdict.outcome === ALLOW && channelRules !== undefined) {
-          const checked = limiter.check(channelRules, client, now, verdict);
+        if (verdict.outcome === ALLOW && ownRules !== undefined) {
+          const checked = limiter.check(ownRules, client, now, verdict);
           if (checked instanceof Promise) return checked.then((v) => conclude(ex, v));
         }
         conclude(ex, verdict);
