@@ -24,6 +24,7 @@ class RequestTally implements HostCallLog {
   readonly refused = new Map<string, number>();
   private logged = 0;
   private logger: Logger | undefined;
+  private ended: AbortController | undefined;
 
   constructor(
     private readonly root: Logger,
@@ -38,6 +39,15 @@ class RequestTally implements HostCallLog {
     }
     this.logged++;
     (this.logger ??= this.root.child({ cid: this.invocation.cid, service: this.invocation.service }))[level](obj, msg);
+  }
+
+  /** Aborted when the request's call ends, however (reply, limit, crash): work for it stops. */
+  get signal(): AbortSignal {
+    return (this.ended ??= new AbortController()).signal;
+  }
+
+  end(): void {
+    this.ended?.abort(new Error('the calling request ended'));
   }
 
   debug(obj: object, msg?: string): void {
@@ -88,6 +98,7 @@ export class HostCalls {
     const tally = this.tallies.get(invocation.cid);
     if (!tally) return;
     this.tallies.delete(invocation.cid);
+    tally.end();
     if (tally.refused.size || tally.unlogged) {
       const refused = Object.fromEntries(tally.refused);
       this.log.warn({ cid: invocation.cid, service: invocation.service, refused, unlogged: tally.unlogged }, 'host calls refused or not logged during this request');
@@ -105,7 +116,7 @@ export class HostCalls {
       return fail('Error', 500, `invalid arguments for ${op}: ${why}`);
     }
     try {
-      const value = await call.handler(args, { cid: invocation.cid, service: invocation.service, channel: invocation.channel, log });
+      const value = await call.handler(args, { cid: invocation.cid, service: invocation.service, channel: invocation.channel, log, signal: log.signal });
       return JSON.stringify({ ok: true, value: value ?? null });
     } catch (err) {
       if (err instanceof SvcError) return fail(KIND_OF[err.code] ?? 'Error', err.status, err.details);

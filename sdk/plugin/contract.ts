@@ -176,6 +176,8 @@ export interface HostCallContext {
   service: string;
   channel: string | undefined;
   log: HostCallLog;
+  /** Aborted when the calling request's service call ends (its reply, its time limit, a crash): pass it to I/O. */
+  signal: AbortSignal;
 }
 
 export interface HostCall<A = any> {
