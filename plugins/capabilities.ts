@@ -1,4 +1,4 @@
-import type { AuthInfo } from '../sdk/plugin/index.ts';
+import type { AuthInfo, SecurityEntry } from '../sdk/plugin/index.ts';
 // The augmented module must be the one that declares Capabilities.
 import '../sdk/plugin/capabilities.ts';
 
@@ -24,7 +24,77 @@ declare module '../sdk/plugin/capabilities.ts' {
     'security.basic.register': (definition: BasicDefinitionRegistration) => Promise<void>;
     /** The pub/sub engine (plugins/pubsub/engine), shared by the REST variants A and B. */
     'pubsub.engine': PubSubEngineApi;
+    /** Secrets that are used, not only verified, encrypted at rest (plugins/secrets/vault). */
+    'secrets.vault': Vault;
+    /**
+     * How a security type authenticates calls on outgoing connections: provided by that type's
+     * plugin, used by the outgoing connection plugins (plugins/outgoing/).
+     */
+    'security.outgoing.basic_auth': OutgoingAuthFactory;
+    'security.outgoing.apikey': OutgoingAuthFactory;
+    'security.outgoing.bearer_token': OutgoingAuthFactory;
+    'security.outgoing.ntlm': OutgoingAuthFactory;
   }
+}
+
+/** The capability of each security type usable on outgoing connections. */
+export const OUTGOING_AUTH_CAPABILITY = {
+  basic_auth: 'security.outgoing.basic_auth',
+  apikey: 'security.outgoing.apikey',
+  bearer_token: 'security.outgoing.bearer_token',
+  ntlm: 'security.outgoing.ntlm',
+} as const;
+
+/** A request about to leave on an outgoing connection. Header names are lower-case. */
+export interface OutgoingRequest {
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  body: Buffer | undefined;
+}
+
+export interface OutgoingResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+export interface OutgoingAuthContext {
+  cid: string;
+  /** `auth_scopes` of the call, overriding the definition's scopes (Bearer token). */
+  scopes: readonly string[] | undefined;
+  /** Aborted when the calling request ends or its time limit fires. */
+  signal: AbortSignal;
+}
+
+/**
+ * One outgoing security definition at work. Credentials are added here, on the host side: they
+ * never enter the sandbox, and nothing here logs them.
+ */
+export interface OutgoingAuthorizer {
+  /** Adds credentials to the request (headers); may wait, e.g. for a token request. */
+  authorize(request: OutgoingRequest, context: OutgoingAuthContext): void | Promise<void>;
+  /** The upstream answered 401: drop what is cached; true to send the request once more. */
+  refused?(request: OutgoingRequest, context: OutgoingAuthContext): boolean | Promise<boolean>;
+  /**
+   * For schemes that authenticate the TCP connection itself (NTLM): sends the request on a
+   * connection of the authorizer's own and returns the response; `authorize` is then not called.
+   */
+  send?(request: OutgoingRequest, context: OutgoingAuthContext & { timeoutMs: number }): Promise<OutgoingResponse>;
+  /** The definition was removed or changed: release connections and caches. */
+  close?(): Promise<void>;
+}
+
+/** Builds the authorizer of one `security[]` entry of the type. */
+export type OutgoingAuthFactory = (definition: SecurityEntry) => OutgoingAuthorizer;
+
+/** Encrypted named values, by owner (a plugin or family) and name. */
+export interface Vault {
+  get(owner: string, name: string): Promise<string | undefined>;
+  /** Durable once resolved. */
+  put(owner: string, name: string, value: string): Promise<void>;
+  delete(owner: string, name: string): Promise<void>;
+  names(owner: string): Promise<string[]>;
 }
 
 

@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { definePlugin } from '../../../sdk/plugin/index.ts';
+import '../../capabilities.ts';
+import { loadVaultKey } from './key.ts';
+import { SqlVault } from './vault.ts';
+
+/**
+ * The vault: secrets svc must use rather than only verify (outgoing credentials, signing keys for
+ * services), encrypted at rest with a key kept outside the database. See README.md.
+ */
+export default definePlugin<Record<string, never>, undefined>({
+  name: 'vault',
+  kind: 'other',
+  version: '1.0.0',
+  sdk: '^1.0.0',
+  provides: ['secrets.vault'],
+  configSchema: z.object({}).strict().default({}),
+  async setup(kernel) {
+    const key = loadVaultKey(kernel.dataDir, process.env);
+    kernel.provide('secrets.vault', await SqlVault.open(kernel.store, key, () => kernel.clock.now()));
+    return undefined;
+  },
+  hooks: {},
+});

@@ -1,0 +1,88 @@
+import type { DataStore, Migration } from '../../../sdk/plugin/index.ts';
+import type { Vault } from '../../capabilities.ts';
+import { open, seal } from './cipher.ts';
+
+const OWNER = 'vault';
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    up: `CREATE TABLE vault_secret (
+      owner TEXT NOT NULL,
+      name TEXT NOT NULL,
+      nonce TEXT NOT NULL,
+      box TEXT NOT NULL,
+      updated_at INTEGER NOT NULL,
+      PRIMARY KEY (owner, name)
+    )`,
+  },
+];
+
+interface Row {
+  nonce: string;
+  box: string;
+}
+
+/**
+ * Secrets that must be used, not only verified (outgoing credentials, signing keys), encrypted
+ * at rest. Values are decrypted once and kept in memory, where a caller needs them anyway.
+ */
+export class SqlVault implements Vault {
+  private readonly cache = new Map<string, string | undefined>();
+
+  private constructor(
+    private readonly store: DataStore,
+    private readonly key: Buffer,
+    private readonly now: () => number,
+  ) {}
+
+  static async open(store: DataStore, key: Buffer, now: () => number): Promise<SqlVault> {
+    await store.migrate(OWNER, MIGRATIONS);
+    return new SqlVault(store, key, now);
+  }
+
+  async get(owner: string, name: string): Promise<string | undefined> {
+    const label = labelOf(owner, name);
+    if (this.cache.has(label)) return this.cache.get(label);
+    const row = await this.store.one<Row>('SELECT nonce, box FROM vault_secret WHERE owner = ? AND name = ?', [owner, name]);
+    let value: string | undefined;
+    if (row) {
+      try {
+        value = open(this.key, label, { nonce: Buffer.from(row.nonce, 'base64'), box: Buffer.from(row.box, 'base64') });
+      } catch {
+        throw new Error(`vault: the secret ${label} cannot be decrypted (another vault key, or the row was altered)`);
+      }
+    }
+    this.cache.set(label, value);
+    return value;
+  }
+
+  async put(owner: string, name: string, value: string): Promise<void> {
+    const label = labelOf(owner, name);
+    const sealed = seal(this.key, label, value);
+    await this.store.transaction(
+      (tx) =>
+        tx.run(
+          `INSERT INTO vault_secret (owner, name, nonce, box, updated_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (owner, name) DO UPDATE SET nonce = excluded.nonce, box = excluded.box, updated_at = excluded.updated_at`,
+          [owner, name, sealed.nonce.toString('base64'), sealed.box.toString('base64'), this.now()],
+        ),
+      { durable: true },
+    );
+    this.cache.set(label, value);
+  }
+
+  async delete(owner: string, name: string): Promise<void> {
+    await this.store.transaction((tx) => tx.run('DELETE FROM vault_secret WHERE owner = ? AND name = ?', [owner, name]), { durable: true });
+    this.cache.set(labelOf(owner, name), undefined);
+  }
+
+  async names(owner: string): Promise<string[]> {
+    const rows = await this.store.all<{ name: string }>('SELECT name FROM vault_secret WHERE owner = ? ORDER BY name', [owner]);
+    return rows.map((r) => r.name);
+  }
+}
+
+/** Owner and name, unambiguous whatever characters they hold. */
+function labelOf(owner: string, name: string): string {
+  return `${owner.length}:${owner}/${name}`;
+}
