@@ -26,6 +26,7 @@ export const ERRORS = {
   SERVICE_OUTPUT_TOO_LARGE: { status: 500, message: 'Service output exceeds the limit' },
   SERVICE_OUTPUT_INVALID: { status: 500, message: 'Service output is invalid' },
   BAD_GATEWAY: { status: 502, message: 'Upstream failure' },
+  GATEWAY_TIMEOUT: { status: 504, message: 'Upstream timeout' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'Service unavailable' },
   SERVICE_TIMEOUT: { status: 503, message: 'Service exceeded its time limit' },
   SANDBOX_CRASHED: { status: 503, message: 'Service sandbox crashed and was restarted' },

@@ -44,6 +44,12 @@ export class BadGateway extends ServiceError {
     super('BadGateway', 502, message);
   }
 }
+/** An upstream system did not answer in time (504). */
+export class GatewayTimeout extends ServiceError {
+  constructor(message = 'Upstream timeout') {
+    super('GatewayTimeout', 504, message);
+  }
+}
 export class ServiceUnavailable extends ServiceError {
   constructor(message = 'Service unavailable') {
     super('ServiceUnavailable', 503, message);

@@ -13,7 +13,7 @@ import type { ServiceDefinition } from './context.ts';
 export { t } from './model.ts';
 export type { Field, FieldType, Model, InputOf, ValueOf } from './model.ts';
 export type { Context, Handler, Log, ResponseControl, ServiceDefinition, ServiceLimits, UploadedFile, User } from './context.ts';
-export { ServiceError, BadRequest, Unauthorized, Forbidden, NotFound, Conflict, BadGateway, ServiceUnavailable } from './errors.ts';
+export { ServiceError, BadRequest, Unauthorized, Forbidden, NotFound, Conflict, BadGateway, GatewayTimeout, ServiceUnavailable } from './errors.ts';
 export { hmacSha256Hex, hmacSha256Base64, verifyHmacSha256Hex, verifyHmacSha256Base64, timingSafeEqual } from './crypto.ts';
 export { toBase64, fromBase64, utf8Encode, utf8Decode } from './internal/bytes.ts';
 
@@ -24,3 +24,4 @@ export function service<M extends Model = Model>(definition: ServiceDefinition<M
 export * from './hl7.ts';
 export * from './download.ts';
 export { publish, type PublishOptions } from './pubsub.ts';
+export { outgoing, gatewayError, OutgoingError, type CallOptions, type OutgoingConnection, type OutgoingFailureKind, type OutgoingResponse, type ParamValue } from './outgoing.ts';

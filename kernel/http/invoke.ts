@@ -18,6 +18,7 @@ const ERROR_CODES: Record<ServiceErrorKind | (typeof RUNTIME_ERROR_KINDS)[number
   Conflict: 'CONFLICT',
   ServiceUnavailable: 'SERVICE_UNAVAILABLE',
   BadGateway: 'BAD_GATEWAY',
+  GatewayTimeout: 'GATEWAY_TIMEOUT',
   MethodNotAllowed: 'METHOD_NOT_ALLOWED',
   OutputTooLarge: 'SERVICE_OUTPUT_TOO_LARGE',
   OutputInvalid: 'SERVICE_OUTPUT_INVALID',

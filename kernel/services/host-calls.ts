@@ -12,6 +12,7 @@ const KIND_OF: Partial<Record<ErrorCode, ServiceErrorKind>> = {
   NOT_FOUND: 'NotFound',
   CONFLICT: 'Conflict',
   BAD_GATEWAY: 'BadGateway',
+  GATEWAY_TIMEOUT: 'GatewayTimeout',
   SERVICE_UNAVAILABLE: 'ServiceUnavailable',
 };
 

@@ -3,6 +3,7 @@ import { definePlugin } from '../../../sdk/plugin/index.ts';
 import { authenticator } from '../shared/authenticator.ts';
 import { CredentialBook, scopeOf, type Presented } from '../shared/credential-book.ts';
 import { secdefCommand, secdefControl, type SecdefSpec } from '../shared/secdef-cli.ts';
+import { headerCredential } from '../shared/outgoing-header.ts';
 import { SecretManager } from '../shared/secret-manager.ts';
 import { apiKeyProblem } from '../shared/secret-rules.ts';
 import { bookVerifier, VERIFIER_CAPABILITY, type CredentialVerifier } from '../shared/verifier.ts';
@@ -37,7 +38,7 @@ export default definePlugin<Record<string, never>, ApiKeyState>({
   kind: 'security',
   version: '1.0.0',
   sdk: '^1.0.0',
-  provides: ['security.verifier.apikey'],
+  provides: ['security.verifier.apikey', 'security.outgoing.apikey'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
     logRedact: ['headers["x-api-key"]', '*["x-api-key"]'],
@@ -48,6 +49,8 @@ export default definePlugin<Record<string, never>, ApiKeyState>({
     const manager = new SecretManager(kernel, book, SECDEF.secretWord, `svc secdef ${SECDEF.subcommand}`);
     const verifier = bookVerifier(book, { type: APIKEY, header: APIKEY_HEADER, challenge: undefined, token: apiKeyToken });
     kernel.provide(VERIFIER_CAPABILITY.apikey, verifier);
+    // Spec, Authentication 7: the key goes unmodified in X-API-Key.
+    kernel.provide('security.outgoing.apikey', headerCredential('key', APIKEY_HEADER, (_d, key) => key));
     kernel.addControl(secdefControl(SECDEF, manager));
     return { manager, verifier };
   },

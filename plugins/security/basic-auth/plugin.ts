@@ -6,6 +6,7 @@ import { authenticator } from '../shared/authenticator.ts';
 import { BASIC_CHALLENGE } from '../shared/challenge.ts';
 import { ANY_DEFINITION, CredentialBook, scopeOf } from '../shared/credential-book.ts';
 import { secdefCommand, secdefControl, type SecdefSpec } from '../shared/secdef-cli.ts';
+import { headerCredential } from '../shared/outgoing-header.ts';
 import { SecretManager } from '../shared/secret-manager.ts';
 import { asRefinement, passwordProblem, usernameProblem } from '../shared/secret-rules.ts';
 import { bookVerifier, VERIFIER_CAPABILITY, type CredentialVerifier } from '../shared/verifier.ts';
@@ -41,7 +42,7 @@ export default definePlugin<Record<string, never>, BasicAuthState>({
   kind: 'security',
   version: '1.0.0',
   sdk: '^1.0.0',
-  provides: ['security.verifier.basic_auth', 'security.basic.authenticate', 'security.basic.register'],
+  provides: ['security.verifier.basic_auth', 'security.basic.authenticate', 'security.basic.register', 'security.outgoing.basic_auth'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
     logRedact: ['headers.authorization', '*.authorization'],
@@ -62,6 +63,10 @@ export default definePlugin<Record<string, never>, BasicAuthState>({
     const register: Capabilities['security.basic.register'] = (definition) => manager.register(registrationSchema.parse(definition));
     kernel.provide('security.basic.register', register);
     kernel.addControl(secdefControl(SECDEF, manager));
+    kernel.provide(
+      'security.outgoing.basic_auth',
+      headerCredential('password', 'authorization', (d, password) => `Basic ${Buffer.from(`${String(d.username)}:${password}`, 'utf8').toString('base64')}`),
+    );
     return { manager, verifier };
   },
   onConfig: (state, config) =>

@@ -1,0 +1,157 @@
+import { z } from 'zod';
+import { SvcError, type Clock, type HostCall, type HostCallContext } from '../../../sdk/plugin/index.ts';
+import { HTTP_METHODS } from '../../../sdk/plugin/index.ts';
+import type { OutgoingAuthContext, OutgoingAuthorizer, OutgoingRequest, OutgoingResponse } from '../../capabilities.ts';
+import { backoffMs, retryAfterMs, safeToRepeat } from './retry.ts';
+import { RESERVED_HEADERS, type OutgoingEntry } from './schema.ts';
+import { TransportFailure, type HttpTransport } from './transport.ts';
+import type { Params } from './url.ts';
+
+/** A connection as config built it: its pool, its path builder and its credentials. */
+export interface Connection {
+  entry: OutgoingEntry;
+  transport: HttpTransport;
+  buildPath: (params: Params | undefined) => string;
+  auth: OutgoingAuthorizer | undefined;
+  /** Why it cannot be used (its security definition's plugin is missing...), when it cannot. */
+  unusable: string | undefined;
+}
+
+const scalar = z.union([z.string().max(65_536), z.number(), z.boolean()]);
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** What a service sends (sdk/outgoing.ts); checked here, on the host side. */
+export const callArgs = z
+  .object({
+    connection: z.string().min(1).max(200),
+    method: z.enum(HTTP_METHODS),
+    params: z.record(z.string().max(256), z.union([scalar, z.array(scalar).max(1000)])).optional(),
+    payload: z.unknown().optional(),
+    headers: z.record(z.string().regex(TOKEN).max(256), z.string().max(16_384).regex(/^[\t\x20-\x7e\x80-\xff]*$/)).optional(),
+    auth_scopes: z.string().max(4096).optional(),
+  })
+  .strict();
+export type CallArgs = z.infer<typeof callArgs>;
+
+/** What the service's SDK receives: the response, or why there is none (it raises OutgoingError). */
+export type CallResult =
+  | { status: number; headers: Record<string, string>; text: string }
+  | { failed: { kind: TransportFailure['kind'] | 'budget'; message: string; attempts: number } };
+
+function requestOf(conn: Connection, args: CallArgs): OutgoingRequest {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(conn.entry.headers ?? {})) headers[k.toLowerCase()] = v;
+  for (const [k, v] of Object.entries(args.headers ?? {})) {
+    const name = k.toLowerCase();
+    if (RESERVED_HEADERS.has(name)) throw new SvcError('INTERNAL', `header '${k}' is set by the HTTP client`);
+    headers[name] = v;
+  }
+  let body: Buffer | undefined;
+  if (args.payload !== undefined && args.payload !== null) {
+    // Spec D: a dictionary is sent as JSON; a string goes as it is, with the type the service set.
+    if (typeof args.payload === 'string') body = Buffer.from(args.payload, 'utf8');
+    else {
+      body = Buffer.from(JSON.stringify(args.payload), 'utf8');
+      headers['content-type'] ??= 'application/json';
+    }
+  }
+  headers.accept ??= 'application/json, */*;q=0.5';
+  const url = new URL(conn.buildPath(args.params), conn.entry.address);
+  return { method: args.method, url, headers, body };
+}
+
+function flatHeaders(headers: OutgoingResponse['headers']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+  return out;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new TransportFailure('cancelled', 'the calling request ended', false));
+    const done = () => {
+      signal.removeEventListener('abort', abort);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const abort = () => {
+      clearTimeout(timer);
+      reject(new TransportFailure('cancelled', 'the calling request ended', false));
+    };
+    signal.addEventListener('abort', abort, { once: true });
+  });
+}
+
+/**
+ * One call with the connection's retry rules (spec, Default outgoing retry behavior): timeouts,
+ * connection errors and 429 are retried with full-jitter backoff, Retry-After honoured, all within
+ * the budget; a timed-out call is repeated only when that cannot do its work twice; other HTTP
+ * statuses are answers, not retried. A 401 lets the credentials refresh once (Bearer token).
+ */
+export async function callWithRetries(conn: Connection, args: CallArgs, ctx: HostCallContext, clock: Clock): Promise<CallResult> {
+  const { entry, auth } = conn;
+  const policy = entry.retry;
+  const deadline = clock.now() + policy.budget_ms;
+  const authContext: OutgoingAuthContext = { cid: ctx.cid, scopes: args.auth_scopes?.split(/\s+/).filter(Boolean), signal: ctx.signal };
+  let refreshed = false;
+  for (let attempt = 1; ; attempt++) {
+    const request = requestOf(conn, args);
+    const timeoutMs = Math.max(1, Math.min(entry.timeout_ms, deadline - clock.now()));
+    let response: OutgoingResponse | undefined;
+    let failure: TransportFailure | undefined;
+    try {
+      if (auth?.send) response = await auth.send(request, { ...authContext, timeoutMs });
+      else {
+        await auth?.authorize(request, authContext);
+        response = await conn.transport.send(request, timeoutMs, ctx.signal);
+      }
+    } catch (err) {
+      if (!(err instanceof TransportFailure)) throw err;
+      failure = err;
+    }
+
+    if (response?.status === 401 && auth?.refused && !refreshed) {
+      refreshed = true;
+      if (await auth.refused(request, authContext)) {
+        attempt--;
+        continue;
+      }
+    }
+    if (response && response.status !== 429) return { status: response.status, headers: flatHeaders(response.headers), text: response.body.toString('utf8') };
+
+    const retryable = response !== undefined || ((failure!.kind === 'timeout' || failure!.kind === 'connection') && (!failure!.sent || safeToRepeat(request.method, request.headers)));
+    const wait = response ? (retryAfterMs(response.headers['retry-after'], clock.now()) ?? backoffMs(policy, attempt - 1)) : backoffMs(policy, attempt - 1);
+    const outOfBudget = clock.now() + wait >= deadline;
+    if (!retryable || attempt >= policy.max_attempts || outOfBudget) {
+      if (response) return { status: response.status, headers: flatHeaders(response.headers), text: response.body.toString('utf8') };
+      const kind = retryable && outOfBudget && attempt < policy.max_attempts ? 'budget' : failure!.kind;
+      ctx.log.info({ connection: entry.name, attempts: attempt, kind, reason: failure!.message }, 'outgoing call failed');
+      return { failed: { kind, message: `${entry.name}: ${failure!.message}${attempt > 1 ? ` (after ${attempt} attempts)` : ''}`, attempts: attempt } };
+    }
+    ctx.log.debug({ connection: entry.name, attempt, status: response?.status, kind: failure?.kind, wait }, 'outgoing call retried');
+    try {
+      await sleep(wait, ctx.signal);
+    } catch (err) {
+      return { failed: { kind: 'cancelled', message: (err as Error).message, attempts: attempt } };
+    }
+  }
+}
+
+/**
+ * The host call `outgoing.call`: the connection by name, if this service may use it. A wrong name
+ * or a refused service is the service's bug, not the caller's: a plain error (500 unless mapped).
+ */
+export function outgoingHostCall(connections: () => ReadonlyMap<string, Connection>, clock: Clock): HostCall<CallArgs> {
+  return {
+    op: 'outgoing.call',
+    args: callArgs,
+    async handler(args, ctx) {
+      const conn = connections().get(args.connection);
+      if (!conn) throw new SvcError('INTERNAL', `No outgoing connection named '${args.connection}'`);
+      const allowed = conn.entry.allowed_services;
+      if (allowed && !allowed.includes(ctx.service)) throw new SvcError('INTERNAL', `Service '${ctx.service}' may not use the outgoing connection '${args.connection}'`);
+      if (conn.unusable) throw new SvcError('INTERNAL', `The outgoing connection '${args.connection}' cannot be used: ${conn.unusable}`);
+      return callWithRetries(conn, args, ctx, clock);
+    },
+  };
+}
