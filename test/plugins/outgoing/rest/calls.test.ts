@@ -57,6 +57,7 @@ outgoing_rest:
   - { name: tight, address: "${at}", url_path: /later, retry: { max_attempts: 5, budget_ms: 1000 } }
   - { name: broken, address: "${at}", url_path: /broken, retry: ${fast} }
   - { name: slow, address: "${at}", url_path: /slow, timeout_ms: 150, retry: ${fast} }
+  - { name: slowish, address: "${at}", url_path: /slow, timeout_ms: 2000 }
   - { name: dead, address: "http://127.0.0.1:${deadPort}", retry: ${fast} }
   - { name: hang, address: "${at}", url_path: /hang, timeout_ms: 20000 }
   - { name: private, address: "${at}", url_path: /echo, allowed_services: [someone-else] }
@@ -79,7 +80,7 @@ beforeAll(async () => {
     .route('/echo', (_req, res) => json(res, 200, { ok: true }))
     .route('/text', (_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('plain words'))
     .route('/flaky', (_req, res, _b, hit) => (hit < 3 ? json(res, 429, { slow: 'down' }, { 'retry-after': '0' }) : json(res, 200, { hit })))
-    .route('/dated', (_req, res, _b, hit) => (hit === 1 ? json(res, 429, {}, { 'retry-after': new Date(Date.now() + 1000).toUTCString() }) : json(res, 200, { hit })))
+    .route('/dated', (_req, res, _b, hit) => (hit === 1 ? json(res, 429, {}, { 'retry-after': new Date(Date.now() + 2000).toUTCString() }) : json(res, 200, { hit })))
     .route('/later', (_req, res) => json(res, 429, { retry: 'much later' }, { 'retry-after': '10' }))
     .route('/broken', (_req, res) => json(res, 500, { error: 'upstream bug' }))
     .route('/slow', (_req, res, _b, hit) => void setTimeout(() => json(res, 200, { hit }), 400))
@@ -123,7 +124,8 @@ describe('outgoing calls from a service', () => {
     const started = Date.now();
     const dated = await call('dated', 'post', { payload: { once: true } });
     expect(dated.body).toMatchObject({ status: 200, data: { hit: 2 } });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    // An HTTP date has whole seconds: the wait is between 1 and 2 s.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
   });
 
   it('stop when Retry-After is past the budget, answering the 429 at once', async () => {
@@ -171,6 +173,24 @@ describe('outgoing calls from a service', () => {
     expect(res.statusCode).toBe(503);
     expect(res.json().details).toBe('Service exceeded its time limit');
     await expect.poll(() => upstream.aborted, { timeout: 2000 }).toContain('/hang');
+  });
+
+  it('do not hold up other calls of the same sandbox process while they wait', async () => {
+    const waiting = k.app.inject({ method: 'POST', url: '/impatient' });
+    const started = Date.now();
+    for (let i = 0; i < 5; i++) expect((await call('text', 'get')).body.text).toBe('plain words');
+    expect(Date.now() - started).toBeLessThan(350);
+    expect((await waiting).statusCode).toBe(503);
+  });
+
+  it('follow config changes at once; a call in flight finishes on the connection it started on', async () => {
+    const inFlight = call('slowish', 'post', { payload: {} });
+    await expect.poll(() => upstream.hits('/slow').length).toBe(1);
+    // Both connections change: text points elsewhere, slowish gets a new pool while its call is in flight.
+    await k.writeConfig(config().replace('url_path: /text }', 'url_path: /echo }').replace('timeout_ms: 2000 }', 'timeout_ms: 2500 }'));
+    expect((await call('text', 'get')).body.data).toEqual({ ok: true });
+    expect((await inFlight).body).toMatchObject({ status: 200, data: { hit: 1 } });
+    await k.writeConfig(config());
   });
 
   it('refuse connections the service may not use, and unknown names, as the service’s own error (500)', async () => {
