@@ -21,6 +21,8 @@ interface Instance {
   running: Map<number, Call>;
   /** Calls waiting for a slot: each call holds heap in the isolate, so few run at once. */
   waiting: Array<{ id: number; json: string }>;
+  /** Running calls that wait on the kernel (an outgoing call, a publish): they use no CPU, so they leave their slot. */
+  parked: number;
   flushQueued: boolean;
   disposed: boolean;
   /** Why the kernel disposed it, so the calls it cut short get the right error. */
@@ -49,6 +51,8 @@ interface Call {
   instance: Instance | undefined;
   deadline: number;
   timedOut: boolean;
+  /** Its host calls forwarded to the kernel and not answered yet. */
+  awaitingHost: number;
 }
 
 // Removed so that service code cannot block its thread on shared memory or compile native-speed code outside the heap limit.
@@ -58,8 +62,13 @@ const PRELUDE = `
   delete globalThis.WebAssembly;
 `;
 
-/** Calls one isolate runs at once; more wait here, outside its heap. */
+/**
+ * Calls one isolate runs at once, not counting those parked on the kernel (outgoing calls):
+ * more wait here, outside its heap. Parked ones count only against the second, larger cap,
+ * so an integration service can have many calls out to slow systems at once.
+ */
 const MAX_CONCURRENT_CALLS = 32;
+const MAX_CALLS_IN_ISOLATE = 2048;
 /** Top-level code of a service file, and its `service({...})` description, get this long. */
 const EVALUATE_MS = 2000;
 /** Building an isolate as a whole: the SDK, the service's top-level code and its description. */
@@ -144,7 +153,7 @@ async function createInstance(svc: Deployed): Promise<{ instance: Instance; meta
     const definition = mod.namespace.getSync('default', { reference: true }) as ivm.Reference<unknown>;
     if (definition.typeof === 'undefined') throw new Error('the service file must `export default service({...})`');
     const metaJson = await register.apply(undefined, [definition.derefInto(), caps.maxOutputBytes], { timeout: EVALUATE_MS });
-    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined };
+    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], parked: 0, flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined };
     holder.instance = instance;
     return { instance, meta: JSON.parse(metaJson) as Record<string, unknown> };
   } catch (err) {
@@ -224,7 +233,7 @@ function call(id: number, name: string, requestJson: string): void {
   if (!svc) return fail(id, 'SERVICE_NOT_DEPLOYED');
   if (usable(svc.instance)) return startOn(svc, svc.instance, id, requestJson);
   // The isolate was disposed (time or memory limit): rebuild it off this thread; calls wait.
-  calls.set(id, { id, service: svc, instance: undefined, deadline: Infinity, timedOut: false });
+  calls.set(id, { id, service: svc, instance: undefined, deadline: Infinity, timedOut: false, awaitingHost: 0 });
   svc.queued.push({ id, json: requestJson });
   if (!svc.building) void rebuild(svc);
 }
@@ -260,7 +269,7 @@ function startOn(svc: Deployed, instance: Instance, id: number, json: string): v
   instance.waiting.push({ id, json });
   const entry = calls.get(id);
   if (entry) entry.instance = instance;
-  else calls.set(id, { id, service: svc, instance, deadline: Infinity, timedOut: false });
+  else calls.set(id, { id, service: svc, instance, deadline: Infinity, timedOut: false, awaitingHost: 0 });
   cooling.delete(instance);
   instance.idleCpu = undefined;
   if (!instance.flushQueued) {
@@ -272,7 +281,7 @@ function startOn(svc: Deployed, instance: Instance, id: number, json: string): v
 /** Hands waiting calls to the isolate in one batch, up to its concurrency cap. */
 function startWaiting(instance: Instance): void {
   instance.flushQueued = false;
-  const room = MAX_CONCURRENT_CALLS - instance.running.size;
+  const room = Math.min(MAX_CONCURRENT_CALLS - (instance.running.size - instance.parked), MAX_CALLS_IN_ISOLATE - instance.running.size);
   if (room <= 0 || !instance.waiting.length || instance.isolate.isDisposed) return;
   const batch = instance.waiting.splice(0, room);
   const now = Date.now();
@@ -299,7 +308,9 @@ function onResults(instance: Instance | undefined, lines: unknown): void {
     if (tab === -1 || tab > nl) continue;
     const id = Number(lines.slice(start, tab));
     // Only a call this isolate is running can be answered from it, and only once.
-    if (!instance.running.delete(id) || !calls.delete(id)) continue;
+    const entry = instance.running.get(id);
+    if (!entry || !instance.running.delete(id) || !calls.delete(id)) continue;
+    if (entry.awaitingHost > 0) instance.parked--;
     const envelope = lines.slice(tab + 1, nl);
     if (envelope.length > caps.maxOutputBytes + 1024) fail(id, 'SERVICE_OUTPUT_TOO_LARGE');
     else wire.sendRaw('{"t":"result","id":' + id + '}\t' + envelope + '\n');
@@ -327,6 +338,7 @@ function failCallsOf(instance: Instance): void {
     else fail(entry.id, 'SERVICE_MEMORY_LIMIT');
   }
   instance.running.clear();
+  instance.parked = 0;
   instance.waiting.length = 0;
   instance.disposed = true;
   cooling.delete(instance);
@@ -346,6 +358,10 @@ function onHostCall(instance: Instance | undefined, callId: unknown, seq: unknow
     return answerHostCall(instance, seq, { ok: false, error: { kind: 'Error', status: 500, message: 'host call outside a running request' } });
   }
   hostCalls.set(seq + ':' + callId, instance);
+  if (entry.awaitingHost++ === 0 && instance.running.has(callId)) {
+    instance.parked++;
+    afterProgress(instance);
+  }
   wire.send({ t: 'hostcall', id: callId, seq, op: op.slice(0, 200) }, argsJson);
 }
 
@@ -374,6 +390,8 @@ function onMessage(message: KernelMessage, body: string): void {
       const key = `${message.seq}:${message.id}`;
       const instance = hostCalls.get(key);
       hostCalls.delete(key);
+      const entry = calls.get(message.id);
+      if (entry && entry.awaitingHost > 0 && --entry.awaitingHost === 0 && entry.instance?.running.has(entry.id)) entry.instance.parked--;
       answerHostCallJson(instance, message.seq, body);
       break;
     }

@@ -12,6 +12,7 @@ const upstream = new Upstream();
 let k: TestKernel;
 let deadPort = 0;
 const logs: Array<Record<string, unknown>> = [];
+const held: Array<import('node:http').ServerResponse> = [];
 
 const CALLER = `import { service, outgoing, gatewayError } from 'svc/sdk';
 export default service({
@@ -60,6 +61,7 @@ outgoing_rest:
   - { name: slowish, address: "${at}", url_path: /slow, timeout_ms: 2000 }
   - { name: dead, address: "http://127.0.0.1:${deadPort}", retry: ${fast} }
   - { name: hang, address: "${at}", url_path: /hang, timeout_ms: 20000 }
+  - { name: hold, address: "${at}", url_path: /hold, max_connections: 256 }
   - { name: private, address: "${at}", url_path: /echo, allowed_services: [someone-else] }
 `;
 }
@@ -85,6 +87,7 @@ beforeAll(async () => {
     .route('/broken', (_req, res) => json(res, 500, { error: 'upstream bug' }))
     .route('/slow', (_req, res, _b, hit) => void setTimeout(() => json(res, 200, { hit }), 400))
     .route('/hang', () => undefined)
+    .route('/hold', (_req, res) => void held.push(res))
     .start();
   k = await startKernel({ config: config(), services: { 'caller.ts': CALLER, 'impatient.ts': IMPATIENT, 'failing.ts': FAILING }, logs });
 });
@@ -181,6 +184,14 @@ describe('outgoing calls from a service', () => {
     for (let i = 0; i < 5; i++) expect((await call('text', 'get')).body.text).toBe('plain words');
     expect(Date.now() - started).toBeLessThan(350);
     expect((await waiting).statusCode).toBe(503);
+  });
+
+  it('many at once: calls waiting on the upstream leave their isolate slot to others', async () => {
+    const calls = Array.from({ length: 100 }, () => call('hold', 'get'));
+    // More than the 32 calls an isolate runs at once: the waiting ones are parked on the kernel.
+    await expect.poll(() => held.length, { timeout: 5000 }).toBe(100);
+    for (const res of held.splice(0)) json(res, 200, { released: true });
+    for (const done of await Promise.all(calls)) expect(done.body).toMatchObject({ status: 200, data: { released: true } });
   });
 
   it('follow config changes at once; a call in flight finishes on the connection it started on', async () => {
