@@ -94,6 +94,16 @@ function startProcess(args: string[]): Promise<{ target: Omit<Target, 'dir'>; st
   });
 }
 
+/** Runs fn against a bench/server.ts target of the given kind (upstream, proxy) in its own process. */
+export async function withTarget<T>(kind: string, arg: string | undefined, fn: (t: Target) => Promise<T>): Promise<T> {
+  const { target, stop } = await startProcess(arg === undefined ? [kind] : [kind, arg]);
+  try {
+    return await fn({ ...target, dir: undefined });
+  } finally {
+    await stop();
+  }
+}
+
 /** Runs fn against bare Fastify hello-world in its own process. */
 export async function withBareFastify<T>(fn: (t: Target) => Promise<T>): Promise<T> {
   const { target, stop } = await startProcess(['bare']);

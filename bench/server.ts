@@ -9,7 +9,37 @@ import { Kernel } from '../kernel/kernel.ts';
 
 const [kind, configPath] = process.argv.slice(2);
 
-if (kind === 'bare') {
+if (kind === 'upstream') {
+  // The external system of the outgoing benchmarks: a small JSON answer, or one held for a while.
+  const { createServer } = await import('node:http');
+  let held = 0;
+  const server = createServer((req, res) => {
+    if (req.url === '/held') return void res.end(String(held));
+    if (req.url?.startsWith('/hold')) {
+      held++;
+      setTimeout(() => {
+        held--;
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"held":true}');
+      }, Number(process.env.BENCH_HOLD_MS ?? 4000));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":1,"name":"Ada Lovelace","tier":"gold"}');
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  process.stdout.write(`READY http://127.0.0.1:${(server.address() as { port: number }).port} ${process.pid}\n`);
+} else if (kind === 'proxy') {
+  // The hand-rolled baseline: a bare Fastify handler calling the same upstream with undici.
+  const { Pool } = await import('undici');
+  const upstream = new Pool(configPath!, { connections: 128 });
+  const app = Fastify();
+  app.get('/call', async () => {
+    const res = await upstream.request({ path: '/item/1', method: 'GET' });
+    return res.body.json();
+  });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  process.stdout.write(`READY ${url} ${process.pid}\n`);
+} else if (kind === 'bare') {
   const app = Fastify();
   app.get('/hello', async () => ({ hello: 'world' }));
   // A POST with a small JSON body and answer: the HTTP-only floor of a publish.
