@@ -41,9 +41,8 @@ export class NtlmAuthorizer implements OutgoingAuthorizer {
     if (this.closed) throw Object.assign(new Error('this NTLM definition was removed or changed'), { code: 'ERR_NTLM_CLOSED' });
     const signal = AbortSignal.any([context.signal, AbortSignal.timeout(context.timeoutMs)]);
     const key = request.url.origin;
-    let origin = this.origins.get(key);
-    if (origin === undefined) this.origins.set(key, (origin = { lane: new Lane(), connection: undefined }));
-    const slot = origin;
+    const slot = this.origins.get(key) ?? { lane: new Lane(), connection: undefined };
+    this.origins.set(key, slot);
     try {
       return await slot.lane.run(signal, async () => {
         try {
