@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OutgoingAuthorizer, OutgoingRequest, OutgoingResponse } from '../../../../plugins/capabilities.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 import { startNtlmServer, type Account, type NtlmServer, type NtlmServerOptions } from './ntlm-server.ts';
@@ -15,29 +15,31 @@ security:
   - { name: mallory, type: ntlm, username: alice, domain: DOMAIN, password: not-the-password }
 `;
 
-let kernel: TestKernel | undefined;
+// One kernel for the file (it only provides the factory); an NTLM server per test.
+let kernel: TestKernel;
 let server: NtlmServer | undefined;
 const authorizers: OutgoingAuthorizer[] = [];
-let logs: Array<Record<string, unknown>> = [];
+const logs: Array<Record<string, unknown>> = [];
+
+beforeAll(async () => {
+  kernel = await startKernel({ config: CONFIG, env: { NTLM_PASSWORD: PASSWORD }, logs });
+});
+afterAll(() => kernel.close());
 
 afterEach(async () => {
   await Promise.all(authorizers.splice(0).map((a) => a.close?.()));
   await server?.close();
-  await kernel?.close();
   server = undefined;
-  kernel = undefined;
 });
 
 async function setup(options: Partial<NtlmServerOptions> = {}): Promise<NtlmServer> {
-  logs = [];
-  kernel = await startKernel({ config: CONFIG, env: { NTLM_PASSWORD: PASSWORD }, logs });
   server = await startNtlmServer({ accounts: ACCOUNTS, ...options });
   return server;
 }
 
 function authorizer(name: string): OutgoingAuthorizer {
-  const factory = kernel!.kernel.api.lookup('security.outgoing.ntlm')!;
-  const definition = kernel!.kernel.configStore.current().security.find((s) => s.name === name)!;
+  const factory = kernel.kernel.api.lookup('security.outgoing.ntlm')!;
+  const definition = kernel.kernel.configStore.current().security.find((s) => s.name === name)!;
   const a = factory(definition);
   authorizers.push(a);
   return a;
@@ -216,7 +218,7 @@ describe('ntlm outgoing authorizer', () => {
     await expect(call(a, '/x')).rejects.toMatchObject({ code: 'ERR_NTLM_CLOSED' });
   });
 
-  it('the password and the NTLM messages never reach the logs', async () => {
+  it('the password and the NTLM messages never reach the logs (of every test in this file)', async () => {
     await setup();
     await call(authorizer('alice'), '/x', { json: { a: 1 } });
     await call(authorizer('mallory'), '/x');
