@@ -82,6 +82,33 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** Codes of a scheme that sends on its own connection (NTLM), as the transport's failures. */
+const OWN_FAILURES: Record<string, [TransportFailure['kind'], boolean]> = {
+  ETIMEDOUT: ['timeout', true],
+  ABORT_ERR: ['cancelled', true],
+  ECONNREFUSED: ['connection', false],
+  ENOTFOUND: ['connection', false],
+  EAI_AGAIN: ['connection', false],
+  UND_ERR_CONNECT_TIMEOUT: ['connection', false],
+  UND_ERR_SOCKET: ['connection', true],
+  ECONNRESET: ['connection', true],
+  ERR_NTLM_PROTOCOL: ['connection', true],
+  ERR_NTLM_CLOSED: ['connection', false],
+};
+
+async function sendOwn(send: NonNullable<OutgoingAuthorizer['send']>, request: OutgoingRequest, context: OutgoingAuthContext & { timeoutMs: number }, maxBytes: number): Promise<OutgoingResponse> {
+  let response: OutgoingResponse;
+  try {
+    response = await send(request, context);
+  } catch (err) {
+    const code = String((err as { code?: unknown }).code ?? '');
+    const [kind, sent] = context.signal.aborted ? (['cancelled', true] as const) : (OWN_FAILURES[code] ?? ['connection', true]);
+    throw new TransportFailure(kind, `${(err as Error).message}${code ? ` (${code})` : ''}`, sent);
+  }
+  if (response.body.length > maxBytes) throw new TransportFailure('too_large', `the response is larger than max_response_bytes (${maxBytes})`, true);
+  return response;
+}
+
 /**
  * One call with the connection's retry rules (spec, Default outgoing retry behavior): timeouts,
  * connection errors and 429 are retried with full-jitter backoff, Retry-After honoured, all within
@@ -100,7 +127,7 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
     let response: OutgoingResponse | undefined;
     let failure: TransportFailure | undefined;
     try {
-      if (auth?.send) response = await auth.send(request, { ...authContext, timeoutMs });
+      if (auth?.send) response = await sendOwn(auth.send.bind(auth), request, { ...authContext, timeoutMs }, entry.max_response_bytes);
       else {
         await auth?.authorize(request, authContext);
         response = await conn.transport.send(request, timeoutMs, ctx.signal);
