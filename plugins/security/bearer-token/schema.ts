@@ -79,13 +79,13 @@ export const bearerTokenShape = {
   auth_server_url: authServerUrlSchema.describe('Token endpoint address (http or https; https unless the auth server is on a trusted network).'),
   scopes: scopesSchema
     .default([])
-    .describe('OAuth scopes requested with each token: one per line (or a YAML list). A call\'s `auth_scopes` overrides them.'),
+    .describe('OAuth scopes requested with each token: one per line (or a YAML list). None by default. A call\'s `auth_scopes` overrides them.'),
   client_id_field: fieldName.default('client_id').describe('Field name of the client ID in the token request.'),
   client_secret_field: fieldName.default('client_secret').describe('Field name of the client secret in the token request.'),
   grant_type: z.string().min(1).default('client_credentials').describe('Value of `grant_type` in the token request.'),
   extra_fields: extraFieldsSchema
     .default({})
-    .describe('Additional fields sent with every token request: `key=value` lines or a YAML map (e.g. `audience`, `resource`).'),
+    .describe('Additional fields sent with every token request: `key=value` lines or a YAML map (e.g. `audience`, `resource`). None by default.'),
   data_format: z
     .enum(['form', 'json'])
     .default('form')
