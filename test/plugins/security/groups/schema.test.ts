@@ -4,7 +4,7 @@ import { parseConfig } from '../schema-support.ts';
 const DEFS = `security:
   - { name: crm, type: basic_auth, username: crm }
   - { name: billing, type: apikey }
-  - { name: oauth, type: bearer_token, username: client }
+  - { name: oauth, type: bearer_token, username: client, client_secret: s, auth_server_url: "https://auth.example.com/token" }
 `;
 
 describe('groups', () => {
