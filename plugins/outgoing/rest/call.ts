@@ -119,7 +119,9 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
   const { entry, auth } = conn;
   const policy = entry.retry;
   const deadline = clock.now() + policy.budget_ms;
-  const authContext: OutgoingAuthContext = { cid: ctx.cid, scopes: args.auth_scopes?.split(/\s+/).filter(Boolean), signal: ctx.signal };
+  // Spec D: space-separated; an empty string means none given (the definition's scopes apply).
+  const scopes = args.auth_scopes?.split(/\s+/).filter(Boolean);
+  const authContext: OutgoingAuthContext = { cid: ctx.cid, scopes: scopes?.length ? scopes : undefined, signal: ctx.signal };
   let refreshed = false;
   for (let attempt = 1; ; attempt++) {
     const request = requestOf(conn, args);
@@ -133,6 +135,8 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
         response = await conn.transport.send(request, timeoutMs, ctx.signal);
       }
     } catch (err) {
+      // A token request the caller stopped waiting for ends the call like a cancelled send.
+      if (ctx.signal.aborted) return { failed: { kind: 'cancelled', message: 'the calling request ended', attempts: attempt } };
       if (!(err instanceof TransportFailure)) throw err;
       failure = err;
     }
