@@ -32,8 +32,8 @@ export class SecretsInUse {
         const outcome = outcomes.get(name);
         if (outcome === 'edited') this.log.info({ secret: name }, 'value of named secret taken from the config file, where it was edited');
         const value = outcome === 'unset' ? undefined : await this.readValue(store, name);
-        if (value === undefined) this.warnUnset(name);
-        else values.set(name, value);
+        if (typeof value === 'string') values.set(name, value);
+        else if (value === undefined) this.warnUnset(name);
       }
       this.grants = new Map(secrets.map((s) => [s.name, { services: new Set(s.services) }]));
       this.values = values;
@@ -62,12 +62,13 @@ export class SecretsInUse {
     return value;
   }
 
-  private async readValue(store: NamedSecretStore, name: string): Promise<string | undefined> {
+  /** The stored value; null (logged once here) when the vault cannot decrypt it. */
+  private async readValue(store: NamedSecretStore, name: string): Promise<string | undefined | null> {
     try {
       return await store.value(name);
     } catch {
-      this.log.error({ secret: name }, 'named secret cannot be decrypted (another vault key than when it was stored?); set it again with `svc secret set`');
-      return undefined;
+      this.log.error({ secret: name }, `named secret cannot be decrypted (another vault key than when it was stored?); set it again with \`svc secret set ${name}\``);
+      return null;
     }
   }
 
