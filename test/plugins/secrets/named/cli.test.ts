@@ -25,6 +25,9 @@ const ONLINE_VALUE = 'online-value-77aa-piped-to-the-running-server';
 const cli = (dir: string, args: string[], stdin?: string) => runCli([...args, '--config', 'config/svc.yaml'], dir, stdin);
 const hmacHex = (key: string, data: string) => createHmac('sha256', key).update(data).digest('hex');
 
+/** Each step is a real process (nine CLI runs and two server starts in the first test): slow on a busy machine. */
+const REAL_PROCESSES_MS = 120_000;
+
 const servers: CliServer[] = [];
 afterAll(async () => {
   for (const s of servers) if (s.proc.exitCode === null) await s.stop('SIGKILL');
@@ -74,7 +77,7 @@ describe('svc secret set / list (real processes)', () => {
     for (const file of readdirSync(join(dir, 'data')).filter((f) => f.startsWith('svc.db'))) {
       expect(readFileSync(join(dir, 'data', file)).includes(Buffer.from(ONLINE_VALUE)), file).toBe(false);
     }
-  });
+  }, REAL_PROCESSES_MS);
 
   it('refuses to store offline under a vault key that does not open what is stored', async () => {
     const dir = makeProject(CONFIG, SIGNER);
@@ -87,5 +90,5 @@ describe('svc secret set / list (real processes)', () => {
       if (saved === undefined) delete process.env.SVC_VAULT_KEY;
       else process.env.SVC_VAULT_KEY = saved;
     }
-  });
+  }, REAL_PROCESSES_MS);
 });
