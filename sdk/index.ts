@@ -14,7 +14,8 @@ export { t } from './model.ts';
 export type { Field, FieldType, Model, InputOf, ValueOf } from './model.ts';
 export type { Context, Handler, Log, ResponseControl, ServiceDefinition, ServiceLimits, UploadedFile, User } from './context.ts';
 export { ServiceError, BadRequest, Unauthorized, Forbidden, NotFound, Conflict, BadGateway, GatewayTimeout, ServiceUnavailable } from './errors.ts';
-export { hmacSha256Hex, hmacSha256Base64, verifyHmacSha256Hex, verifyHmacSha256Base64, timingSafeEqual } from './crypto.ts';
+export { hmacSha256Hex, hmacSha256Base64, verifyHmacSha256Hex, verifyHmacSha256Base64, sha256Hex, sha256Base64, timingSafeEqual, type Data } from './crypto.ts';
+export { secret, type NamedSecret, type SignedHeaderOptions, type HmacAlgorithm, type SignatureEncoding } from './secrets.ts';
 export { toBase64, fromBase64, utf8Encode, utf8Decode } from './internal/bytes.ts';
 
 /** Declares a service: its input model, limits and handlers. The file's default export. */

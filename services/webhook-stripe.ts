@@ -1,4 +1,4 @@
-import { service, Unauthorized, verifyHmacSha256Hex } from 'svc/sdk';
+import { secret, service, Unauthorized } from 'svc/sdk';
 
 /**
  * Receives Stripe webhooks on a channel with `security: none`. Stripe signs
@@ -7,10 +7,11 @@ import { service, Unauthorized, verifyHmacSha256Hex } from 'svc/sdk';
  * A missing or wrong signature, or a timestamp more than 300 s away from now (a replay),
  * is answered 401.
  *
- * The secret must equal the endpoint's signing secret (whsec_...). Services cannot read
- * config or environment yet, so it is a constant here: replace it before deploying.
+ * The secret is the named secret `stripe-webhook` of the config (`secrets:`, with this service
+ * in its `services`), set to the endpoint's signing secret (whsec_...) with
+ * `svc secret set stripe-webhook`. The host verifies with it; this code never sees it.
  */
-const SIGNING_SECRET = 'whsec_replace-with-the-endpoint-signing-secret';
+const SIGNING_SECRET = secret('stripe-webhook');
 const TOLERANCE_SECONDS = 300;
 /** More v1 entries than a secret roll needs is not a Stripe header. */
 const MAX_SIGNATURES = 8;
@@ -50,7 +51,7 @@ export default service({
     let valid = false;
     // Every candidate is checked (no early exit): each check is timing-safe on the host.
     for (const signature of parsed.signatures) {
-      if (await verifyHmacSha256Hex(SIGNING_SECRET, signedPayload, signature)) valid = true;
+      if (await SIGNING_SECRET.verifyHmacSha256Hex(signedPayload, signature)) valid = true;
     }
     if (!valid) throw new Unauthorized('Invalid signature');
     const event = ctx.payload as { id?: unknown; type?: unknown } | undefined;

@@ -36,4 +36,13 @@ export type { DataStore, Migration, Queryable, RunResult } from '../../kernel/st
 export { systemClock, type Clock } from '../../kernel/clock.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';
+export {
+  HMAC_ALGORITHMS,
+  SIGNATURE_ENCODINGS,
+  hmac,
+  signatureMatches,
+  signedDataSchema,
+  type HmacAlgorithm,
+  type SignatureEncoding,
+} from './signature.ts';
 export { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from './json.ts';

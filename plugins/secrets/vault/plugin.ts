@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { definePlugin } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
-import { loadVaultKey } from './key.ts';
-import { SqlVault } from './vault.ts';
+import { loadVaultKey } from '../shared/vault-key.ts';
+import { SqlVault } from '../shared/sql-vault.ts';
 
 /**
  * The vault: secrets svc must use rather than only verify (outgoing credentials, signing keys for

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { isLocalHostCall, runLocalHostCall } from '../../../kernel/sandbox/local-calls.ts';
 
@@ -12,6 +12,10 @@ describe('sandbox-local host calls', () => {
     expect(runLocalHostCall('crypto.hmac', JSON.stringify({ key: 'key', data: { bytes: [...Buffer.from('body')] }, encoding: 'base64' }))).toEqual({ ok: true, value: b64 });
   });
 
+  it('takes bytes as base64, as the SDK sends them', () => {
+    expect(runLocalHostCall('crypto.hmac', JSON.stringify({ key: 'key', data: { base64: Buffer.from('body').toString('base64') }, encoding: 'hex' }))).toEqual({ ok: true, value: hex });
+  });
+
   it('verifies only the canonical signature', () => {
     expect(verify(hex)).toEqual({ ok: true, value: true });
     expect(verify(hex.toUpperCase())).toEqual({ ok: true, value: true });
@@ -22,10 +26,34 @@ describe('sandbox-local host calls', () => {
     expect(verify(b64 + '!', 'base64')).toEqual({ ok: true, value: false });
   });
 
+  // FIPS 180-2 appendix B, and the empty message.
+  it.each([
+    ['', 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'],
+    ['abc', 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad'],
+    ['abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq', '248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1'],
+  ])('digests %j with SHA-256, as hex and base64, from text or bytes', (message, expected) => {
+    const digest = (data: unknown, encoding: string) => runLocalHostCall('crypto.digest', JSON.stringify({ algorithm: 'sha256', data, encoding }));
+    expect(digest({ text: message }, 'hex')).toEqual({ ok: true, value: expected });
+    expect(digest({ base64: Buffer.from(message).toString('base64') }, 'base64')).toEqual({ ok: true, value: Buffer.from(expected, 'hex').toString('base64') });
+  });
+
+  it('digests a million times "a" (FIPS 180-2) and UTF-8 text as its bytes', () => {
+    const digest = (text: string) => runLocalHostCall('crypto.digest', JSON.stringify({ algorithm: 'sha256', data: { text }, encoding: 'hex' }));
+    expect(digest('a'.repeat(1_000_000))).toEqual({ ok: true, value: 'cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0' });
+    expect(digest('zoë ✓')).toEqual({ ok: true, value: createHash('sha256').update('zoë ✓', 'utf8').digest('hex') });
+  });
+
+  it('digests only with the algorithms it names', () => {
+    expect(runLocalHostCall('crypto.digest', JSON.stringify({ algorithm: 'md5', data: { text: 'x' }, encoding: 'hex' })).ok).toBe(false);
+  });
+
   it('checks arguments on the host and answers with an error envelope', () => {
     const reply = runLocalHostCall('crypto.hmac', JSON.stringify({ key: 1, data: { text: 'x' }, encoding: 'hex' }));
     expect(reply.ok).toBe(false);
     expect(runLocalHostCall('crypto.hmac', 'not json').ok).toBe(false);
     expect(isLocalHostCall('pubsub.publish')).toBe(false);
+    // Named secrets live in the kernel process: their calls are never answered here.
+    expect(isLocalHostCall('secrets.hmac')).toBe(false);
+    expect(isLocalHostCall('secrets.verifyHmac')).toBe(false);
   });
 });

@@ -66,7 +66,7 @@ export const hostcalls: CorpusCase[] = [
     expect: { status: 200, withinMs: WITHIN, maxLogLines: FEW_LOG_LINES, bodyCheck: (j) => expect(j.results[0].ok ?? j.results[0].error).toEqual(expect.any(String)) },
   },
   {
-    name: 'hmac over 1 MB of bytes (an array of a million numbers on the wire)',
+    name: 'hmac over 1 MB of bytes (base64 on the wire)',
     file: 'host-crypto-bigbytes.js',
     note: 'a digest or an error message',
     code: svc(`return { results: await settle([() => hmacSha256Hex('k', new Uint8Array(1 << 20))]) };`, { prelude: settle, limits: HEAVY }),

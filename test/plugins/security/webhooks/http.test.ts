@@ -3,27 +3,31 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 
-/** The sample services exactly as shipped in services/. */
-function sample(name: string): { code: string; secret: string } {
-  const code = readFileSync(new URL(`../../../../services/${name}.ts`, import.meta.url), 'utf8');
-  const secret = /const (?:WEBHOOK_SECRET|SIGNING_SECRET) = '([^']+)'/.exec(code)?.[1];
-  if (secret === undefined) throw new Error(`no secret constant in services/${name}.ts`);
-  return { code, secret };
+/** The sample services exactly as shipped in services/; their secrets are the named secrets of the config. */
+function sample(name: string, secret: string): { code: string; secret: string } {
+  return { code: readFileSync(new URL(`../../../../services/${name}.ts`, import.meta.url), 'utf8'), secret };
 }
 
-const github = sample('webhook-github');
-const stripe = sample('webhook-stripe');
+const github = sample('webhook-github', 'gh-webhook-secret-2f8e1d');
+const stripe = sample('webhook-stripe', 'whsec_9c41b7d2e0aa');
 const hmacHex = (key: string, data: string) => createHmac('sha256', key).update(data, 'utf8').digest('hex');
 
-const CONFIG = `
+const CHANNELS = `
 channel_rest:
   - { name: github, url_path: /webhooks/github, service: webhook-github, method: POST, data_format: json, security: none }
   - { name: stripe, url_path: /webhooks/stripe, service: webhook-stripe, method: POST, data_format: json, security: none }
 `;
+const CONFIG = `
+secrets:
+  - { name: github-webhook, value: "\${GITHUB_WEBHOOK_SECRET}", services: [webhook-github] }
+  - { name: stripe-webhook, value: "\${STRIPE_WEBHOOK_SECRET}", services: [webhook-stripe] }
+${CHANNELS}`;
+const SERVICES = { 'webhook-github.ts': github.code, 'webhook-stripe.ts': stripe.code };
 
+const logs: Array<Record<string, unknown>> = [];
 let k: TestKernel;
 beforeAll(async () => {
-  k = await startKernel({ config: CONFIG, services: { 'webhook-github.ts': github.code, 'webhook-stripe.ts': stripe.code } });
+  k = await startKernel({ config: CONFIG, services: SERVICES, env: { GITHUB_WEBHOOK_SECRET: github.secret, STRIPE_WEBHOOK_SECRET: stripe.secret }, logs });
 });
 afterAll(() => k?.close());
 
@@ -91,5 +95,30 @@ describe('Stripe-style webhook (t=..., v1=...)', () => {
 
   it('answers 401 when the header is missing', async () => {
     expectRejected(await post('/webhooks/stripe', body, {}), 'Missing signature');
+  });
+});
+
+describe('the samples and their named secrets', () => {
+  it('never write the secrets to the log', () => {
+    expect(logs.length).toBeGreaterThan(0);
+    const text = logs.map((l) => JSON.stringify(l)).join('\n');
+    expect(text).not.toContain(github.secret);
+    expect(text).not.toContain(stripe.secret);
+  });
+
+  it('answer 503 until the secret has a value (the sender retries), and 403 when it is not granted to them', async () => {
+    const unset = await startKernel({ config: `\nsecrets:\n  - { name: github-webhook, services: [webhook-github] }\n  - { name: stripe-webhook, value: x }\n${CHANNELS}`, services: SERVICES });
+    try {
+      const body = '{"zen":"hi"}';
+      const gh = await unset.app.inject({ method: 'POST', url: '/webhooks/github', payload: body, headers: { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${hmacHex('x', body)}` } });
+      expect(gh.statusCode).toBe(503);
+      expect(gh.json()).toMatchObject({ details: "Secret 'github-webhook' has no value yet" });
+      const t = Math.floor(Date.now() / 1000);
+      const st = await unset.app.inject({ method: 'POST', url: '/webhooks/stripe', payload: body, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${hmacHex('x', `${t}.${body}`)}` } });
+      expect(st.statusCode).toBe(403);
+      expect(st.json()).toMatchObject({ details: "Secret 'stripe-webhook' is not granted to service 'webhook-stripe'" });
+    } finally {
+      await unset.close();
+    }
   });
 });

@@ -47,7 +47,7 @@ export class SqlVault implements Vault {
     let value: string | undefined;
     if (row) {
       try {
-        value = open(this.key, label, { nonce: Buffer.from(row.nonce, 'base64'), box: Buffer.from(row.box, 'base64') });
+        value = this.unseal(label, row);
       } catch {
         throw new Error(`vault: the secret ${label} cannot be decrypted (another vault key, or the row was altered)`);
       }
@@ -74,6 +74,26 @@ export class SqlVault implements Vault {
   async delete(owner: string, name: string): Promise<void> {
     await this.store.transaction((tx) => tx.run('DELETE FROM vault_secret WHERE owner = ? AND name = ?', [owner, name]), { durable: true });
     this.cache.set(labelOf(owner, name), undefined);
+  }
+
+  /**
+   * Whether this vault's key opens what the table already holds (true when it holds nothing).
+   * A process other than the server (the CLI, offline) checks it before writing, so a key that
+   * differs from the server's (SVC_VAULT_KEY set in one environment only) is refused up front.
+   */
+  async opensExistingRows(): Promise<boolean> {
+    const row = await this.store.one<Row & { owner: string; name: string }>('SELECT owner, name, nonce, box FROM vault_secret ORDER BY updated_at DESC LIMIT 1');
+    if (row === undefined) return true;
+    try {
+      this.unseal(labelOf(row.owner, row.name), row);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private unseal(label: string, row: Row): string {
+    return open(this.key, label, { nonce: Buffer.from(row.nonce, 'base64'), box: Buffer.from(row.box, 'base64') });
   }
 
   async names(owner: string): Promise<string[]> {

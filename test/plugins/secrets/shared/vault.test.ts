@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../../kernel/store/sqlite.ts';
-import { loadVaultKey, KEY_FILE } from '../../../plugins/secrets/vault/key.ts';
-import { SqlVault } from '../../../plugins/secrets/vault/vault.ts';
+import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
+import { loadVaultKey, KEY_FILE } from '../../../../plugins/secrets/shared/vault-key.ts';
+import { SqlVault } from '../../../../plugins/secrets/shared/sql-vault.ts';
 
 const stores: SqliteStore[] = [];
 afterEach(async () => {
