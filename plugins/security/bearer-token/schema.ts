@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ConfigIssue, SvcConfig } from '../../../sdk/plugin/index.ts';
+import { channelsNamingType } from '../shared/outgoing-only.ts';
 
 export const BEARER_TOKEN = 'bearer_token';
 
@@ -117,10 +118,8 @@ const RESERVED_FIELDS = ['grant_type', 'scope'];
  */
 export function validateBearerToken(config: SvcConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
-  const bearerNames = new Set<string>();
   config.security.forEach((entry, index) => {
     if (entry.type !== BEARER_TOKEN) return;
-    bearerNames.add(entry.name);
     const def = entry as BearerTokenDefinition;
     const path = ['security', index];
     for (const field of ['client_id_field', 'client_secret_field'] as const) {
@@ -134,13 +133,6 @@ export function validateBearerToken(config: SvcConfig): ConfigIssue[] {
       if (taken.has(key)) issues.push({ path: [...path, 'extra_fields', key], message: `'${key}' is set by the token request itself (grant_type, scopes or the client id and secret fields)` });
     }
   });
-  config.channel_rest.forEach((channel, index) => {
-    if (bearerNames.has(channel.security)) {
-      issues.push({
-        path: ['channel_rest', index, 'security'],
-        message: `'${channel.security}' is a bearer_token definition: Bearer tokens authenticate outgoing connections only, not channels`,
-      });
-    }
-  });
+  issues.push(...channelsNamingType(config, BEARER_TOKEN, 'Bearer tokens authenticate outgoing connections only, not channels'));
   return issues;
 }
