@@ -10,6 +10,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',
+    // Some suites load isolated-vm in the test process itself, which needs this on every Node line.
+    execArgv: ['--no-node-snapshot'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Each file starts its own sandbox processes; two at a time fit two cores.

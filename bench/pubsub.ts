@@ -5,11 +5,13 @@
  * Goal (issue 6): durable publish at ≥ 0.30 of bare Fastify req/s at 50 clients.
  * Run: node --import tsx bench/pubsub.ts   (BENCH_SECONDS=5 by default; prints markdown rows)
  */
-import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, printTable, rssMb, SECONDS, withBareFastify, withSvc, type Load, type Row, type Target } from './lib.ts';
+import { sqliteDriver } from '../kernel/store/sqlite-driver.ts';
+
+const Database = sqliteDriver();
 
 const PASSWORD = 'bench-password-1';
 const AUTH = `Basic ${Buffer.from(`bench:${PASSWORD}`).toString('base64')}`;

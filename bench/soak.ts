@@ -88,7 +88,7 @@ const PASSWORD = randomBytes(12).toString('base64url');
 const basic = (user: string) => `Basic ${Buffer.from(`${user}:${PASSWORD}`).toString('base64')}`;
 const TOPIC = '/soak/events';
 
-const HOSTILE = `import { service } from 'svc/sdk';\n// Crashes its sandbox process: a V8 fatal error (invalid array length / heap), not an exception.\nexport default service({ handle: () => '1'.repeat(0x7ffffff).split('') });\n`;
+const HOSTILE = `import { service } from 'svc/sdk';\n// Crashes its sandbox process: a V8 fatal error (invalid array length / heap), not an exception.\nexport default service({ handle: () => '1'.repeat(0xfffffff).split('') });\n`;
 
 const SERVICES: Record<string, string> = {
   'echo.ts': `import { service, t } from 'svc/sdk';

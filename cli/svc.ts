@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { Kernel, loadConfig, resolveDir } from '../kernel/kernel.ts';
 import { ConfigError, readSource } from '../kernel/config/store.ts';
+import { NativeModuleError } from '../kernel/platform/native.ts';
 import { sandboxSchema, type SvcConfig } from '../kernel/config/schema.ts';
 import { SqliteStore } from '../kernel/store/sqlite.ts';
 import { sendControl } from '../kernel/control.ts';
@@ -47,6 +48,10 @@ function printConfigError(err: unknown): number {
   if (err instanceof ConfigError) {
     for (const issue of err.issues) process.stderr.write(`config error: ${issue}\n`);
     return EXIT_USAGE;
+  }
+  if (err instanceof NativeModuleError) {
+    process.stderr.write(`error: ${err.message}\n`);
+    return EXIT_RUNTIME;
   }
   process.stderr.write(`error: ${(err as Error).stack ?? String(err)}\n`);
   return EXIT_RUNTIME;

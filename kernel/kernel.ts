@@ -9,6 +9,8 @@ import type { Channel, SvcConfig } from './config/schema.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
 import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type PluginRoute } from './plugin.ts';
 import { SqliteStore } from './store/sqlite.ts';
+import { sqliteDriver } from './store/sqlite-driver.ts';
+import { isolatedVmEntry } from './sandbox/ivm.ts';
 import type { DataStore } from './store/types.ts';
 import { startServiceRunner, type ServiceRunner } from './sandbox/runner.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
@@ -98,6 +100,9 @@ export class Kernel {
     const configPath = resolve(opts.configPath);
     const { text, config, loaded, plugins } = await loadConfig(configPath, opts.env ?? process.env, opts.extraPlugins);
     const log = opts.logger ?? pino({ level: config.server.log_level, redact: { paths: logRedactPaths(plugins), censor: '[redacted]' } });
+    // A node_modules built for another Node is a clear error here, before anything is opened.
+    isolatedVmEntry();
+    sqliteDriver();
     const dataDir = resolveDir(config.server.data_dir);
     // The store holds secret hashes and the control socket lives here: owner only.
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });

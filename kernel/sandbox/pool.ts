@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -8,6 +7,7 @@ import type { Socket } from 'node:net';
 import { buildSync } from 'esbuild';
 import type { Logger } from 'pino';
 import { SvcError } from '../errors.ts';
+import { isolatedVmEntry } from './ivm.ts';
 import { Wire } from './wire.ts';
 import { parseInvokeResult, readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxCaps, type SandboxMessage, type ServiceMeta } from './protocol.ts';
 
@@ -22,7 +22,6 @@ export type HostCallHandler = (op: string, argsJson: string, invocation: InvokeR
 export type DeployOutcome = { ok: true; meta: ServiceMeta } | { ok: false; error: string };
 
 const WORKER_SOURCE = fileURLToPath(new URL('./worker.ts', import.meta.url));
-const IVM = createRequire(import.meta.url).resolve('isolated-vm');
 
 /**
  * The sandbox process's code as one plain JavaScript file, built once per kernel process.
@@ -41,9 +40,11 @@ function acquireWorkerBundle(): string {
       write: false,
       external: ['isolated-vm'],
     });
-    // The bundle lives outside the project, so the native module is imported from where npm installed it.
-    const code = out.outputFiles[0]!.text.replace(/from\s*"isolated-vm"/, `from ${JSON.stringify(pathToFileURL(IVM).href)}`);
-    if (!code.includes(pathToFileURL(IVM).href)) throw new Error('sandbox worker bundle: isolated-vm import not found');
+    // The bundle lives outside the project, so the native module is imported from where npm
+    // installed the line for this Node (kernel/native.ts).
+    const ivmUrl = pathToFileURL(isolatedVmEntry()).href;
+    const code = out.outputFiles[0]!.text.replace(/from\s*"isolated-vm"/, `from ${JSON.stringify(ivmUrl)}`);
+    if (!code.includes(ivmUrl)) throw new Error('sandbox worker bundle: isolated-vm import not found');
     const dir = mkdtempSync(join(tmpdir(), 'svc-sandbox-'));
     const file = join(dir, 'worker.mjs');
     writeFileSync(file, code, { mode: 0o600 });

@@ -1,6 +1,7 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { sqliteDriver } from './sqlite-driver.ts';
 import type { DataStore, Migration, Queryable, RunResult } from './types.ts';
 
 /**
@@ -24,7 +25,8 @@ export class SqliteStore implements DataStore {
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    this.db = new Database(file);
+    const Driver = sqliteDriver();
+    this.db = new Driver(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');

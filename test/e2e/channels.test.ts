@@ -22,7 +22,7 @@ const services: Record<string, string> = {
   'verbs.ts': `import { service } from 'svc/sdk';\nexport default service({ GET: () => ({ verb: 'get' }), POST: (ctx) => { ctx.response.status = 201; ctx.response.headers['Location'] = '/things/2'; return { created: true }; }, DELETE: (ctx) => { ctx.response.status = 204; } });\n`,
   'raises.ts': `import { service, NotFound, Conflict } from 'svc/sdk';\nexport default service({ handle(ctx) { if (ctx.input.kind === 'nf') throw new NotFound('no such thing'); if (ctx.input.kind === 'conflict') throw new Conflict('exists'); throw new Error('internal detail'); } });\n`,
   'loop.js': `import { service } from 'svc/sdk';\nexport default service({ limits: { timeoutMs: 300 }, handle() { for (;;) {} } });\n`,
-  'crash.js': `import { service } from 'svc/sdk';\nexport default service({ handle: () => '1'.repeat(0x7ffffff).split('') });\n`,
+  'crash.js': `import { service } from 'svc/sdk';\nexport default service({ handle: () => '1'.repeat(0xfffffff).split('') });\n`,
 };
 
 let server: CliServer;

@@ -9,7 +9,7 @@ const services: Record<string, string> = {
   'asyncloop.js': svc(`await Promise.resolve(); for (;;) {}`),
   'membomb.js': svc(`const a = []; for (;;) a.push(new Array(100000).fill(a.length));`),
   // A long limit: on a loaded machine building the array may take longer than 500 ms before V8 dies, and the crash is what is tested.
-  'crash.js': `import { service } from 'svc/sdk';\nexport default service({ limits: { timeoutMs: 15000, memoryMb: 32 }, async handle() { return '1'.repeat(0x7ffffff).split(''); } });`,
+  'crash.js': `import { service } from 'svc/sdk';\nexport default service({ limits: { timeoutMs: 15000, memoryMb: 32 }, async handle() { return '1'.repeat(0xfffffff).split(''); } });`,
   'escape-process.js': svc(`return { process: typeof process, require: typeof require, globalThisProcess: typeof globalThis.process };`),
   'escape-ctor.js': svc(`try { return { r: typeof (ctx.constructor.constructor('return process')()) }; } catch (e) { return { error: String(e) }; }`),
   'escape-fn.js': svc(`try { return { r: typeof Function('return this')().process, send: typeof globalThis.__svc_send, rt: typeof globalThis.__svc_runtime }; } catch (e) { return { error: String(e) }; }`),

@@ -23,7 +23,7 @@ export default service({ limits: { timeoutMs: 500 }, handle() { return { then(ok
   'never.js': `import { service } from 'svc/sdk';
 export default service({ limits: { timeoutMs: 300 }, handle() { return { then() {} }; } });`,
   // Crashers get room to reach V8's fatal paths rather than the time limit.
-  'split.js': svc(`return '1'.repeat(0x7ffffff).split('');`).replace('timeoutMs: 500, memoryMb: 32', 'timeoutMs: 8000, memoryMb: 128'),
+  'split.js': svc(`return '1'.repeat(0xfffffff).split('');`).replace('timeoutMs: 500, memoryMb: 32', 'timeoutMs: 8000, memoryMb: 128'),
   'fill.js': svc(`return new Array(60e6).fill(0).length;`).replace('timeoutMs: 500, memoryMb: 32', 'timeoutMs: 8000, memoryMb: 128'),
   'mapfill.js': svc(`const m = new Map(); for (let i = 0; ; i++) m.set(i, { i }); `).replace('timeoutMs: 500, memoryMb: 32', 'timeoutMs: 8000, memoryMb: 128'),
   'status-high.js': svc(`ctx.response.status = 1000; return 'x';`),

@@ -6,7 +6,7 @@ import { CALL_MARGIN_MS } from '../../../kernel/sandbox/pool.ts';
  * Crash loops and slow rebuilds, with one sandbox process shared by every service: a service
  * that kills its process at deploy must be quarantined, and nobody else may wait for it.
  */
-const CRASH = `'1'.repeat(0x7ffffff).split('')`;
+const CRASH = `'1'.repeat(0xfffffff).split('')`;
 const bombAfter = (at: number) => `import { service } from 'svc/sdk';
 // Deploys fine until ${at}; after that its top-level code kills the process at every (re)deploy.
 if (Date.now() > ${at}) ${CRASH};

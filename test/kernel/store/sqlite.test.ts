@@ -1,9 +1,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../../kernel/store/sqlite.ts';
+import { sqliteDriver } from '../../../kernel/store/sqlite-driver.ts';
+
+const Database = sqliteDriver();
 
 const stores: SqliteStore[] = [];
 function open(file = join(mkdtempSync(join(tmpdir(), 'svc-store-')), 'svc.db')): { store: SqliteStore; file: string } {

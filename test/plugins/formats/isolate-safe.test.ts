@@ -1,9 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import ivm from 'isolated-vm';
+import { createRequire } from 'node:module';
+import type ivmTypes from 'isolated-vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAck } from '../../../sdk/hl7.ts';
 import { contentDisposition } from '../../../sdk/download.ts';
+import { isolatedVmEntry } from '../../../kernel/sandbox/ivm.ts';
+
+// The isolated-vm line for this Node (vitest starts its workers with --no-node-snapshot).
+const ivm = createRequire(import.meta.url)(isolatedVmEntry()) as typeof ivmTypes;
 
 /**
  * The format helpers the SDK exposes (sdk/hl7.ts, sdk/download.ts), which the format plugins
@@ -17,8 +22,8 @@ export * from './sdk/hl7.ts';
 export * from './sdk/download.ts';
 `;
 
-let isolate: ivm.Isolate;
-let context: ivm.Context;
+let isolate: ivmTypes.Isolate;
+let context: ivmTypes.Context;
 let bundle: esbuild.BuildResult & { outputFiles: esbuild.OutputFile[]; metafile: esbuild.Metafile };
 
 beforeAll(async () => {

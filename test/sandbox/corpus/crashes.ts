@@ -13,9 +13,9 @@ const crashOrLimit = { status: [503, 500], details: new RegExp(`^(${CRASHED}|${M
  */
 export const crashes: CorpusCase[] = [
   {
-    name: "'1'.repeat(0x7ffffff).split('')",
+    name: "'1'.repeat(0xfffffff).split('')",
     file: 'crash-split.js',
-    code: svc("return '1'.repeat(0x7ffffff).split('').length;"),
+    code: svc("return '1'.repeat(0xfffffff).split('').length;"),
     expect: crashOrLimit,
   },
   {
@@ -37,9 +37,9 @@ export const crashes: CorpusCase[] = [
     expect: crashOrLimit,
   },
   {
-    name: "'1'.repeat(0x7ffffff).split('') after an awaited host call",
+    name: "'1'.repeat(0xfffffff).split('') after an awaited host call",
     file: 'crash-split-await.js',
-    code: svc("await hmacSha256Hex('k', 'x'); return '1'.repeat(0x7ffffff).split('').length;"),
+    code: svc("await hmacSha256Hex('k', 'x'); return '1'.repeat(0xfffffff).split('').length;"),
     expect: crashOrLimit,
   },
 ];

@@ -27,7 +27,7 @@ export const deploy: CorpusCase[] = [
   refused('top-level microtask that loops (no await)', 'dep-microtask-loop.js', withTop('Promise.resolve().then(() => { for (;;) {} });')),
   refused('top-level await that never settles', 'dep-await-never.js', withTop('await new Promise(() => {});')),
   refused('top-level memory bomb', 'dep-membomb.js', withTop('const a = []; for (;;) a.push(new Array(100000).fill(a.length));')),
-  refused('top-level V8 fatal crash of the sandbox process', 'dep-crash.js', withTop("globalThis.x = '1'.repeat(0x7ffffff).split('');")),
+  refused('top-level V8 fatal crash of the sandbox process', 'dep-crash.js', withTop("globalThis.x = '1'.repeat(0xfffffff).split('');")),
   refused('top-level throw of a non-Error whose toString loops', 'dep-throw-tostring.js', withTop('throw { toString() { for (;;) {} } };')),
   refused('Error.prepareStackTrace that loops, then a top-level throw', 'dep-preparestack.js', withTop("Error.prepareStackTrace = () => { for (;;) {} };\nthrow new Error('x');")),
   refused(
