@@ -28,7 +28,7 @@ export type {
 } from './contract.ts';
 export { HOOK_NAMES, type HookName } from '../../kernel/hooks.ts';
 export type { Exchange, ResponseDraft, UploadedFile } from './exchange.ts';
-export type { AuthInfo, ConfigSections } from './extensions.ts';
+export type { AuthInfo, ChannelFields, ConfigSections } from './extensions.ts';
 export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors.ts';
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
 export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';
