@@ -33,6 +33,7 @@ export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
 export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';
 export type { DataStore, Migration, Queryable, RunResult } from '../../kernel/store/types.ts';
+export type { DeliveryInfo, InvokeRequest, InvokeResult } from '../../kernel/sandbox/protocol.ts';
 export { systemClock, type Clock } from '../../kernel/clock.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';

@@ -92,6 +92,13 @@ export function withError(errorsJson: string, error: AttemptError): string {
   return JSON.stringify(errors.length > MAX_KEPT_ERRORS ? errors.slice(-MAX_KEPT_ERRORS) : errors);
 }
 
+/** A stored request as operators read it: the service's input whole, not as fields over the payload. */
+function readableRequest(req: InvokeRequest): InvokeRequest {
+  const { inputOverPayload, ...rest } = req;
+  if (!inputOverPayload) return req;
+  return { ...rest, input: { ...(rest.payload as Record<string, unknown>), ...inputOverPayload } };
+}
+
 /** What a new event holds: what the worker needs to invoke its service. */
 export interface NewEvent {
   id: number;
@@ -183,7 +190,7 @@ export class QueueTable {
 
   async get(id: number): Promise<(EventView & { request: unknown }) | undefined> {
     const row = await this.store.one<EventRow>(`SELECT ${COLUMNS}, request FROM use_queue_event WHERE id = ?`, [id]);
-    return row && { ...viewOf(row), request: JSON.parse(row.request) as unknown };
+    return row && { ...viewOf(row), request: readableRequest(JSON.parse(row.request) as InvokeRequest) };
   }
 
   /** Back to pending with its attempts reset, due at `now`; the errors are kept. Not a running event. */
