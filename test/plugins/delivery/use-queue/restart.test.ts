@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 import { errorsOf, rows, thrown, until } from './support.ts';
 
@@ -67,5 +68,25 @@ describe('restart with the same data directory', () => {
     await k.app.inject({ method: 'POST', url: '/dead', payload: { ok: false } });
     const after = await until(k, (r) => r.length === 3 && r[2]!.state === 'dead');
     expect(after[2]!.id).toBeGreaterThan(after[1]!.id);
+  });
+
+  it('a stop lets a running attempt finish within stop_wait_ms, and starts no new one', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-queue-restart-'));
+    const SHORT = `import { service } from 'svc/sdk';
+export default service({ handle: () => { const end = Date.now() + 700; while (Date.now() < end) {} return {}; } });
+`;
+    const config = CONFIG.replace('stop_wait_ms: 0', 'stop_wait_ms: 5000');
+    k = await startKernel({ dir, config, services: { 'work.ts': SHORT } });
+    const first = (await k.app.inject({ method: 'POST', url: '/work', payload: {} })).json().cid;
+    const second = (await k.app.inject({ method: 'POST', url: '/work', payload: {} })).json().cid;
+    await until(k, (r) => r[0]?.state === 'running');
+    await k.close();
+    k = undefined;
+    // Read the table without starting the plugin (which would resume the second event at once).
+    const store = new SqliteStore(join(dir, 'data', 'svc.db'));
+    const left = await store.all<{ cid: string; state: string; attempts: number }>('SELECT cid, state, attempts FROM use_queue_event');
+    await store.close();
+    expect(left).toEqual([{ cid: second, state: 'pending', attempts: 0 }]);
+    expect(left.map((r) => r.cid)).not.toContain(first);
   });
 });

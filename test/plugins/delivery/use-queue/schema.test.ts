@@ -78,8 +78,8 @@ describe('plugin options', () => {
   it('is enabled by default as a bundled plugin, and refuses bad options naming the field', async () => {
     const loaded = await loadPlugins({}, '.');
     expect(loaded.map((l) => l.plugin.name)).toContain('use-queue');
-    await expect(loadPlugins({ 'use-queue': { config: { max_running: 0 } } }, '.')).rejects.toThrow(/plugin 'use-queue': plugins\.use-queue\.config\.max_running/);
-    await expect(loadPlugins({ 'use-queue': { config: { background: { concurrency: 0 } } } }, '.')).rejects.toThrow(/background\.concurrency/);
+    await expect(loadPlugins({ 'use-queue': { enabled: true, config: { max_running: 0 } } }, '.')).rejects.toThrow(/plugin 'use-queue': plugins\.use-queue\.config\.max_running/);
+    await expect(loadPlugins({ 'use-queue': { enabled: true, config: { background: { concurrency: 0 } } } }, '.')).rejects.toThrow(/background\.concurrency/);
   });
 });
 
