@@ -15,6 +15,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   kernel: () => import('./suites/kernel.ts'),
   security: () => import('./suites/security.ts'),
   outgoing: () => import('./suites/outgoing.ts'),
+  queue: () => import('./suites/queue.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

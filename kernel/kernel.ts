@@ -16,11 +16,12 @@ import { startServiceRunner, type ServiceRunner } from './sandbox/runner.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
 import { buildChain, serviceSteps, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
-import { buildHttp } from './http/app.ts';
+import { buildHttp, cidGenerator } from './http/app.ts';
+import { invokeRequestOf } from './http/invoke.ts';
 import { checkTrustedProxies, trustedProxies, type PeerFilter } from './http/client-address.ts';
 import { HostCalls } from './services/host-calls.ts';
 import { ControlServer } from './control.ts';
-import type { InvokeRequest, InvokeResult } from './sandbox/protocol.ts';
+import { deliveryProblem, type InvokeRequest, type InvokeResult } from './sandbox/protocol.ts';
 import { SvcError } from './errors.ts';
 
 export interface KernelOptions {
@@ -88,6 +89,8 @@ export class Kernel {
       addHostCall: (call: HostCall) => hostCalls.add(call),
       addControl: (op) => void kernel.controlOps.set(op.op, op),
       invoke: (req) => kernel.invoke(req),
+      invokeRequestOf: (ex) => invokeRequestOf(ex, ex.channel.service),
+      newCid: cidGenerator(),
       provide: (name, value) => void kernel.provided.set(name, value),
       lookup: ((name: string) => kernel.provided.get(name)) as KernelApi['lookup'],
       openApiFragments: () => openApiFragments(kernel.active.map((a) => a.plugin)),
@@ -184,6 +187,8 @@ export class Kernel {
 
   invoke(req: InvokeRequest): Promise<InvokeResult> {
     if (!this.services.get(req.service)) return Promise.reject(new SvcError('SERVICE_NOT_DEPLOYED', `Service '${req.service}' is not deployed`));
+    const problem = req.delivery === undefined ? undefined : deliveryProblem(req.delivery);
+    if (problem) return Promise.reject(new SvcError('INTERNAL', undefined, { cause: new Error(problem) }));
     return this.pool.invoke(req);
   }
 

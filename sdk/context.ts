@@ -26,6 +26,20 @@ export interface Log {
   error(message: string): void;
 }
 
+/**
+ * Which delivery of a queued event a call is (channels with Use queue on, and invokeAsync).
+ * Delivery is at least once: an event can run again after a failure or a restart, so a service
+ * with effects deduplicates by `cid`.
+ */
+export interface Delivery {
+  /** 1 for the first attempt, 2 for the first retry, ... */
+  attempt: number;
+  /** When the event was accepted, ISO 8601 (UTC). */
+  firstReceivedAt: string;
+  /** The CID the event was accepted with, the same on every attempt (`ctx.cid` is the attempt's own). */
+  cid: string;
+}
+
 /** What the service sets besides the body it returns. */
 export interface ResponseControl {
   /** Default 200. A 204 carries no body; HEAD answers carry none either. */
@@ -59,6 +73,8 @@ export interface Context<I = Record<string, unknown>> {
   rawBytes(): Uint8Array;
   readonly files: readonly UploadedFile[];
   readonly user: User | undefined;
+  /** Set when the call runs from the Use queue; undefined for a synchronous call. */
+  readonly delivery: Delivery | undefined;
   readonly response: ResponseControl;
   readonly log: Log;
 }

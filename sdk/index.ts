@@ -12,7 +12,7 @@ import type { ServiceDefinition } from './context.ts';
 
 export { t } from './model.ts';
 export type { Field, FieldType, Model, InputOf, ValueOf } from './model.ts';
-export type { Context, Handler, Log, ResponseControl, ServiceDefinition, ServiceLimits, UploadedFile, User } from './context.ts';
+export type { Context, Delivery, Handler, Log, ResponseControl, ServiceDefinition, ServiceLimits, UploadedFile, User } from './context.ts';
 export { ServiceError, BadRequest, Unauthorized, Forbidden, NotFound, Conflict, BadGateway, GatewayTimeout, ServiceUnavailable } from './errors.ts';
 export { hmacSha256Hex, hmacSha256Base64, verifyHmacSha256Hex, verifyHmacSha256Base64, sha256Hex, sha256Base64, timingSafeEqual, type Data } from './crypto.ts';
 export { secret, type NamedSecret, type SignedHeaderOptions, type HmacAlgorithm, type SignatureEncoding } from './secrets.ts';
@@ -25,4 +25,5 @@ export function service<M extends Model = Model>(definition: ServiceDefinition<M
 export * from './hl7.ts';
 export * from './download.ts';
 export { publish, type PublishOptions } from './pubsub.ts';
+export { invokeAsync, type InvokeAsyncOptions } from './queue.ts';
 export { outgoing, gatewayError, OutgoingError, type CallOptions, type OutgoingConnection, type OutgoingFailureKind, type OutgoingResponse, type ParamValue } from './outgoing.ts';

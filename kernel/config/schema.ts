@@ -7,7 +7,7 @@ import { z } from 'zod';
  */
 
 import { HTTP_METHODS } from '../../sdk/http.ts';
-import type { ConfigSections } from '../../sdk/plugin/extensions.ts';
+import type { ChannelFields, ConfigSections } from '../../sdk/plugin/extensions.ts';
 export { HTTP_METHODS, type HttpMethod } from '../../sdk/http.ts';
 
 /** Top-level sections the kernel reads itself; plugins add theirs (Contributions.sections). */
@@ -111,8 +111,8 @@ export const channelBaseShape = {
 
 export const channelBaseSchema = z.object(channelBaseShape).strict();
 export type ChannelBase = z.infer<typeof channelBaseSchema>;
-/** A channel as plugins see it: the kernel's fields plus whatever plugins contributed. */
-export type Channel = ChannelBase & Record<string, unknown>;
+/** A channel as plugins see it: the kernel's fields plus whatever plugins contributed (typed ones in ChannelFields). */
+export type Channel = ChannelBase & ChannelFields & Record<string, unknown>;
 
 /** Names of security definitions and groups; `@...` is kept for targets plugins define for their own routes. */
 export const securityNameSchema = z

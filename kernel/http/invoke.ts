@@ -38,7 +38,8 @@ function inputOverPayload(input: Record<string, unknown>, payload: unknown): Rec
   return over;
 }
 
-function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
+/** What the sandbox is sent for one exchange; also what the Use queue stores (KernelApi.invokeRequestOf). */
+export function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
   const raw = ex.rawBody;
   const over = inputOverPayload(ex.input, ex.payload);
   return {

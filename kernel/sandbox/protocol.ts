@@ -29,6 +29,32 @@ export interface InvokeRequest {
   rawBody?: { text: string } | { base64: string };
   files?: Array<{ field: string; filename: string; contentType: string; base64: string }>;
   auth?: AuthInfo;
+  /** Set when the call runs from the Use queue: the service's `ctx.delivery`. */
+  delivery?: DeliveryInfo;
+}
+
+/** Which delivery of a queued event this call is (at-least-once: services deduplicate by `cid`). */
+export interface DeliveryInfo {
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** When the event was accepted, ISO 8601. */
+  firstReceivedAt: string;
+  /** The CID the event was accepted with (each attempt has its own `ctx.cid`). */
+  cid: string;
+}
+
+const deliveryInfoSchema = z
+  .object({
+    attempt: z.number().int().min(1).max(1_000_000),
+    firstReceivedAt: z.iso.datetime(),
+    cid: z.string().min(1).max(200),
+  })
+  .strict();
+
+/** Why a delivery record cannot go into a sandbox, or undefined when it can. */
+export function deliveryProblem(delivery: unknown): string | undefined {
+  const parsed = deliveryInfoSchema.safeParse(delivery);
+  return parsed.success ? undefined : `invalid delivery: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'delivery'}: ${i.message}`).join('; ')}`;
 }
 
 /** A service error the SDK raised, by its class. */

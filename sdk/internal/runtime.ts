@@ -1,7 +1,7 @@
 // The part of the SDK that runs inside the isolate and talks to the host.
 // Private: services never import it. It captures what it needs before any service code runs,
 // so a service that overwrites JSON or globals affects only itself.
-import type { Context, ResponseControl, ServiceDefinition, UploadedFile, User } from '../context.ts';
+import type { Context, Delivery, ResponseControl, ServiceDefinition, UploadedFile, User } from '../context.ts';
 import { ServiceError } from '../errors.ts';
 import type { InvokeRequest } from '../../kernel/sandbox/protocol.ts';
 import { fromBase64, toBase64, utf8Encode } from './bytes.ts';
@@ -143,6 +143,7 @@ class CallContext implements Context {
   readonly headers: Record<string, string>;
   readonly rawBody: string;
   readonly user: User | undefined;
+  readonly delivery: Delivery | undefined;
   readonly response: ResponseControl = { status: 200, headers: {}, contentType: undefined };
   readonly logs: Array<[string, string]> = [];
   private envCache: Record<string, string> | undefined;
@@ -163,6 +164,7 @@ class CallContext implements Context {
     const raw = req.rawBody;
     this.rawBody = raw && 'text' in raw ? raw.text : '';
     this.user = req.auth;
+    this.delivery = req.delivery === undefined ? undefined : freeze(req.delivery);
   }
 
   get env(): Record<string, string> {

@@ -203,6 +203,13 @@ export interface KernelApi {
   openApiFragments(): OpenApiFragment[];
   /** Runs a deployed service outside an HTTP request (queue workers, background work). */
   invoke(request: InvokeRequest): Promise<InvokeResult>;
+  /**
+   * The request the kernel's own invoke step would send the channel's service for this exchange
+   * (input, raw body, visible headers, auth, CID): JSON-safe, so it can be stored and run later.
+   */
+  invokeRequestOf(ex: Exchange): InvokeRequest;
+  /** A fresh correlation ID, unique like those of requests (a queued attempt, background work). */
+  newCid(): string;
   /** Named capabilities plugins share without importing each other's internals; typed by sdk/plugin/capabilities.ts. */
   provide<K extends CapabilityName>(name: K, value: Capabilities[K]): void;
   lookup<K extends CapabilityName>(name: K): Capabilities[K] | undefined;

@@ -5,12 +5,20 @@
  *   declare module '<path to>/sdk/plugin/extensions.ts' {
  *     interface ConfigSections { groups: Group[] }   // a top-level section it owns (Contributions.sections)
  *     interface AuthInfo { group?: string }          // what its authenticate step records
+ *     interface ChannelFields { use_queue?: boolean } // keys it adds to channels (Contributions.channelFields)
  *   }
  */
 
 /** Top-level config sections that plugins own; each is present once its plugin is enabled. */
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface ConfigSections {}
+
+/**
+ * Keys plugins add to every `channel_rest[]` entry, declared optional: a key exists only while
+ * its plugin is enabled.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ChannelFields {}
 
 /** Who a security plugin recognised (exchange.auth). The service sees it as `ctx.user`. */
 export interface AuthInfo {

@@ -28,11 +28,12 @@ export type {
 } from './contract.ts';
 export { HOOK_NAMES, type HookName } from '../../kernel/hooks.ts';
 export type { Exchange, ResponseDraft, UploadedFile } from './exchange.ts';
-export type { AuthInfo, ConfigSections } from './extensions.ts';
+export type { AuthInfo, ChannelFields, ConfigSections } from './extensions.ts';
 export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors.ts';
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
 export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';
 export type { DataStore, Migration, Queryable, RunResult } from '../../kernel/store/types.ts';
+export type { DeliveryInfo, InvokeRequest, InvokeResult } from '../../kernel/sandbox/protocol.ts';
 export { systemClock, type Clock } from '../../kernel/clock.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';

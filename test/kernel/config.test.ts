@@ -174,7 +174,7 @@ describe('config errors never copy source lines', () => {
 });
 
 describe('what plugins contribute to the config', () => {
-  it('a channel key no enabled plugin contributes is refused, naming it (use_queue waits for a delivery plugin)', () => {
+  it('a channel key no enabled plugin contributes is refused, naming it (use_queue without the use-queue plugin)', () => {
     expect(issuesOf(() => validate({ channel_rest: [channel({ use_queue: true })] }, plugins, {}))).toEqual([
       "channel_rest[0].use_queue: no enabled plugin handles 'use_queue' (misspelt, or its plugin is not enabled)",
     ]);

@@ -1,0 +1,142 @@
+import type { CliCommand, CliEnv } from '../../../sdk/plugin/index.ts';
+import { listArgs, listEvents, selectorArgs, showEvent, type EventSummary } from './control.ts';
+import { QueueTable } from './store.ts';
+
+/**
+ * `svc queue list|show|replay|delete`: clients of the running server's control ops. With no
+ * server running, list and show read the store; replay and delete need the server (it holds the
+ * schedule, and an edit behind its back would be overwritten by attempts it runs).
+ */
+
+const BACKGROUND = '(background)';
+
+interface Flags {
+  positional: string[];
+  values: Map<string, string>;
+  switches: Set<string>;
+}
+
+function readFlags(args: string[], valued: readonly string[]): Flags | string {
+  const flags: Flags = { positional: [], values: new Map(), switches: new Set() };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (!a.startsWith('--')) flags.positional.push(a);
+    else if (valued.includes(a)) {
+      const v = args[++i];
+      if (v === undefined) return `${a} needs a value`;
+      flags.values.set(a, v);
+    } else flags.switches.add(a);
+  }
+  return flags;
+}
+
+/** --channel NAME, or --background; neither: every queue. */
+function channelOf(flags: Flags): string | null | undefined {
+  if (flags.switches.has('--background')) return null;
+  return flags.values.get('--channel');
+}
+
+function usage(env: CliEnv, why: string, line: string): number {
+  env.err(`${why}\nusage: svc ${line}`);
+  return 2;
+}
+
+function line(e: EventSummary): string {
+  const last = e.lastError ? `  last error: ${e.lastError.kind}: ${e.lastError.message.replace(/\s+/g, ' ').slice(0, 120)}` : '';
+  const next = e.state === 'pending' && e.nextAttemptAt ? ` next ${e.nextAttemptAt}` : '';
+  return `#${e.id}  ${e.channel ?? BACKGROUND}  ${e.service}  ${e.state}  attempts ${e.attempts}  received ${e.firstReceivedAt}${next}  cid ${e.cid}${last}`;
+}
+
+/** Runs an op on the running server, or (read-only ops) on the store when none runs. */
+async function run(env: CliEnv, op: string, args: unknown, offline?: (table: QueueTable) => Promise<unknown>): Promise<{ value: unknown } | number> {
+  const reply = await env.control(op, args);
+  if (reply) {
+    if (reply.ok) return { value: reply.value };
+    env.err(`the server refused: ${reply.error ?? 'unknown error'}`);
+    return 1;
+  }
+  if (!offline) {
+    env.err('no server is running: replay and delete act through the running server (start it with `svc start`)');
+    return 1;
+  }
+  const store = await env.openStore();
+  try {
+    return { value: await offline(await QueueTable.open(store)) };
+  } catch (err) {
+    env.err((err as Error).message);
+    return 1;
+  } finally {
+    await store.close();
+  }
+}
+
+const LIST_USAGE = 'queue list [--channel NAME | --background] [--state pending|running|dead] [--limit N] [--json]';
+const listCommand: CliCommand = {
+  words: ['queue', 'list'],
+  usage: LIST_USAGE,
+  describe: 'Lists queued events (pending, running, dead-lettered) of one channel, the background work, or every queue, oldest first.',
+  async run(argv, env) {
+    const flags = readFlags(argv, ['--channel', '--state', '--limit']);
+    if (typeof flags === 'string') return usage(env, flags, LIST_USAGE);
+    const limit = flags.values.get('--limit');
+    const parsed = listArgs.safeParse({ channel: channelOf(flags), state: flags.values.get('--state'), limit: limit === undefined ? undefined : Number(limit) });
+    if (!parsed.success || flags.positional.length) return usage(env, parsed.error?.issues[0]?.message ?? 'unexpected arguments', LIST_USAGE);
+    const out = await run(env, 'queue.list', parsed.data, (table) => listEvents(table, parsed.data));
+    if (typeof out === 'number') return out;
+    const events = out.value as EventSummary[];
+    if (flags.switches.has('--json')) env.out(JSON.stringify(events, null, 2));
+    else if (!events.length) env.out('no events');
+    else for (const e of events) env.out(line(e));
+    return 0;
+  },
+};
+
+const SHOW_USAGE = 'queue show ID';
+const showCommand: CliCommand = {
+  words: ['queue', 'show'],
+  usage: SHOW_USAGE,
+  describe: 'Prints one queued event as JSON: its state, the request it runs with, and the error of every failed attempt with its CID.',
+  async run(argv, env) {
+    const id = Number(argv[0]);
+    if (argv.length !== 1 || !Number.isInteger(id) || id < 1) return usage(env, 'the event id, and nothing else', SHOW_USAGE);
+    const out = await run(env, 'queue.show', { id }, (table) => showEvent(table, id));
+    if (typeof out === 'number') return out;
+    env.out(JSON.stringify(out.value, null, 2));
+    return 0;
+  },
+};
+
+function selectorCommand(verb: 'replay' | 'delete', describe: string): CliCommand {
+  const USAGE = `queue ${verb} (ID | --all | --error TEXT) [--channel NAME | --background] [--state pending|dead]`;
+  return {
+    words: ['queue', verb],
+    usage: USAGE,
+    describe,
+    async run(argv, env) {
+      const flags = readFlags(argv, ['--channel', '--state', '--error']);
+      if (typeof flags === 'string') return usage(env, flags, USAGE);
+      const id = flags.positional.length ? Number(flags.positional[0]) : undefined;
+      if (flags.positional.length > 1 || (id !== undefined && (!Number.isInteger(id) || id < 1))) return usage(env, 'one event id at most', USAGE);
+      const parsed = selectorArgs.safeParse({
+        id,
+        all: flags.switches.has('--all') ? true : undefined,
+        error: flags.values.get('--error'),
+        channel: channelOf(flags),
+        state: flags.values.get('--state'),
+      });
+      if (!parsed.success) return usage(env, parsed.error.issues[0]?.message ?? 'invalid arguments', USAGE);
+      const out = await run(env, `queue.${verb}`, parsed.data);
+      if (typeof out === 'number') return out;
+      const { ids } = out.value as { ids: number[] };
+      env.out(ids.length ? `${verb === 'replay' ? 'replayed' : 'deleted'} ${ids.length} event(s): ${ids.map((i) => `#${i}`).join(' ')}` : 'no event matched (running events are left alone)');
+      return 0;
+    },
+  };
+}
+
+export const queueCommands: CliCommand[] = [
+  listCommand,
+  showCommand,
+  selectorCommand('replay', 'Runs pending or dead-lettered events again now, attempts counted afresh (their error history is kept): one by id, all, or those whose last error contains TEXT.'),
+  selectorCommand('delete', 'Deletes pending or dead-lettered events for good: one by id, all, or those whose last error contains TEXT.'),
+];

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import type { ControlOp, DataStore } from '../../../sdk/plugin/index.ts';
+import type { Scheduler } from './scheduler.ts';
+import { selectEvents, type EventView, type QueueTable, type Selector } from './store.ts';
+
+/**
+ * The operators' actions on queues, as control ops of the running server (`svc queue ...` is a
+ * thin client; an admin API can offer the same ops). Events are named by id; a channel filter
+ * is a channel name, null for background work, absent for every queue.
+ */
+
+const channelFilter = z.string().min(1).max(200).nullable().optional().describe("A channel's events; null: background work (invokeAsync); absent: every queue.");
+
+export const listArgs = z
+  .object({
+    channel: channelFilter,
+    state: z.enum(['pending', 'running', 'dead']).optional().describe('Only events in this state.'),
+    limit: z.number().int().min(1).max(1_000).default(100).describe('Most events returned, oldest first.'),
+    after: z.number().int().min(0).optional().describe('Only events with a larger id (paging).'),
+  })
+  .strict();
+
+export const showArgs = z.object({ id: z.number().int().min(1).describe('The event id.') }).strict();
+
+export const selectorArgs = z
+  .object({
+    id: z.number().int().min(1).optional().describe('One event, pending or dead.'),
+    all: z.literal(true).optional().describe('Every event in `state` (dead by default).'),
+    error: z.string().min(1).max(1_000).optional().describe('Events in `state` whose last error contains this text (case-insensitive).'),
+    channel: channelFilter,
+    state: z.enum(['pending', 'dead']).optional().describe('For all and error: pending or dead events (default dead).'),
+  })
+  .strict()
+  .refine((s) => [s.id !== undefined, s.all === true, s.error !== undefined].filter(Boolean).length === 1, 'name one event (id), all events, or those matching an error');
+
+/** A listed event: its last error only (queue.show has them all). */
+export type EventSummary = Omit<EventView, 'errors'> & { lastError: EventView['errors'][number] | null; errorCount: number };
+
+export function summaryOf(e: EventView): EventSummary {
+  const { errors, ...rest } = e;
+  return { ...rest, lastError: errors.at(-1) ?? null, errorCount: errors.length };
+}
+
+export async function listEvents(table: QueueTable, args: z.infer<typeof listArgs>): Promise<EventSummary[]> {
+  return (await table.list(args)).map(summaryOf);
+}
+
+export async function showEvent(table: QueueTable, id: number): Promise<unknown> {
+  const event = await table.get(id);
+  if (!event) throw new Error(`no event ${id}`);
+  return event;
+}
+
+export function queueControls(store: DataStore, table: QueueTable, scheduler: Scheduler, now: () => number): ControlOp[] {
+  const list: ControlOp<z.infer<typeof listArgs>> = { op: 'queue.list', args: listArgs, handler: (args) => listEvents(table, args) };
+  const show: ControlOp<z.infer<typeof showArgs>> = { op: 'queue.show', args: showArgs, handler: ({ id }) => showEvent(table, id) };
+  const replay: ControlOp<Selector> = {
+    op: 'queue.replay',
+    args: selectorArgs,
+    handler: async (selector) => {
+      const chosen = scheduler.notRunning(await selectEvents(store, selector));
+      const done = new Set(await table.replay(chosen.map((e) => e.id), now()));
+      const events = chosen.filter((e) => done.has(e.id));
+      scheduler.replayed(events);
+      return { replayed: events.length, ids: events.map((e) => e.id) };
+    },
+  };
+  const remove: ControlOp<Selector> = {
+    op: 'queue.delete',
+    args: selectorArgs,
+    handler: async (selector) => {
+      const chosen = scheduler.notRunning(await selectEvents(store, selector));
+      const done = new Set(await table.remove(chosen.map((e) => e.id)));
+      const events = chosen.filter((e) => done.has(e.id));
+      scheduler.removed(events);
+      return { deleted: events.length, ids: events.map((e) => e.id) };
+    },
+  };
+  return [list, show, replay, remove];
+}

@@ -1,0 +1,97 @@
+import { z } from 'zod';
+import { definePlugin, SvcError, type Channel, type HookFn, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { queueCommands } from './cli.ts';
+import { queueControls } from './control.ts';
+import { Scheduler } from './scheduler.ts';
+import { channelFields, optionsSchema, validateUseQueue, type UseQueueOptions } from './schema.ts';
+import { QueueTable } from './store.ts';
+
+/** The invoke step of a queued channel: the request is stored, then answered 200 `{cid}`; the service runs later. */
+function enqueueStep(channel: Channel, scheduler: Scheduler, kernel: KernelApi): HookFn {
+  const name = channel.name;
+  return async function enqueue(ex) {
+    // Formats that read no body still get it stored: the service may verify a signature over it.
+    await ex.readBody();
+    try {
+      await scheduler.accept(name, kernel.invokeRequestOf(ex));
+    } catch (err) {
+      if (err instanceof SvcError && err.code === 'QUEUE_FULL') ex.log.warn({ channel: name, depth: scheduler.depthOf(name) }, 'queue: event refused, the channel queue is full');
+      throw err;
+    }
+    ex.response.contentType = 'application/json; charset=utf-8';
+    ex.reply(200, { cid: ex.cid });
+  };
+}
+
+export const invokeAsyncArgs = z
+  .object({
+    service: z.string().min(1).max(256).describe('The service to run in the background.'),
+    input: z.record(z.string(), z.unknown()).describe('Its ctx.input.'),
+  })
+  .strict();
+
+function invokeAsyncCall(scheduler: Scheduler, kernel: KernelApi): HostCall<z.infer<typeof invokeAsyncArgs>> {
+  return {
+    op: 'queue.invokeAsync',
+    args: invokeAsyncArgs,
+    async handler({ service, input }, ctx) {
+      const cid = kernel.newCid();
+      try {
+        await scheduler.accept(null, { service, cid, method: 'POST', input });
+      } catch (err) {
+        // The calling service sees ServiceUnavailable (503 unless it handles it), as for a full pub/sub queue.
+        if (err instanceof SvcError && err.code === 'QUEUE_FULL') throw new SvcError('SERVICE_UNAVAILABLE', 'Queue is full');
+        throw err;
+      }
+      ctx.log.debug({ queued: cid, target: service }, 'queue: background work queued');
+      return { cid };
+    },
+  };
+}
+
+interface UseQueueState {
+  scheduler: Scheduler;
+}
+
+export interface UseQueueDeps {
+  /** [0, 1), for backoff jitter (tests pass a fixed one). */
+  random?: () => number;
+}
+
+/** The Use queue: durable delivery with retries and a dead-letter queue, and background work. See README.md. */
+export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
+  return definePlugin<UseQueueOptions, UseQueueState>({
+    name: 'use-queue',
+    kind: 'delivery',
+    version: '1.0.0',
+    sdk: '^1.0.0',
+    configSchema: optionsSchema,
+    contributes: { channelFields, validateConfig: validateUseQueue },
+    async setup(kernel, options) {
+      const table = await QueueTable.open(kernel.store);
+      const scheduler = new Scheduler({
+        table,
+        invoke: (req) => kernel.invoke(req),
+        newCid: () => kernel.newCid(),
+        clock: kernel.clock,
+        log: kernel.log.child({ plugin: 'use-queue' }),
+        maxRunning: options.max_running ?? Math.max(1, kernel.server().sandbox.workers - 1),
+        background: options.background,
+        stopWaitMs: options.stop_wait_ms,
+        random: deps.random ?? Math.random,
+      });
+      await scheduler.load();
+      kernel.addHostCall(invokeAsyncCall(scheduler, kernel));
+      for (const op of queueControls(kernel.store, table, scheduler, () => kernel.clock.now())) kernel.addControl(op);
+      return { scheduler };
+    },
+    onConfig: (state, config) => state.scheduler.applyConfig(config),
+    stop: (state) => state.scheduler.stop(),
+    hooks: {
+      invoke: ({ channel, state, kernel }) => (channel.use_queue === true ? enqueueStep(channel, state.scheduler, kernel) : undefined),
+    },
+    cli: queueCommands,
+  });
+}
+
+export default createUseQueuePlugin();

@@ -1,0 +1,214 @@
+import type { Logger } from 'pino';
+import { SvcError, type Clock, type InvokeRequest, type InvokeResult, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import { Lane } from './lane.ts';
+import { backoffMs, outcomeOfFailure, outcomeOfResult, type Outcome } from './outcome.ts';
+import { DEFAULT_DELIVERY, type DeliverySettings } from './schema.ts';
+import { withError, type QueueTable } from './store.ts';
+
+export interface SchedulerDeps {
+  table: QueueTable;
+  invoke: (req: InvokeRequest) => Promise<InvokeResult>;
+  newCid: () => string;
+  clock: Clock;
+  log: Logger;
+  /** Queued calls running at once across all queues. */
+  maxRunning: number;
+  background: DeliverySettings;
+  stopWaitMs: number;
+  /** [0, 1), for jitter; injectable so tests can assert delays. */
+  random: () => number;
+}
+
+/** Longest single timer wait (setTimeout's limit); a later due time just wakes once more. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const BACKGROUND = '';
+
+/**
+ * Runs queued events: per queue (a channel's, or the background queue) at most `concurrency`
+ * at once and in arrival order, all queues together at most `maxRunning`, taking turns. Sleeps
+ * until the earliest due retry; never polls.
+ */
+export class Scheduler {
+  private readonly lanes = new Map<string, Lane>();
+  private channelSettings = new Map<string, DeliverySettings>();
+  private lastId = 0;
+  private running = 0;
+  private turn = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private started = false;
+  private stopping = false;
+  /** Past the stop wait: outcomes are no longer written (the rows stay 'running' and rerun after a restart). */
+  private stopped = false;
+  private readonly attempts = new Set<Promise<void>>();
+
+  constructor(private readonly deps: SchedulerDeps) {}
+
+  /** Reads the table: interrupted attempts back to pending, every pending event into memory. */
+  async load(): Promise<void> {
+    const { table, clock, log } = this.deps;
+    const interrupted = await table.recoverInterrupted(clock.now());
+    if (interrupted) log.warn({ events: interrupted }, 'queue: attempts interrupted by a stop or crash will run again');
+    this.lastId = await table.maxId();
+    for (const row of await table.pendingIndex()) {
+      const lane = this.laneOf(row.channel);
+      if (row.attempts === 0) lane.addFresh(row.id);
+      else lane.addWaiting(row.id, row.next_attempt_at);
+    }
+  }
+
+  /** Every accepted config: settings per channel; the first one also starts the work (services are deployed by then). */
+  applyConfig(config: SvcConfig): void {
+    const settings = new Map<string, DeliverySettings>();
+    for (const ch of config.channel_rest) if (ch.use_queue === true) settings.set(ch.name, ch.delivery ?? DEFAULT_DELIVERY);
+    this.channelSettings = settings;
+    for (const lane of this.lanes.values()) lane.settings = this.settingsOf(lane.channel);
+    this.started = true;
+    this.pump();
+  }
+
+  /** A queue no longer in config drains with the defaults (nothing accepted is dropped). */
+  private settingsOf(channel: string | null): DeliverySettings {
+    return channel === null ? this.deps.background : (this.channelSettings.get(channel) ?? DEFAULT_DELIVERY);
+  }
+
+  private laneOf(channel: string | null): Lane {
+    const key = channel ?? BACKGROUND;
+    let lane = this.lanes.get(key);
+    if (!lane) this.lanes.set(key, (lane = new Lane(channel, this.settingsOf(channel))));
+    return lane;
+  }
+
+  depthOf(channel: string | null): number {
+    return this.lanes.get(channel ?? BACKGROUND)?.depth ?? 0;
+  }
+
+  /**
+   * Stores an event and resolves once it is on stable storage; QUEUE_FULL when its queue holds
+   * max_depth events. The request's CID is the event's.
+   */
+  async accept(channel: string | null, request: InvokeRequest): Promise<number> {
+    const lane = this.laneOf(channel);
+    if (lane.depth >= lane.settings.max_depth) throw new SvcError('QUEUE_FULL', `Queue is full (${lane.settings.max_depth} events)`);
+    const id = ++this.lastId;
+    lane.accepting++;
+    try {
+      await this.deps.table.insert({ id, channel, request, receivedAt: this.deps.clock.now() });
+    } finally {
+      lane.accepting--;
+    }
+    lane.addFresh(id);
+    this.pump();
+    return id;
+  }
+
+  /** Starts what may start now, then sleeps until the earliest due retry a free slot could take. */
+  private pump(): void {
+    if (!this.started || this.stopping) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const now = this.deps.clock.now();
+    const lanes = [...this.lanes.values()];
+    let progressed = true;
+    while (progressed && this.running < this.deps.maxRunning) {
+      progressed = false;
+      for (let n = 0; n < lanes.length && this.running < this.deps.maxRunning; n++) {
+        const lane = lanes[this.turn++ % lanes.length]!;
+        if (!lane.hasRoom) continue;
+        const id = lane.takeDue(now);
+        if (id === undefined) continue;
+        this.start(lane, id);
+        progressed = true;
+      }
+    }
+    if (this.running >= this.deps.maxRunning) return;
+    let next = Infinity;
+    for (const lane of lanes) if (lane.hasRoom) next = Math.min(next, lane.nextDue());
+    if (next === Infinity) return;
+    this.timer = setTimeout(() => this.pump(), Math.min(MAX_TIMER_MS, Math.max(1, next - now)));
+    this.timer.unref();
+  }
+
+  private start(lane: Lane, id: number): void {
+    lane.running.add(id);
+    this.running++;
+    const attempt = this.attempt(lane, id).finally(() => {
+      this.attempts.delete(attempt);
+      lane.running.delete(id);
+      this.running--;
+      this.pump();
+    });
+    this.attempts.add(attempt);
+  }
+
+  private async attempt(lane: Lane, id: number): Promise<void> {
+    const { table, log, clock } = this.deps;
+    const attemptCid = this.deps.newCid();
+    try {
+      const row = await table.start(id, attemptCid);
+      if (!row) return;
+      const request = JSON.parse(row.request) as InvokeRequest;
+      const delivery = { attempt: row.attempts, firstReceivedAt: new Date(row.first_received_at).toISOString(), cid: row.cid };
+      log.debug({ event: id, channel: lane.channel, service: request.service, attempt: row.attempts, cid: attemptCid, original: row.cid }, 'queue: attempt started');
+      let outcome: Outcome;
+      try {
+        const result = await this.deps.invoke({ ...request, cid: attemptCid, delivery });
+        for (const [level, message] of result.logs ?? []) log[level]({ cid: attemptCid, service: request.service }, message);
+        outcome = outcomeOfResult(result);
+      } catch (err) {
+        outcome = outcomeOfFailure(err);
+      }
+      if (this.stopped) return;
+      const where = { event: id, channel: lane.channel, service: request.service, attempt: row.attempts, cid: attemptCid, original: row.cid };
+      if (outcome.ok) {
+        await table.succeeded(id);
+        log.debug(where, 'queue: event processed');
+        return;
+      }
+      const now = clock.now();
+      const errors = withError(row.errors, { attempt: row.attempts, cid: attemptCid, at: new Date(now).toISOString(), kind: outcome.kind, message: outcome.message });
+      const settings = lane.settings;
+      if (outcome.permanent || row.attempts >= settings.max_attempts) {
+        await table.deadLetter(id, errors);
+        log.warn({ ...where, kind: outcome.kind, error: outcome.message, permanent: outcome.permanent }, 'queue: event moved to the dead-letter queue');
+        return;
+      }
+      const due = now + backoffMs(settings, row.attempts, this.deps.random);
+      await table.retryLater(id, errors, due);
+      lane.addWaiting(id, due);
+      log.info({ ...where, kind: outcome.kind, error: outcome.message, retryInMs: due - now }, 'queue: attempt failed, retry scheduled');
+    } catch (err) {
+      // The table could not be written (store closed or failing): the row stays as it was and is recovered at the next start.
+      if (!this.stopped) log.error({ err, event: id }, 'queue: attempt bookkeeping failed');
+    }
+  }
+
+  /** Replayed events are due now; an event already waiting is moved up. */
+  replayed(events: ReadonlyArray<{ id: number; channel: string | null }>): void {
+    const now = this.deps.clock.now();
+    for (const e of events) {
+      const lane = this.laneOf(e.channel);
+      if (!lane.running.has(e.id)) lane.addWaiting(e.id, now);
+    }
+    this.pump();
+  }
+
+  removed(events: ReadonlyArray<{ id: number; channel: string | null }>): void {
+    for (const e of events) this.lanes.get(e.channel ?? BACKGROUND)?.remove(e.id);
+  }
+
+  /** Events an operator may act on now: not running (an attempt in flight finishes first). */
+  notRunning<T extends { id: number; channel: string | null }>(events: readonly T[]): T[] {
+    return events.filter((e) => !this.lanes.get(e.channel ?? BACKGROUND)?.running.has(e.id));
+  }
+
+  /** No new attempts; running ones get stopWaitMs to finish. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    let timeout: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timeout = setTimeout(resolve, this.deps.stopWaitMs)));
+    await Promise.race([Promise.allSettled([...this.attempts]), waited]);
+    clearTimeout(timeout);
+    this.stopped = true;
+  }
+}
