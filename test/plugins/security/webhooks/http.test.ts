@@ -3,6 +3,12 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 
+/**
+ * The GitHub and Stripe samples on synchronous channels (Use queue off), where the signature
+ * checks are answered directly: 401 with the reason. They ship on queued channels
+ * (github.test.ts, stripe.test.ts); the same code serves both.
+ */
+
 /** The sample services exactly as shipped in services/; their secrets are the named secrets of the config. */
 function sample(name: string, secret: string): { code: string; secret: string } {
   return { code: readFileSync(new URL(`../../../../services/${name}.ts`, import.meta.url), 'utf8'), secret };
