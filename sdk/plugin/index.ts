@@ -50,3 +50,13 @@ export {
   type SignatureEncoding,
 } from './signature.ts';
 export { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from './json.ts';
+export {
+  SCRYPT_PARAMS,
+  hashSecret,
+  isScryptHash,
+  parseScryptHash,
+  randomSecret,
+  verifySecret,
+  type ScryptHash,
+  type ScryptParams,
+} from './secret-hash.ts';
