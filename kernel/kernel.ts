@@ -153,7 +153,7 @@ export class Kernel {
     }
     await this.services.start(watch);
     this.configStore.extraCheck = (config) => this.routeIssues(config);
-    this.configStore.settle();
+    await this.configStore.settle();
     await this.applyConfig(this.configStore.current(), true);
     this.configStore.on('change', (next: SvcConfig) => this.applyConfig(next, false));
     if (watch) this.configStore.watch();

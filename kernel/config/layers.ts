@@ -12,6 +12,10 @@ export class ConfigLayers {
     return this.list.map((l) => l.name);
   }
 
+  async ready(): Promise<void> {
+    for (const layer of this.list) await layer.ready?.();
+  }
+
   add(layer: ConfigLayer): void {
     if (this.list.some((l) => l.name === layer.name)) throw new Error(`a config layer named '${layer.name}' exists already`);
     this.list.push(layer);

@@ -135,8 +135,9 @@ export class ConfigStore extends EventEmitter {
    * before anything is built. A layered config that does not validate is logged and the file's
    * alone is used (its layers stay stored, to be fixed through their source).
    */
-  settle(): void {
+  async settle(): Promise<void> {
     if (this.layers.size === 0) return;
+    await this.layers.ready();
     const check = this.propose();
     if (check.ok) this.config = check.config;
     else this.log.error({ layers: this.layers.names(), issues: check.issues.map(formatIssue) }, 'config layers not in force: the file and the layers together do not validate; the file alone applies');

@@ -60,3 +60,5 @@ export {
   type ScryptHash,
   type ScryptParams,
 } from './secret-hash.ts';
+/** YAML text → plain data with `${NAME}` substituted, exactly as the config file is read (`svc import`). */
+export { ConfigError, readSource as readConfigSource } from '../../kernel/config/store.ts';

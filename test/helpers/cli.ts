@@ -29,7 +29,7 @@ export function makeProject(config: string, services: Record<string, string> = {
 export function startCli(dir: string, env: NodeJS.ProcessEnv = {}): Promise<CliServer> {
   const proc = spawn(process.execPath, [SVC_BIN, 'start', '--config', 'config/svc.yaml'], {
     cwd: dir,
-    env: { ...process.env, SVC_PORT: '0', ...env },
+    env: { ...process.env, SVC_PORT: '0', SVC_ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
