@@ -201,6 +201,8 @@ export type RawConfig = Record<string, unknown>;
 export interface ConfigLayer {
   name: string;
   apply(raw: RawConfig): RawConfig;
+  /** Awaited once every plugin is set up, before the first build (data that needs another plugin's capability). */
+  ready?(): Promise<void>;
 }
 
 /** A candidate config checked whole: the validated config, or every issue with its path. */
