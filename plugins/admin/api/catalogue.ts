@@ -9,6 +9,9 @@ export type Json = Record<string, unknown>;
  */
 const SECRET_KEY = /^(password|passphrase|secret|client_secret|key|api_key|apikey|token|access_token|refresh_token|private_key)$|_(password|secret|token)$/;
 
+/** Control ops carry secrets as values and hashes too (`secrets.set` value/configValue, `secdef.*` hash/configHash). */
+const SECRET_ARG = /^(value|hash)$|(Value|Hash|_value|_hash)$/;
+
 /** A named-entry list section of the config: one resource type of the admin API. */
 export interface ResourceSection {
   name: string;
@@ -53,6 +56,6 @@ export function redactSecrets(value: unknown, extraKeys: readonly string[] = [])
   if (Array.isArray(value)) return value.map((v) => redactSecrets(v, extraKeys));
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) || extraKeys.includes(k) || /^(value|hash|configHash)$/.test(k) ? '[redacted]' : redactSecrets(v, extraKeys);
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) || extraKeys.includes(k) || SECRET_ARG.test(k) ? '[redacted]' : redactSecrets(v, extraKeys);
   return out;
 }

@@ -129,7 +129,7 @@ export class AdminResources {
       const existing = this.currentEntry(sectionName, name);
       if (mode === 'create' && existing) throw new SvcError('CONFLICT', `A ${sectionName} entry named '${name}' exists already`);
       const full = withKeptSecrets(section, entry, existing);
-      await this.commit([{ section: sectionName, name, action: 'upsert', entry: full }], actor, mode === 'create' || !existing ? 'create' : 'update', { keys: Object.keys(entry).filter((k) => !section.writeOnly.includes(k)), secretsChanged: section.writeOnly.filter((k) => k in entry) });
+      await this.commit([{ section: sectionName, name, action: 'upsert', entry: full }], actor, mode === 'create' || !existing ? 'create' : 'update', { keys: Object.keys(body).filter((k) => !section.writeOnly.includes(k)), secretsChanged: section.writeOnly.filter((k) => k in entry) });
       return { created: !existing, view: this.get(sectionName, name) };
     });
   }
