@@ -63,7 +63,7 @@ export function startCli(dir: string, env: NodeJS.ProcessEnv = {}): Promise<CliS
 }
 
 /** Runs an svc command to completion. */
-export function runCli(args: string[], cwd: string, input?: string): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [SVC_BIN, ...args], { cwd, input, encoding: 'utf8', timeout: 60_000 });
+export function runCli(args: string[], cwd: string, input?: string, env?: NodeJS.ProcessEnv): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [SVC_BIN, ...args], { cwd, input, encoding: 'utf8', timeout: 60_000, env: env && { ...process.env, ...env } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
