@@ -67,6 +67,8 @@ export function csrfMatches(session: Session, presented: string | undefined): bo
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+const MAX_TRACKED = 10_000;
+
 /** Failed logins per client address within a sliding minute. */
 export class LoginThrottle {
   private readonly failures = new Map<string, number[]>();
@@ -84,6 +86,8 @@ export class LoginThrottle {
   }
 
   failed(address: string): void {
+    // Failures from many addresses must not grow the map without bound: past the cap, old ones go.
+    if (this.failures.size >= MAX_TRACKED) for (const key of [...this.failures.keys()]) this.recent(key);
     const recent = this.recent(address);
     recent.push(this.clock.now());
     this.failures.set(address, recent);
