@@ -47,7 +47,7 @@ if (kind === 'upstream') {
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   process.stdout.write(`READY ${url} ${process.pid}\n`);
 } else {
-  const kernel = await Kernel.create({ configPath: configPath!, logger: pino({ level: 'silent' }) });
+  const kernel = await Kernel.create({ configPath: configPath!, logger: pino({ level: 'silent' }), env: { SVC_ADMIN_PORT: '0', ...process.env } });
   const url = await kernel.listen();
   process.stdout.write(`READY ${url} ${[process.pid, ...kernel.pool.pids()].join(',')}\n`);
   process.on('SIGTERM', () => void kernel.close().then(() => process.exit(0)));

@@ -341,7 +341,7 @@ async function startServer(dir: string): Promise<Server> {
   const port = await freePort();
   const proc = spawn(process.execPath, [SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], {
     cwd: dir,
-    env: { ...process.env, SVC_PORT: String(port) },
+    env: { ...process.env, SVC_PORT: String(port), SVC_ADMIN_PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group: a terminal's Ctrl-C reaches only this script, which stops the load
     // and then the server (Ctrl-C sent to the sandbox processes directly would kill them under load).

@@ -4,8 +4,9 @@ import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.ts';
 import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } from './config/store.ts';
-import { formatIssue } from './config/compose.ts';
+import { configSectionSchemas, formatIssue } from './config/compose.ts';
 import type { Channel, SvcConfig } from './config/schema.ts';
+import type { ConfigIssue, RawConfig } from './plugin.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
 import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type PluginRoute } from './plugin.ts';
 import { SqliteStore } from './store/sqlite.ts';
@@ -46,7 +47,7 @@ export async function loadConfig(configPath: string, env: NodeJS.ProcessEnv = pr
   const proxies = config.server.trusted_proxies;
   const proxyProblem = proxies && checkTrustedProxies(proxies);
   if (proxyProblem) throw new ConfigError([formatIssue({ path: ['server', 'trusted_proxies'], message: proxyProblem })]);
-  return { text, config, loaded, plugins };
+  return { text, config, loaded, plugins, raw: raw as RawConfig };
 }
 
 /** Relative directories are taken from where the server starts, as `npm start` in the project root expects. */
@@ -61,6 +62,7 @@ export class Kernel {
   private trusted: PeerFilter | undefined;
   private readonly routes: PluginRoute[] = [];
   private readonly controlOps = new Map<string, ControlOp>();
+  private readonly listening: Array<() => Promise<void>> = [];
   private readonly provided = new Map<string, unknown>();
   private control: ControlServer | undefined;
   private active: ActivePlugin[] = [];
@@ -76,6 +78,7 @@ export class Kernel {
     readonly clock: Clock,
     readonly dataDir: string,
     private readonly hostCalls: HostCalls,
+    env: NodeJS.ProcessEnv,
   ) {
     const kernel = this;
     this.api = {
@@ -83,11 +86,19 @@ export class Kernel {
       store,
       clock,
       dataDir,
+      env,
       server: () => kernel.configStore.current().server,
       config: () => kernel.configStore.current(),
       addRoute: (route) => void kernel.routes.push(route),
       addHostCall: (call: HostCall) => hostCalls.add(call),
       addControl: (op) => void kernel.controlOps.set(op.op, op),
+      addConfigLayer: (layer) => configStore.addLayer(layer),
+      proposeConfig: (candidate) => configStore.propose(candidate),
+      reapplyConfig: (source) => configStore.reapply(source),
+      rawConfig: () => configStore.rawConfig(),
+      configSections: () => configSectionSchemas(loaded.map((l) => l.plugin)),
+      controlOps: () => [...kernel.controlOps.values()],
+      onListen: (start) => void kernel.listening.push(start),
       invoke: (req) => kernel.invoke(req),
       invokeRequestOf: (ex) => invokeRequestOf(ex, ex.channel.service),
       newCid: cidGenerator(),
@@ -101,7 +112,7 @@ export class Kernel {
 
   static async create(opts: KernelOptions): Promise<Kernel> {
     const configPath = resolve(opts.configPath);
-    const { text, config, loaded, plugins } = await loadConfig(configPath, opts.env ?? process.env, opts.extraPlugins);
+    const { text, config, loaded, plugins, raw } = await loadConfig(configPath, opts.env ?? process.env, opts.extraPlugins);
     const log = opts.logger ?? pino({ level: config.server.log_level, redact: { paths: logRedactPaths(plugins), censor: '[redacted]' } });
     // A node_modules built for another Node is a clear error here, before anything is opened.
     isolatedVmEntry();
@@ -123,8 +134,9 @@ export class Kernel {
       buildSdkBundle(),
     );
     const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log);
-    const configStore = new ConfigStore(configPath, plugins, log, text, config, opts.env ?? process.env);
-    const kernel = new Kernel(configStore, loaded, store, pool, services, log, opts.clock ?? systemClock, dataDir, hostCalls);
+    const env = opts.env ?? process.env;
+    const configStore = new ConfigStore(configPath, plugins, log, text, config, env, raw);
+    const kernel = new Kernel(configStore, loaded, store, pool, services, log, opts.clock ?? systemClock, dataDir, hostCalls, env);
     try {
       await kernel.init(opts.watch ?? false);
     } catch (err) {
@@ -140,6 +152,8 @@ export class Kernel {
       this.active.push({ plugin, state });
     }
     await this.services.start(watch);
+    this.configStore.extraCheck = (config) => this.routeIssues(config);
+    await this.configStore.settle();
     await this.applyConfig(this.configStore.current(), true);
     this.configStore.on('change', (next: SvcConfig) => this.applyConfig(next, false));
     if (watch) this.configStore.watch();
@@ -148,8 +162,7 @@ export class Kernel {
 
   private async applyConfig(config: SvcConfig, first: boolean): Promise<void> {
     // Paths are checked before plugins see the config: a refused config must leave no trace in them.
-    const conflicts = this.routeEntries(config, () => EMPTY_RUNTIME);
-    const issues = new ChannelRouter(conflicts).issues.map(formatIssue);
+    const issues = this.routeIssues(config).map(formatIssue);
     if (issues.length) {
       if (first) throw new ConfigError(issues);
       throw new Error(issues.join('; '));
@@ -165,6 +178,10 @@ export class Kernel {
     this.trusted = trustedProxies(proxies);
     if (!proxies) this.log.warn('server.trusted_proxies is not set: X-Svc-Forwarded-For and X-Forwarded-For are honoured from any client, which can then pick the address rate limits see');
     this.warnMissingServices(config);
+  }
+
+  private routeIssues(config: SvcConfig): ConfigIssue[] {
+    return new ChannelRouter(this.routeEntries(config, () => EMPTY_RUNTIME)).issues;
   }
 
   private warnMissingServices(config: SvcConfig): void {
@@ -204,6 +221,7 @@ export class Kernel {
     const address = await this.app.listen({ host: server.host, port: server.port });
     this.control = new ControlServer(join(this.dataDir, 'control.sock'), (op, args) => this.runControl(op, args), this.log);
     await this.control.listen();
+    for (const start of this.listening) await start();
     return address;
   }
 

@@ -51,7 +51,7 @@ export async function configurationDoc(): Promise<string> {
     'Saving the file applies it at once; a change that fails validation is refused and the running config stays.',
     'This page is generated from the schemas that validate the file (`npm run docs`).',
     '',
-    table('server', 'Listener, directories and sandbox limits.', serverSchema),
+    table('server', 'Listener, directories and sandbox limits (plugins add keys: `admin`).', serverSchema.extend(Object.assign({}, ...plugins.map((p) => p.contributes?.serverFields ?? {})))),
     table('plugins', 'Bundled plugins are enabled unless set to `false`; a third-party plugin is `{module: ./path.ts, config: {...}}`.', z.object({ plugins: pluginsSchema })),
   ];
   const defaultFormat = plugins.find((p) => p.contributes?.defaultDataFormat)?.contributes?.defaultDataFormat;

@@ -15,12 +15,16 @@ export function formatPath(path: readonly PropertyKey[]): string {
  * and in a channel, a key is unknown when no enabled plugin contributes it (or it is misspelt).
  */
 export function zodIssues(issues: readonly z.core.$ZodIssue[]): string[] {
+  return zodIssueList(issues).map(formatIssue);
+}
+
+/** The same issues with their paths as data (the admin API reports them per field). */
+export function zodIssueList(issues: readonly z.core.$ZodIssue[]): ConfigIssue[] {
   return issues.flatMap((issue) => {
-    if (issue.code !== 'unrecognized_keys') return [formatIssue(issue)];
-    const pluginShaped = issue.path.length === 0 || (issue.path.length === 2 && issue.path[0] === 'channel_rest');
-    return issue.keys.map((key) =>
-      formatIssue({ path: [...issue.path, key], message: pluginShaped ? `no enabled plugin handles '${key}' (misspelt, or its plugin is not enabled)` : 'unknown key' }),
-    );
+    const path = issue.path as (string | number)[];
+    if (issue.code !== 'unrecognized_keys') return [{ path, message: issue.message }];
+    const pluginShaped = path.length === 0 || (path.length === 2 && path[0] === 'channel_rest');
+    return issue.keys.map((key) => ({ path: [...path, key], message: pluginShaped ? `no enabled plugin handles '${key}' (misspelt, or its plugin is not enabled)` : 'unknown key' }));
   });
 }
 
@@ -28,11 +32,49 @@ export function formatIssue(issue: { path: readonly PropertyKey[]; message: stri
   return `${formatPath(issue.path)}: ${issue.message}`;
 }
 
+interface ComposedParts {
+  server: z.ZodObject;
+  channel: z.ZodType;
+  securityTypes: Map<string, z.ZodObject>;
+  securityEntry: z.ZodType;
+  sections: Record<string, z.ZodType>;
+}
+
 /** The whole file's schema for a set of plugins: the kernel's part plus what each plugin contributes. */
 export function composeSchema(plugins: readonly Plugin[]): z.ZodType<SvcConfig> {
+  const parts = composeParts(plugins);
+  return z
+    .object({
+      server: parts.server.prefault({}),
+      plugins: pluginsSchema,
+      security: z.array(parts.securityEntry).default([]),
+      channel_rest: z.array(parts.channel).default([]),
+      ...parts.sections,
+    })
+    .strict() as unknown as z.ZodType<SvcConfig>;
+}
+
+/**
+ * The top-level sections as documentation schemas (JSON Schema via z.toJSONSchema, forms,
+ * OpenAPI): the same parts as composeSchema, with `security` entries as a union by `type`.
+ */
+export function configSectionSchemas(plugins: readonly Plugin[]): Record<string, z.ZodType> {
+  const parts = composeParts(plugins);
+  const types = [...parts.securityTypes.values()];
+  const security = types.length === 0 ? z.never() : types.length === 1 ? types[0]! : z.discriminatedUnion('type', types as [z.ZodObject, z.ZodObject, ...z.ZodObject[]]);
+  return {
+    server: parts.server,
+    security: z.array(security).describe('Security definitions, by name; the keys of each depend on its type.'),
+    channel_rest: z.array(parts.channel).describe('REST channels: a URL path bound to a service.'),
+    ...parts.sections,
+  };
+}
+
+function composeParts(plugins: readonly Plugin[]): ComposedParts {
   let channelShape: z.ZodRawShape = { ...channelBaseShape };
+  const serverFields: z.ZodRawShape = {};
   const securityFields: z.ZodRawShape = {};
-  const securityTypes = new Map<string, z.ZodType>();
+  const securityTypes = new Map<string, z.ZodObject>();
   const sections: Record<string, z.ZodType> = {};
   const sectionOwner = new Map<string, string>(KERNEL_SECTIONS.map((name) => [name, 'the kernel']));
   const formats = new Set<string>();
@@ -43,6 +85,7 @@ export function composeSchema(plugins: readonly Plugin[]): z.ZodType<SvcConfig> 
     if (!c) continue;
     Object.assign(channelShape, c.channelFields);
     Object.assign(securityFields, c.securityFields);
+    Object.assign(serverFields, c.serverFields);
     for (const f of c.dataFormats ?? []) formats.add(f);
     if (c.defaultDataFormat !== undefined) {
       if (defaultFormat) throw new ConfigError([`plugins '${defaultFormat.plugin}' and '${p.name}' both make their format the default data format; disable one`]);
@@ -93,15 +136,7 @@ export function composeSchema(plugins: readonly Plugin[]): z.ZodType<SvcConfig> 
     return parsed.data as SvcConfig['security'][number];
   });
 
-  return z
-    .object({
-      server: serverSchema.default(serverSchema.parse({})),
-      plugins: pluginsSchema,
-      security: z.array(securityEntry).default([]),
-      channel_rest: z.array(channel).default([]),
-      ...sections,
-    })
-    .strict() as unknown as z.ZodType<SvcConfig>;
+  return { server: serverSchema.extend(serverFields), channel, securityTypes, securityEntry, sections };
 }
 
 /** Checks that need the whole config: unique names, references between entries, plugin checks. */

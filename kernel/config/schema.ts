@@ -7,7 +7,7 @@ import { z } from 'zod';
  */
 
 import { HTTP_METHODS } from '../../sdk/http.ts';
-import type { ChannelFields, ConfigSections } from '../../sdk/plugin/extensions.ts';
+import type { ChannelFields, ConfigSections, ServerFields } from '../../sdk/plugin/extensions.ts';
 export { HTTP_METHODS, type HttpMethod } from '../../sdk/http.ts';
 
 /** Top-level sections the kernel reads itself; plugins add theirs (Contributions.sections). */
@@ -55,7 +55,8 @@ export const serverSchema = z
   })
   .strict();
 
-export type ServerConfig = z.infer<typeof serverSchema>;
+/** The server section: the kernel's keys plus those plugins contribute (typed ones in ServerFields). */
+export type ServerConfig = z.infer<typeof serverSchema> & ServerFields;
 
 const pluginEntrySchema = z.union([
   z.boolean(),

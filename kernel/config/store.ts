@@ -4,8 +4,9 @@ import { basename, dirname } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parseDocument } from 'yaml';
 import type { Logger } from 'pino';
-import type { Plugin } from '../plugin.ts';
-import { composeSchema, crossCheck, formatIssue, zodIssues } from './compose.ts';
+import type { ConfigCheck, ConfigIssue, ConfigLayer, Plugin, RawConfig } from '../plugin.ts';
+import { composeSchema, crossCheck, formatIssue, zodIssueList } from './compose.ts';
+import { ConfigLayers } from './layers.ts';
 import { ConfigError } from './errors.ts';
 import { pluginsSchema, type PluginsConfig, type SvcConfig } from './schema.ts';
 
@@ -51,7 +52,10 @@ export function readPluginsSection(raw: unknown): PluginsConfig {
 
 export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.ProcessEnv = process.env): SvcConfig {
   const parsed = composeSchema(plugins).safeParse(raw);
-  if (!parsed.success) throw new ConfigError(zodIssues(parsed.error.issues));
+  if (!parsed.success) {
+    const list = zodIssueList(parsed.error.issues);
+    throw new ConfigError(list.map(formatIssue), list);
+  }
   const config = parsed.data;
   if (env.SVC_PORT !== undefined) {
     const port = Number(env.SVC_PORT);
@@ -59,20 +63,25 @@ export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.P
     config.server.port = port;
   }
   const issues = crossCheck(config, plugins);
-  if (issues.length) throw new ConfigError(issues.map(formatIssue));
+  if (issues.length) throw new ConfigError(issues.map(formatIssue), issues);
   return config;
 }
 
 /**
- * The one place config comes from. The YAML file is its first source; later the admin API
- * and a cluster's database push through `apply`. Listeners get every accepted config;
- * a rejected change leaves the running config in place.
+ * The one place config comes from. The YAML file is its first source; layers (the admin API)
+ * apply on top of its data, and the result is validated whole. Listeners get every accepted
+ * config; a rejected change leaves the running config in place.
  */
 export class ConfigStore extends EventEmitter {
   private config: SvcConfig;
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private lastText: string;
+  /** The last accepted file data; layers apply to it. */
+  private fileRaw: RawConfig;
+  private readonly layers = new ConfigLayers();
+  /** Whole-config checks beyond the schema that the kernel adds (route conflicts). */
+  extraCheck: (config: SvcConfig) => ConfigIssue[] = () => [];
 
   constructor(
     readonly file: string,
@@ -81,34 +90,84 @@ export class ConfigStore extends EventEmitter {
     initialText: string,
     initial: SvcConfig,
     private readonly env: NodeJS.ProcessEnv = process.env,
+    initialRaw: RawConfig = {},
   ) {
     super();
     this.config = initial;
     this.lastText = initialText;
+    this.fileRaw = initialRaw;
   }
 
   current(): SvcConfig {
     return this.config;
   }
 
+  addLayer(layer: ConfigLayer): void {
+    this.layers.add(layer);
+  }
+
+  /** The file's data with every layer applied (a copy). */
+  rawConfig(): RawConfig {
+    return structuredClone(this.layers.applyAll(this.fileRaw));
+  }
+
+  /** The file plus the layers, `candidate` in place of the layer of its name, checked whole; nothing is applied. */
+  propose(candidate?: ConfigLayer, fileRaw: RawConfig = this.fileRaw): ConfigCheck {
+    let raw: RawConfig;
+    try {
+      raw = this.layers.applyAll(fileRaw, candidate);
+    } catch (err) {
+      return { ok: false, issues: [{ path: [], message: (err as Error).message }] };
+    }
+    let config: SvcConfig;
+    try {
+      config = validate(raw, this.plugins, this.env);
+    } catch (err) {
+      if (err instanceof ConfigError) return { ok: false, issues: err.details };
+      return { ok: false, issues: [{ path: [], message: (err as Error).message }] };
+    }
+    const issues = this.extraCheck(config);
+    return issues.length ? { ok: false, issues } : { ok: true, config, raw };
+  }
+
+  /**
+   * At start, once plugins registered their layers: the layered config replaces the file's
+   * before anything is built. A layered config that does not validate is logged and the file's
+   * alone is used (its layers stay stored, to be fixed through their source).
+   */
+  async settle(): Promise<void> {
+    if (this.layers.size === 0) return;
+    await this.layers.ready();
+    const check = this.propose();
+    if (check.ok) this.config = check.config;
+    else this.log.error({ layers: this.layers.names(), issues: check.issues.map(formatIssue) }, 'config layers not in force: the file and the layers together do not validate; the file alone applies');
+  }
+
   private applying: Promise<unknown> = Promise.resolve();
 
-  /** Validates and installs a new config from any source; resolves false when refused. One at a time. */
+  /** Installs new file data (with the layers on top); resolves false when refused. One at a time. */
   apply(raw: unknown, source: string): Promise<boolean> {
-    const next = this.applying.then(() => this.applyNow(raw, source));
+    return this.applyChecked(raw as RawConfig, source).then((check) => check.ok);
+  }
+
+  /** Recomputes the config from the file and the layers and installs it. */
+  reapply(source: string): Promise<ConfigCheck> {
+    return this.applyChecked(undefined, source);
+  }
+
+  private applyChecked(fileRaw: RawConfig | undefined, source: string): Promise<ConfigCheck> {
+    const next = this.applying.then(() => this.applyNow(fileRaw ?? this.fileRaw, source));
     this.applying = next.catch(() => undefined);
     return next;
   }
 
-  private async applyNow(raw: unknown, source: string): Promise<boolean> {
-    let next: SvcConfig;
-    try {
-      next = validate(raw, this.plugins, this.env);
-    } catch (err) {
-      const issues = err instanceof ConfigError ? err.issues : [String((err as Error).message)];
-      this.log.error({ source, issues }, 'config change refused; the running config stays');
-      return false;
+  private async applyNow(fileRaw: RawConfig, source: string): Promise<ConfigCheck> {
+    const check = this.propose(undefined, fileRaw);
+    if (!check.ok) {
+      this.log.error({ source, issues: check.issues.map(formatIssue) }, 'config change refused; the running config stays');
+      return check;
     }
+    const next = check.config;
     if (!isDeepStrictEqual(next.plugins, this.config.plugins)) {
       this.log.warn({ source }, 'changes to plugins: apply after a restart');
     }
@@ -120,10 +179,11 @@ export class ConfigStore extends EventEmitter {
       this.config = previous;
       this.log.error({ source, err }, 'config change failed to apply; the running config stays');
       for (const listener of this.listeners('change')) await (listener as (c: SvcConfig, p: SvcConfig) => unknown)(previous, next);
-      return false;
+      return { ok: false, issues: [{ path: [], message: `the config failed to apply: ${(err as Error).message}` }] };
     }
+    this.fileRaw = fileRaw;
     this.log.info({ source }, 'config applied');
-    return true;
+    return check;
   }
 
   /** Re-reads the file now. */
@@ -145,7 +205,7 @@ export class ConfigStore extends EventEmitter {
       this.log.error({ source: this.file, issues }, 'config change refused; the running config stays');
       return false;
     }
-    return this.apply(raw, this.file);
+    return this.apply(raw as RawConfig, this.file);
   }
 
   watch(): void {

@@ -61,6 +61,8 @@ export interface Contributions {
   securityFields?: z.ZodRawShape;
   /** Extra keys on every `channel_rest[]` entry. */
   channelFields?: z.ZodRawShape;
+  /** Extra keys of the `server` section (declare their types in ServerFields, sdk/plugin/extensions.ts). */
+  serverFields?: z.ZodRawShape;
   /**
    * Whole top-level sections this plugin owns, by name (declare their types in ConfigSections,
    * sdk/plugin/extensions.ts). A section no enabled plugin owns is a config error.
@@ -188,14 +190,48 @@ export interface HostCall<A = any> {
   handler: (args: A, ctx: HostCallContext) => Promise<unknown>;
 }
 
+/** Config data before validation, as YAML gives it (after `${ENV}` substitution). */
+export type RawConfig = Record<string, unknown>;
+
+/**
+ * A config source over the YAML file (the admin API's edits). Layers apply in registration
+ * order to the file's data; the result is validated whole like the file alone. `apply` must not
+ * change its argument.
+ */
+export interface ConfigLayer {
+  name: string;
+  apply(raw: RawConfig): RawConfig;
+  /** Awaited once every plugin is set up, before the first build (data that needs another plugin's capability). */
+  ready?(): Promise<void>;
+}
+
+/** A candidate config checked whole: the validated config, or every issue with its path. */
+export type ConfigCheck = { ok: true; config: SvcConfig; raw: RawConfig } | { ok: false; issues: ConfigIssue[] };
+
 /** What the kernel offers plugins. */
 export interface KernelApi {
   readonly log: Logger;
   readonly store: DataStore;
   readonly clock: Clock;
   readonly dataDir: string;
+  /** The server's environment (SVC_* overrides). */
+  readonly env: NodeJS.ProcessEnv;
   server(): ServerConfig;
   config(): SvcConfig;
+  /** Adds a config layer; those added during setup are in force before channels are first built. */
+  addConfigLayer(layer: ConfigLayer): void;
+  /** Validates the file plus the layers, `candidate` replacing the layer of its name, without applying anything. */
+  proposeConfig(candidate?: ConfigLayer): ConfigCheck;
+  /** Recomputes the config from the file and the layers now and applies it (refused: the running config stays). */
+  reapplyConfig(source: string): Promise<ConfigCheck>;
+  /** The effective config's data before validation: the file with the layers applied. */
+  rawConfig(): RawConfig;
+  /** The top-level sections' schemas (the kernel's and the enabled plugins'), for documentation and generic editors. */
+  configSections(): Record<string, z.ZodType>;
+  /** The control ops registered so far (by every plugin). */
+  controlOps(): ControlOp[];
+  /** Runs once the kernel's listener is up (`svc start`): plugins with listeners of their own start them here. */
+  onListen(start: () => Promise<void>): void;
   addRoute(route: PluginRoute): void;
   addHostCall(call: HostCall): void;
   addControl(op: ControlOp): void;

@@ -20,6 +20,13 @@ export interface ConfigSections {}
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface ChannelFields {}
 
+/**
+ * Keys plugins add to the `server` section (Contributions.serverFields), e.g. the admin
+ * listener's `server.admin`; declared optional: a key exists only while its plugin is enabled.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ServerFields {}
+
 /** Who a security plugin recognised (exchange.auth). The service sees it as `ctx.user`. */
 export interface AuthInfo {
   /** Security type, e.g. basic_auth. */

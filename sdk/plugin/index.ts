@@ -10,7 +10,9 @@ export { definePlugin, PLUGIN_KINDS } from './contract.ts';
 export type {
   CliCommand,
   CliEnv,
+  ConfigCheck,
   ConfigIssue,
+  ConfigLayer,
   Contributions,
   ControlOp,
   ErrorHookFn,
@@ -25,10 +27,11 @@ export type {
   Plugin,
   PluginKind,
   PluginRoute,
+  RawConfig,
 } from './contract.ts';
 export { HOOK_NAMES, type HookName } from '../../kernel/hooks.ts';
 export type { Exchange, ResponseDraft, UploadedFile } from './exchange.ts';
-export type { AuthInfo, ChannelFields, ConfigSections } from './extensions.ts';
+export type { AuthInfo, ChannelFields, ConfigSections, ServerFields } from './extensions.ts';
 export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors.ts';
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
 export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';
@@ -47,3 +50,15 @@ export {
   type SignatureEncoding,
 } from './signature.ts';
 export { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from './json.ts';
+export {
+  SCRYPT_PARAMS,
+  hashSecret,
+  isScryptHash,
+  parseScryptHash,
+  randomSecret,
+  verifySecret,
+  type ScryptHash,
+  type ScryptParams,
+} from './secret-hash.ts';
+/** YAML text → plain data with `${NAME}` substituted, exactly as the config file is read (`svc import`). */
+export { ConfigError, readSource as readConfigSource } from '../../kernel/config/store.ts';

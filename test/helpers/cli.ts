@@ -29,7 +29,7 @@ export function makeProject(config: string, services: Record<string, string> = {
 export function startCli(dir: string, env: NodeJS.ProcessEnv = {}): Promise<CliServer> {
   const proc = spawn(process.execPath, [SVC_BIN, 'start', '--config', 'config/svc.yaml'], {
     cwd: dir,
-    env: { ...process.env, SVC_PORT: '0', ...env },
+    env: { ...process.env, SVC_PORT: '0', SVC_ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -63,7 +63,7 @@ export function startCli(dir: string, env: NodeJS.ProcessEnv = {}): Promise<CliS
 }
 
 /** Runs an svc command to completion. */
-export function runCli(args: string[], cwd: string, input?: string): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [SVC_BIN, ...args], { cwd, input, encoding: 'utf8', timeout: 60_000 });
+export function runCli(args: string[], cwd: string, input?: string, env?: NodeJS.ProcessEnv): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [SVC_BIN, ...args], { cwd, input, encoding: 'utf8', timeout: 60_000, env: env && { ...process.env, ...env } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }

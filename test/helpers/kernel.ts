@@ -51,7 +51,7 @@ export async function startKernel(opts: StartOptions): Promise<TestKernel> {
   const logger = logs
     ? pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) })
     : pino({ level: 'silent' });
-  const kernel = await Kernel.create({ configPath, clock: opts.clock, logger, watch: true, env: { ...process.env, ...opts.env }, extraPlugins: opts.extraPlugins });
+  const kernel = await Kernel.create({ configPath, clock: opts.clock, logger, watch: true, env: { SVC_ADMIN_PORT: '0', ...process.env, ...opts.env }, extraPlugins: opts.extraPlugins });
   let url: string | undefined;
   if (opts.listen) url = await kernel.listen();
   else await kernel.app.ready();

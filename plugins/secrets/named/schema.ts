@@ -18,7 +18,8 @@ export const namedSecretSchema = z
       .optional()
       .describe(
         'The value, usually `${ENV_NAME}`; left out, set it with `svc secret set NAME` (standard input). Stored encrypted, never logged, never readable by services. A CLI-set value stays until this value is edited (the latest change wins).',
-      ),
+      )
+      .meta({ writeOnly: true }),
     services: z
       .array(z.string().min(1))
       .default([])

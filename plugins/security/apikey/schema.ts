@@ -15,7 +15,8 @@ export const apiKeyShape = {
     .describe(
       'The key clients send unmodified in X-API-Key; may be `${ENV_NAME}`. Absent: a random one is generated and stored ' +
         '(set it with `svc secdef set-key NAME`). A key set with the CLI stays until this value is edited.',
-    ),
+    )
+    .meta({ writeOnly: true }),
 };
 
 export const apiKeyEntrySchema = z.object(apiKeyShape);

@@ -15,7 +15,8 @@ export const basicAuthShape = {
     .describe(
       'Password; may be `${ENV_NAME}`. Absent: a random one is generated and stored (set it with `svc secdef set-password NAME`). ' +
         'A password set with the CLI stays until this value is edited.',
-    ),
+    )
+    .meta({ writeOnly: true }),
 };
 
 export const basicAuthEntrySchema = z.object(basicAuthShape);

@@ -76,7 +76,8 @@ export const bearerTokenShape = {
     .string()
     .min(1)
     .max(4096)
-    .describe('The OAuth client secret sent to the auth server. Write it as `${ENV_NAME}` to keep it out of the file; never logged.'),
+    .describe('The OAuth client secret sent to the auth server. Write it as `${ENV_NAME}` to keep it out of the file; never logged.')
+    .meta({ writeOnly: true }),
   auth_server_url: authServerUrlSchema.describe('Token endpoint address (http or https; https unless the auth server is on a trusted network).'),
   scopes: scopesSchema
     .default([])

@@ -38,7 +38,8 @@ export const ntlmShape = {
   password: z
     .string()
     .superRefine(asRefinement(passwordProblem))
-    .describe('The account password; write `${ENV_NAME}` to keep it out of the file. Used to compute NTLMv2 responses, never sent or logged.'),
+    .describe('The account password; write `${ENV_NAME}` to keep it out of the file. Used to compute NTLMv2 responses, never sent or logged.')
+    .meta({ writeOnly: true }),
   domain: z
     .string()
     .superRefine(asRefinement(nameProblem))

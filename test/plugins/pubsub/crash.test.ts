@@ -47,7 +47,7 @@ afterAll(() => {
 });
 
 function startServer(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['bin/svc.js', 'start', '--config', configPath], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['bin/svc.js', 'start', '--config', configPath], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVC_ADMIN_PORT: '0' } });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = '';

@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify';
+import { definePlugin } from '../../../sdk/plugin/index.ts';
+import '../../capabilities.ts';
+import { AdminAuth } from './auth.ts';
+import { adminCommands, adminControls } from './cli.ts';
+import { ensurePassword } from './credential.ts';
+import { buildAdminApp } from './http.ts';
+import { AdminResources } from './resources.ts';
+import { adminOptionsSchema, adminServerSchema, type AdminOptions } from './schema.ts';
+import { migrateAdmin } from './store.ts';
+
+const VERSION = '1.0.0';
+
+interface AdminState {
+  app: FastifyInstance | undefined;
+}
+
+/**
+ * The management plane's API on its own listener (`server.admin`): config resources generated
+ * from the config schema, control ops, audit, export/import, behind a session login or API keys.
+ * See README.md.
+ */
+export default definePlugin<AdminOptions, AdminState>({
+  name: 'admin',
+  kind: 'other',
+  version: VERSION,
+  sdk: '^1.0.0',
+  needs: ['secrets.vault'],
+  configSchema: adminOptionsSchema,
+  contributes: {
+    serverFields: { admin: adminServerSchema },
+    logRedact: ['headers.cookie', 'headers["x-csrf-token"]'],
+  },
+  async setup(kernel, options) {
+    await migrateAdmin(kernel.store);
+    const state: AdminState = { app: undefined };
+    const resources = new AdminResources(kernel);
+    kernel.addConfigLayer(resources.layer());
+    const auth = new AdminAuth(kernel, () => options);
+    for (const op of adminControls(kernel, auth, resources)) kernel.addControl(op);
+    kernel.onListen(async () => {
+      const settings = kernel.server().admin ?? adminServerSchema.parse(undefined);
+      if (!settings.enabled) return;
+      const created = await ensurePassword(kernel.store, kernel.env, kernel.clock.now());
+      // Printed, not logged: log lines are kept and shipped; this line is for the one who started the server.
+      if (created !== undefined) process.stdout.write(`svc admin: first start, the admin password is ${created} (shown once; change it with \`svc admin set-password\`)\n`);
+      const app = buildAdminApp({ kernel, auth, resources, version: VERSION });
+      state.app = app;
+      const address = await app.listen({ host: settings.host, port: adminPort(kernel.env, settings.port) });
+      kernel.log.info({ address }, 'svc admin listening');
+    });
+    return state;
+  },
+  stop: async (state) => {
+    await state.app?.close();
+  },
+  hooks: {},
+  cli: adminCommands,
+});
+
+function adminPort(env: NodeJS.ProcessEnv, configured: number): number {
+  if (env.SVC_ADMIN_PORT === undefined) return configured;
+  const port = Number(env.SVC_ADMIN_PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`SVC_ADMIN_PORT: not a port number: ${env.SVC_ADMIN_PORT}`);
+  return port;
+}

@@ -1,0 +1,271 @@
+import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import type { Vault } from '../../capabilities.ts';
+import { SvcError, type ConfigIssue, type RawConfig } from '../../../sdk/plugin/index.ts';
+import { resourceSections, type ResourceSection } from './catalogue.ts';
+import { IssuesError, type ResourceIssue } from './errors.ts';
+import { adminLayer, keyOf, LAYER_NAME, nameOf, type Entry, type Records } from './layer.ts';
+import { deleteOverride, readOverrides, writeAudit, writeOverride, type OverrideRecord } from './store.ts';
+
+const VAULT_OWNER = 'admin';
+const vaultName = (section: string, name: string, key: string) => `${section}/${name}/${key}`;
+
+export interface ResourceView {
+  name: string;
+  /** Where the running entry comes from: the config file, or an admin edit that wins over it. */
+  source: 'file' | 'admin';
+  /** The entry as written (defaults not filled in), write-only values left out. */
+  entry: Entry;
+  /** Write-only keys that hold a value. */
+  secretsSet: string[];
+}
+
+/** One change among those applied together (an API call, or every entry of an import). */
+type Change = { section: string; name: string; action: 'upsert'; entry: Entry } | { section: string; name: string; action: 'delete' | 'unoverride' };
+
+/**
+ * The config resources of the admin API: every named-entry list section, read from the effective
+ * config and changed through the admin layer. A change is checked whole with the file's schemas,
+ * persisted (write-only values in the vault), applied at once and audited.
+ */
+export class AdminResources {
+  private records: Records = new Map();
+  private readonly seenFile = new Map<string, unknown>();
+  /** The data under the admin layer (the file, and layers before this one) at its last apply. */
+  private underlying: RawConfig = {};
+  private sections: ResourceSection[] | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly kernel: KernelApi) {}
+
+  /** The layer registered with the kernel: it reads the records in force at each apply. */
+  layer() {
+    const warn = (section: string, name: string) =>
+      this.kernel.log.warn({ section, name }, 'admin override wins: the config file\'s version of this resource is ignored until the override is removed (DELETE /admin/api/overrides/{section}/{name})');
+    return {
+      name: LAYER_NAME,
+      apply: (raw: RawConfig) => {
+        this.underlying = raw;
+        return adminLayer(this.records, warn, this.seenFile).apply(raw);
+      },
+      ready: () => this.load(),
+    };
+  }
+
+  private vault(): Vault {
+    const vault = this.kernel.lookup('secrets.vault');
+    if (vault === undefined) throw new Error("admin: no 'secrets.vault' capability");
+    return vault;
+  }
+
+  private async load(): Promise<void> {
+    const records: Records = new Map();
+    for (const r of await readOverrides(this.kernel.store)) {
+      if (r.action === 'upsert' && r.entry) {
+        const entry = { ...r.entry };
+        for (const key of this.section(r.section)?.writeOnly ?? []) {
+          const value = await this.vault().get(VAULT_OWNER, vaultName(r.section, r.name, key));
+          if (value !== undefined) entry[key] = value;
+        }
+        r.entry = entry;
+      }
+      records.set(keyOf(r.section, r.name), r);
+    }
+    this.records = records;
+  }
+
+  catalogue(): ResourceSection[] {
+    return (this.sections ??= resourceSections(this.kernel));
+  }
+
+  section(name: string): ResourceSection | undefined {
+    return this.catalogue().find((s) => s.name === name);
+  }
+
+  requireSection(name: string): ResourceSection {
+    const section = this.section(name);
+    if (!section) throw new SvcError('NOT_FOUND', `No resource section '${name}'`);
+    return section;
+  }
+
+  list(section: string): ResourceView[] {
+    const s = this.requireSection(section);
+    const entries = this.kernel.rawConfig()[section];
+    return (Array.isArray(entries) ? entries : []).filter((e) => nameOf(e) !== undefined).map((e) => this.view(s, e as Entry));
+  }
+
+  get(section: string, name: string): ResourceView {
+    const found = this.list(section).find((v) => v.name === name);
+    if (!found) throw new SvcError('NOT_FOUND', `No ${section} entry named '${name}'`);
+    return found;
+  }
+
+  overrides(): Array<Omit<OverrideRecord, 'entry' | 'updatedAt'> & { updatedAt: string }> {
+    return [...this.records.values()].map((r) => ({ section: r.section, name: r.name, action: r.action, updatedAt: new Date(r.updatedAt).toISOString(), updatedBy: r.updatedBy }));
+  }
+
+  private view(section: ResourceSection, entry: Entry): ResourceView {
+    const name = nameOf(entry)!;
+    const shown: Entry = {};
+    const secretsSet: string[] = [];
+    for (const [k, v] of Object.entries(entry)) {
+      if (section.writeOnly.includes(k)) {
+        if (v !== undefined && v !== null && v !== '') secretsSet.push(k);
+      } else shown[k] = v;
+    }
+    return { name, source: this.records.get(keyOf(section.name, name))?.action === 'upsert' ? 'admin' : 'file', entry: shown, secretsSet };
+  }
+
+  /** Creates (`create`: 409 when it exists) or replaces an entry. Write-only keys left out keep their value; null clears one. */
+  upsert(sectionName: string, name: string | undefined, body: unknown, actor: string, mode: 'create' | 'put'): Promise<{ created: boolean; view: ResourceView }> {
+    return this.serial(async () => {
+      const section = this.requireSection(sectionName);
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new SvcError('BAD_REQUEST', 'The body must be a JSON object: the entry');
+      const entry = { ...(body as Entry) };
+      if (name === undefined) {
+        if (typeof entry.name !== 'string' || entry.name === '') throw new IssuesError('INVALID_INPUT', 'Invalid entry', [{ path: ['name'], field: ['name'], message: 'required' }]);
+        name = entry.name;
+      } else if (entry.name === undefined) entry.name = name;
+      else if (entry.name !== name) throw new IssuesError('INVALID_INPUT', 'Invalid entry', [{ path: ['name'], field: ['name'], message: `must be '${name}' (the name in the URL); a rename is a new entry and a delete` }]);
+      const existing = this.currentEntry(sectionName, name);
+      if (mode === 'create' && existing) throw new SvcError('CONFLICT', `A ${sectionName} entry named '${name}' exists already`);
+      const full = withKeptSecrets(section, entry, existing);
+      await this.commit([{ section: sectionName, name, action: 'upsert', entry: full }], actor, mode === 'create' || !existing ? 'create' : 'update', { keys: Object.keys(body).filter((k) => !section.writeOnly.includes(k)), secretsChanged: section.writeOnly.filter((k) => k in entry) });
+      return { created: !existing, view: this.get(sectionName, name) };
+    });
+  }
+
+  remove(section: string, name: string, actor: string): Promise<void> {
+    return this.serial(async () => {
+      this.requireSection(section);
+      if (!this.currentEntry(section, name)) throw new SvcError('NOT_FOUND', `No ${section} entry named '${name}'`);
+      await this.commit([{ section, name, action: 'delete' }], actor, 'delete');
+    });
+  }
+
+  /** Drops the admin edit of a resource: the config file's version (or none) applies again. */
+  removeOverride(section: string, name: string, actor: string): Promise<void> {
+    return this.serial(async () => {
+      if (!this.records.has(keyOf(section, name))) throw new SvcError('NOT_FOUND', `No admin override of ${section} '${name}'`);
+      await this.commit([{ section, name, action: 'unoverride' }], actor, 'remove-override');
+    });
+  }
+
+  /** Every entry of every section, created or replaced by name, checked whole: all or nothing. */
+  importSections(data: Record<string, Entry[]>, actor: string): Promise<{ created: number; replaced: number }> {
+    return this.serial(async () => {
+      const issues: ResourceIssue[] = [];
+      const changes: Change[] = [];
+      let created = 0;
+      for (const [sectionName, entries] of Object.entries(data)) {
+        const section = this.section(sectionName);
+        if (!section) {
+          issues.push({ path: [sectionName], message: 'not a section of named entries the admin API manages' });
+          continue;
+        }
+        entries.forEach((entry, i) => {
+          const name = nameOf(entry);
+          if (name === undefined) return void issues.push({ path: [sectionName, i, 'name'], message: 'required' });
+          const existing = this.currentEntry(sectionName, name);
+          if (!existing) created++;
+          changes.push({ section: sectionName, name, action: 'upsert', entry: withKeptSecrets(section, entry, existing) });
+        });
+      }
+      if (issues.length) throw new IssuesError('INVALID_INPUT', 'Nothing was imported', issues);
+      await this.commit(changes, actor, 'import');
+      return { created, replaced: changes.length - created };
+    });
+  }
+
+  private currentEntry(section: string, name: string): Entry | undefined {
+    const entries = this.kernel.rawConfig()[section];
+    return (Array.isArray(entries) ? entries : []).find((e) => nameOf(e) === name) as Entry | undefined;
+  }
+
+  private async commit(changes: Change[], actor: string, action: string, detail?: Record<string, unknown>): Promise<void> {
+    const now = this.kernel.clock.now();
+    const next: Records = new Map(this.records);
+    for (const c of changes) {
+      const key = keyOf(c.section, c.name);
+      if (c.action === 'unoverride') next.delete(key);
+      else if (c.action === 'delete' && next.get(key)?.action === 'upsert' && !this.fileHas(c.section, c.name)) next.delete(key);
+      else next.set(key, { section: c.section, name: c.name, action: c.action, entry: c.action === 'upsert' ? c.entry : undefined, updatedAt: now, updatedBy: actor });
+    }
+    const check = this.kernel.proposeConfig(adminLayer(next));
+    if (!check.ok) throw new IssuesError('INVALID_INPUT', 'The config with this change does not validate; nothing changed', this.locate(check.issues, next));
+    const previous = this.records;
+    await this.persist(changes, next, now, actor, action, detail);
+    this.records = next;
+    const applied = await this.kernel.reapplyConfig('admin API');
+    if (!applied.ok) {
+      this.records = previous;
+      await this.persist(changes, previous, now, actor, `${action} (reverted)`, undefined);
+      await this.kernel.reapplyConfig('admin API (revert)');
+      throw new IssuesError('INVALID_INPUT', 'The change failed to apply and was reverted', this.locate(applied.issues, next));
+    }
+  }
+
+  /** Whether the config file itself has the entry. */
+  private fileHas(section: string, name: string): boolean {
+    this.kernel.rawConfig(); // brings `underlying` up to date
+    const entries = this.underlying[section];
+    return Array.isArray(entries) && entries.some((e) => nameOf(e) === name);
+  }
+
+  /** Writes the records of the changed resources as they are in `records`, and their write-only values to the vault. */
+  private async persist(changes: Change[], records: Records, now: number, actor: string, action: string, detail: Record<string, unknown> | undefined): Promise<void> {
+    const vault = this.vault();
+    for (const c of changes) {
+      const section = this.section(c.section);
+      const record = records.get(keyOf(c.section, c.name));
+      for (const key of section?.writeOnly ?? []) {
+        const value = record?.action === 'upsert' ? record.entry?.[key] : undefined;
+        if (typeof value === 'string') await vault.put(VAULT_OWNER, vaultName(c.section, c.name, key), value);
+        else await vault.delete(VAULT_OWNER, vaultName(c.section, c.name, key));
+      }
+    }
+    await this.kernel.store.transaction(
+      async (tx) => {
+        for (const c of changes) {
+          const record = records.get(keyOf(c.section, c.name));
+          if (!record) await deleteOverride(tx, c.section, c.name);
+          else await writeOverride(tx, { ...record, entry: record.entry && withoutKeys(record.entry, this.section(c.section)?.writeOnly ?? []) });
+          await writeAudit(tx, { at: now, actor, action, section: c.section, name: c.name, detail });
+        }
+      },
+      { durable: true },
+    );
+  }
+
+  /** Issues with the resource each falls in (`channel_rest[3].security` → channel_rest 'orders', field security). */
+  private locate(issues: ConfigIssue[], records: Records): ResourceIssue[] {
+    const raw = adminLayer(records).apply(this.underlying);
+    return issues.map((issue) => {
+      const [section, index, ...field] = issue.path;
+      if (typeof section !== 'string' || typeof index !== 'number') return issue;
+      const entries = raw[section];
+      const name = Array.isArray(entries) ? nameOf(entries[index]) : undefined;
+      return name === undefined ? issue : { ...issue, section, name, field };
+    });
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+function withKeptSecrets(section: ResourceSection, entry: Entry, existing: Entry | undefined): Entry {
+  const out: Entry = { ...entry };
+  for (const key of section.writeOnly) {
+    if (out[key] === null) delete out[key];
+    else if (!(key in out) && existing?.[key] !== undefined) out[key] = existing[key];
+  }
+  return out;
+}
+
+function withoutKeys(entry: Entry, keys: readonly string[]): Entry {
+  const out: Entry = {};
+  for (const [k, v] of Object.entries(entry)) if (!keys.includes(k)) out[k] = v;
+  return out;
+}

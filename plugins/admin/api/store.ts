@@ -1,0 +1,117 @@
+import type { DataStore, Migration, Queryable } from '../../../sdk/plugin/index.ts';
+
+const OWNER = 'admin';
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    up: `CREATE TABLE admin_user (
+      username TEXT PRIMARY KEY,
+      password_hash TEXT NOT NULL,
+      updated_at INTEGER NOT NULL
+    );
+    CREATE TABLE admin_key (
+      id TEXT PRIMARY KEY,
+      name TEXT NOT NULL UNIQUE,
+      digest TEXT NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    CREATE TABLE admin_override (
+      section TEXT NOT NULL,
+      name TEXT NOT NULL,
+      action TEXT NOT NULL,
+      entry TEXT,
+      updated_at INTEGER NOT NULL,
+      updated_by TEXT NOT NULL,
+      PRIMARY KEY (section, name)
+    );
+    CREATE TABLE admin_audit (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      at INTEGER NOT NULL,
+      actor TEXT NOT NULL,
+      action TEXT NOT NULL,
+      section TEXT,
+      name TEXT,
+      detail TEXT
+    )`,
+  },
+];
+
+export function migrateAdmin(store: DataStore): Promise<void> {
+  return store.migrate(OWNER, MIGRATIONS);
+}
+
+/**
+ * One admin edit of a resource: `upsert` puts `entry` in place of the file's entry of that name
+ * (or adds it); `delete` removes the file's entry. Stored entries hold no write-only values
+ * (those are in the vault).
+ */
+export interface OverrideRecord {
+  section: string;
+  name: string;
+  action: 'upsert' | 'delete';
+  entry: Record<string, unknown> | undefined;
+  updatedAt: number;
+  updatedBy: string;
+}
+
+interface OverrideRow {
+  section: string;
+  name: string;
+  action: string;
+  entry: string | null;
+  updated_at: number;
+  updated_by: string;
+}
+
+export async function readOverrides(store: Queryable): Promise<OverrideRecord[]> {
+  const rows = await store.all<OverrideRow>('SELECT section, name, action, entry, updated_at, updated_by FROM admin_override ORDER BY updated_at, section, name');
+  return rows.map((r) => ({
+    section: r.section,
+    name: r.name,
+    action: r.action === 'delete' ? 'delete' : 'upsert',
+    entry: r.entry === null ? undefined : (JSON.parse(r.entry) as Record<string, unknown>),
+    updatedAt: Number(r.updated_at),
+    updatedBy: r.updated_by,
+  }));
+}
+
+export async function writeOverride(tx: Queryable, record: OverrideRecord): Promise<void> {
+  await tx.run(
+    `INSERT INTO admin_override (section, name, action, entry, updated_at, updated_by) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (section, name) DO UPDATE SET action = excluded.action, entry = excluded.entry, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
+    [record.section, record.name, record.action, record.entry === undefined ? null : JSON.stringify(record.entry), record.updatedAt, record.updatedBy],
+  );
+}
+
+export async function deleteOverride(tx: Queryable, section: string, name: string): Promise<void> {
+  await tx.run('DELETE FROM admin_override WHERE section = ? AND name = ?', [section, name]);
+}
+
+export interface AuditRow {
+  id: number;
+  at: string;
+  actor: string;
+  action: string;
+  section: string | null;
+  name: string | null;
+  detail: unknown;
+}
+
+export async function writeAudit(tx: Queryable, row: { at: number; actor: string; action: string; section?: string; name?: string; detail?: unknown }): Promise<void> {
+  await tx.run('INSERT INTO admin_audit (at, actor, action, section, name, detail) VALUES (?, ?, ?, ?, ?, ?)', [
+    row.at,
+    row.actor,
+    row.action,
+    row.section ?? null,
+    row.name ?? null,
+    row.detail === undefined ? null : JSON.stringify(row.detail),
+  ]);
+}
+
+export async function readAudit(store: Queryable, query: { limit: number; before?: number | undefined }): Promise<AuditRow[]> {
+  const rows = await store.all<{ id: number; at: number; actor: string; action: string; section: string | null; name: string | null; detail: string | null }>(
+    `SELECT id, at, actor, action, section, name, detail FROM admin_audit ${query.before === undefined ? '' : 'WHERE id < ?'} ORDER BY id DESC LIMIT ?`,
+    query.before === undefined ? [query.limit] : [query.before, query.limit],
+  );
+  return rows.map((r) => ({ ...r, id: Number(r.id), at: new Date(Number(r.at)).toISOString(), detail: r.detail === null ? null : (JSON.parse(r.detail) as unknown) }));
+}
