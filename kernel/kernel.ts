@@ -4,7 +4,7 @@ import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.ts';
 import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } from './config/store.ts';
-import { formatIssue } from './config/compose.ts';
+import { formatIssue, zodIssues } from './config/compose.ts';
 import type { Channel, SvcConfig } from './config/schema.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
 import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type PluginRoute } from './plugin.ts';
@@ -196,7 +196,9 @@ export class Kernel {
   async runControl(op: string, args: unknown): Promise<unknown> {
     const entry = this.controlOps.get(op);
     if (!entry) throw new Error(`unknown control op '${op}'`);
-    return entry.handler(entry.args.parse(args));
+    const parsed = entry.args.safeParse(args);
+    if (!parsed.success) throw new SvcError('INVALID_INPUT', `invalid arguments for '${op}': ${zodIssues(parsed.error.issues).join('; ')}`);
+    return entry.handler(parsed.data);
   }
 
   async listen(): Promise<string> {
