@@ -14,6 +14,7 @@ import { isolatedVmEntry } from './sandbox/ivm.ts';
 import type { DataStore } from './store/types.ts';
 import { startServiceRunner, type ServiceRunner } from './sandbox/runner.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
+import { serviceControls } from './services/control.ts';
 import { buildChain, serviceSteps, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
 import { buildHttp, cidGenerator } from './http/app.ts';
@@ -139,6 +140,7 @@ export class Kernel {
       const state = plugin.setup ? await plugin.setup(this.api, options) : undefined;
       this.active.push({ plugin, state });
     }
+    for (const op of serviceControls(this.services, () => this.configStore.current())) this.api.addControl(op);
     await this.services.start(watch);
     await this.applyConfig(this.configStore.current(), true);
     this.configStore.on('change', (next: SvcConfig) => this.applyConfig(next, false));
