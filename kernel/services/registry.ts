@@ -108,10 +108,11 @@ export class ServiceRegistry extends EventEmitter {
    * report the outcome: the management plane's upload and delete.
    */
   async syncNow(file: string): Promise<void> {
+    // Set first: the watcher's event for this write may be queued before this sync finishes.
+    this.echoes.set(file, this.contentOf(file));
     const run = this.queue.then(() => this.sync(file));
     this.queue = run.catch(() => undefined);
     await run;
-    this.echoes.set(file, this.contentOf(file));
   }
 
   private isEcho(file: string): boolean {
