@@ -4,7 +4,7 @@ import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.ts';
 import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } from './config/store.ts';
-import { configSectionSchemas, formatIssue } from './config/compose.ts';
+import { configSectionSchemas, formatIssue, zodIssues } from './config/compose.ts';
 import type { Channel, SvcConfig } from './config/schema.ts';
 import type { ConfigIssue, RawConfig } from './plugin.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
@@ -15,6 +15,7 @@ import { isolatedVmEntry } from './sandbox/ivm.ts';
 import type { DataStore } from './store/types.ts';
 import { startServiceRunner, type ServiceRunner } from './sandbox/runner.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
+import { serviceControls } from './services/control.ts';
 import { buildChain, serviceSteps, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
 import { buildHttp, cidGenerator } from './http/app.ts';
@@ -151,6 +152,7 @@ export class Kernel {
       const state = plugin.setup ? await plugin.setup(this.api, options) : undefined;
       this.active.push({ plugin, state });
     }
+    for (const op of serviceControls(this.services, () => this.configStore.current())) this.api.addControl(op);
     await this.services.start(watch);
     this.configStore.extraCheck = (config) => this.routeIssues(config);
     await this.configStore.settle();
@@ -213,7 +215,9 @@ export class Kernel {
   async runControl(op: string, args: unknown): Promise<unknown> {
     const entry = this.controlOps.get(op);
     if (!entry) throw new Error(`unknown control op '${op}'`);
-    return entry.handler(entry.args.parse(args));
+    const parsed = entry.args.safeParse(args);
+    if (!parsed.success) throw new SvcError('INVALID_INPUT', `invalid arguments for '${op}': ${zodIssues(parsed.error.issues).join('; ')}`);
+    return entry.handler(parsed.data);
   }
 
   async listen(): Promise<string> {

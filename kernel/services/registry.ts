@@ -57,9 +57,11 @@ export class ServiceRegistry extends EventEmitter {
   private watcher: FSWatcher | undefined;
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private queue: Promise<unknown> = Promise.resolve();
+  /** Files synced on request (syncNow) and their content then: the watcher's echo of that write is no second deploy. */
+  private readonly echoes = new Map<string, string | undefined>();
 
   constructor(
-    private readonly dir: string,
+    readonly dir: string,
     private readonly pool: ServiceRunner,
     private readonly log: Logger,
   ) {
@@ -87,7 +89,7 @@ export class ServiceRegistry extends EventEmitter {
           file,
           setTimeout(() => {
             this.timers.delete(file);
-            this.queue = this.queue.then(() => this.sync(file));
+            this.queue = this.queue.then(() => (this.isEcho(file) ? undefined : this.sync(file)));
           }, 50),
         );
       });
@@ -100,6 +102,31 @@ export class ServiceRegistry extends EventEmitter {
     await this.queue;
   }
 
+  /**
+   * Deploys, redeploys or undeploys one file at once, as the watcher would on a change, and
+   * resolves once that is done (the outcome is in get() and errors). For writers that must
+   * report the outcome: the management plane's upload and delete.
+   */
+  async syncNow(file: string): Promise<void> {
+    // Set first: the watcher's event for this write may be queued before this sync finishes.
+    this.echoes.set(file, this.contentOf(file));
+    const run = this.queue.then(() => this.sync(file));
+    this.queue = run.catch(() => undefined);
+    await run;
+  }
+
+  private isEcho(file: string): boolean {
+    if (!this.echoes.has(file)) return false;
+    const expected = this.echoes.get(file);
+    this.echoes.delete(file);
+    return expected === this.contentOf(file);
+  }
+
+  private contentOf(file: string): string | undefined {
+    const path = join(this.dir, file);
+    return existsSync(path) ? readFileSync(path, 'utf8') : undefined;
+  }
+
   private async sync(file: string): Promise<void> {
     const name = serviceName(file);
     const path = join(this.dir, file);
@@ -110,7 +137,7 @@ export class ServiceRegistry extends EventEmitter {
         this.pool.undeploy(name);
         this.log.info({ service: name, file }, 'service undeployed');
         this.emit('change', name);
-      }
+      } else if (!this.deployed.has(name)) this.errors.delete(name);
       return;
     }
     const source = readFileSync(path, 'utf8');

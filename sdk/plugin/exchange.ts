@@ -56,6 +56,8 @@ export interface Exchange {
   response: ResponseDraft;
   /** True once a reply was sent or the connection dropped: the chain stops. */
   readonly replied: boolean;
+  /** True when drop() closed the connection: no response went out, whatever `response.status` says (optional: SDK 1.0 exchanges lack it). */
+  readonly dropped?: boolean;
   /** Sends a reply now (body: object → JSON, string, Buffer); the chain stops. */
   reply(status: number, body: unknown, headers?: Record<string, string>): void;
   /** Closes the TCP connection with a reset and writes no response at all. */

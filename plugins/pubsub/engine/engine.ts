@@ -61,6 +61,17 @@ interface TopicState {
   moveScheduled: boolean;
 }
 
+export interface TopicInfo {
+  name: string;
+  maxDepth: number;
+  ephemeral: boolean;
+  /** Messages published while the topic had no subscriber, waiting for the first one. */
+  retained: number;
+  subscriptions: number;
+  /** Entries in its subscribers' queues (a message queued for two subscribers counts twice). */
+  queued: number;
+}
+
 interface EndpointState extends PubSubEndpointView {
   security: string | undefined;
   services: ReadonlySet<string>;
@@ -168,6 +179,44 @@ export class PubSubEngine implements PubSubEngineApi {
 
   retainedCount(topic: string): number {
     return this.topics.get(topic)?.retained.count ?? 0;
+  }
+
+  // ---- inspection (the operators' control ops, control.ts) ----------------------------------
+
+  /** Each topic with its depth limit, retained messages and subscribers' queued entries. */
+  topicList(): TopicInfo[] {
+    return [...this.topics.values()].map((t) => {
+      let queued = 0;
+      for (const sub of t.subs.values()) queued += sub.queue.count;
+      return { name: t.name, maxDepth: t.maxDepth, ephemeral: t.ephemeral, retained: t.retained.count, subscriptions: t.subs.size, queued };
+    });
+  }
+
+  /** Every subscription; the records are the engine's own: read them, never change them. */
+  subscriptionList(): readonly Subscription[] {
+    return [...this.subsByKey.values()];
+  }
+
+  endpointNamed(name: string): PubSubEndpointView | undefined {
+    return this.endpoints.get(name);
+  }
+
+  /**
+   * Up to `limit` live entries of a subscription's queue, without taking them: highest priority
+   * first, oldest first within one (variant B's order). Expired ones are left out, as a get would.
+   */
+  peek(subKey: string, limit: number): Entry[] {
+    const sub = this.subsByKey.get(subKey);
+    if (!sub) return [];
+    const now = this.opts.clock.now();
+    const out: Entry[] = [];
+    for (let p = PRIORITY_LEVELS - 1; p >= 0 && out.length < limit; p--) {
+      for (const entry of sub.queue.buckets[p]!) {
+        if (out.length >= limit) break;
+        if (!isExpired(entry.msg, now)) out.push(entry);
+      }
+    }
+    return out;
   }
 
   // ---- publish -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import { expirationField, messageData, textField } from '../shared/fields.ts';
 import { assembleOpenApi, OPENAPI_PATH } from '../shared/openapi.ts';
 import { BUILTIN } from './builtin.ts';
 import { Demo, type DemoImport } from './demo.ts';
+import { pubsubControls } from './control.ts';
 import { PubSubEngine } from './engine.ts';
 import { isTopicName } from '../shared/patterns.ts';
 import { DEFAULT_MAX_DEPTH, pubsubSections, resourcesOf, validatePubsub } from './schema.ts';
@@ -155,6 +156,7 @@ export default definePlugin<Options, PubSubState>({
     kernel.addHostCall(publishHostCall(engine));
     const demo = new Demo(engine, () => kernel.lookup('security.basic.register'));
     kernel.addControl({ op: 'pubsub.demo', args: z.object({}).strict(), handler: () => demo.run() });
+    for (const op of pubsubControls(engine)) kernel.addControl(op);
     // Built at the first request, once every plugin has set up: the document lists the enabled variants.
     let openapi: unknown;
     kernel.addRoute({ name: 'pubsub openapi', method: 'GET', url: OPENAPI_PATH, handler: (ex) => ex.reply(200, (openapi ??= assembleOpenApi(VERSION, kernel.openApiFragments()))) });

@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { SvcConfig } from '../config/schema.ts';
+import { SvcError } from '../errors.ts';
+import type { ControlOp } from '../plugin.ts';
+import { isServiceFile, serviceName, type ServiceRegistry } from './registry.ts';
+
+/**
+ * Deployed services as control ops (admin API, Dashboard, control socket): list, read the
+ * source, upload (a hot deploy that reports its outcome) and delete. Uploads go through the
+ * same registry as files saved by hand: a version that fails to compile is reported and the
+ * previous one keeps serving.
+ */
+
+export const MAX_SERVICE_SOURCE = 512 * 1024;
+
+/** A plain file name in services_dir: letters, digits, `_` and `-`, then .ts or .js; no path, no dot file. */
+const FILE_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}\.(ts|js)$/;
+const NAME_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}$/;
+
+const nameField = z.string().regex(NAME_RE, 'a service name: letters, digits, _ and -, at most 100').describe('Service name: its file name without the extension.');
+
+export const listArgs = z.object({}).strict();
+export const nameArgs = z.object({ name: nameField }).strict();
+export const uploadArgs = z
+  .object({
+    file: z
+      .string()
+      .regex(FILE_RE, 'a plain file name like orders.ts or orders.js: letters, digits, _ and -, no path, not starting with a dot')
+      .describe('File name in services_dir, e.g. orders.ts; the service is named after it (orders).'),
+    source: z
+      .string()
+      .refine((s) => Buffer.byteLength(s) <= MAX_SERVICE_SOURCE, `at most ${MAX_SERVICE_SOURCE / 1024} KiB`)
+      .describe('The whole source text of the service (TypeScript or JavaScript).'),
+  })
+  .strict();
+
+/** `file:12:5: message` → line and column of the first error, when the message has them. */
+function positionOf(error: string): { line: number; column: number } | null {
+  const m = /^[^:\n]+:(\d+):(\d+): /.exec(error);
+  return m ? { line: Number(m[1]), column: Number(m[2]) } : null;
+}
+
+export function serviceControls(registry: ServiceRegistry, config: () => SvcConfig): ControlOp[] {
+  const files = () => (existsSync(registry.dir) ? readdirSync(registry.dir).filter(isServiceFile) : []);
+  const fileOf = (name: string) => registry.get(name)?.file ?? files().find((f) => serviceName(f) === name);
+
+  function describe(name: string) {
+    const current = config();
+    const svc = registry.get(name);
+    const error = registry.errors.get(name) ?? null;
+    const { timeout_ms, memory_mb } = current.server.sandbox;
+    return {
+      name,
+      file: fileOf(name) ?? null,
+      deployed: svc !== undefined,
+      // Deployed with an error: the newest file failed and the previous version keeps serving.
+      error,
+      error_position: error === null ? null : positionOf(error),
+      verbs: svc?.meta.verbs ?? [],
+      limits: svc ? { timeout_ms: svc.meta.limits.timeoutMs ?? timeout_ms, memory_mb: svc.meta.limits.memoryMb ?? memory_mb } : null,
+      channels: current.channel_rest.filter((c) => c.service === name).map((c) => c.name),
+    };
+  }
+
+  const list: ControlOp<z.infer<typeof listArgs>> = {
+    op: 'services.list',
+    args: listArgs,
+    handler: async () => {
+      const names = new Set([...registry.names(), ...registry.errors.keys(), ...files().map(serviceName)]);
+      return [...names].sort().map(describe);
+    },
+  };
+
+  const source: ControlOp<z.infer<typeof nameArgs>> = {
+    op: 'services.source',
+    args: nameArgs,
+    handler: async ({ name }) => {
+      const file = fileOf(name);
+      if (!file || !existsSync(join(registry.dir, file))) throw new SvcError('NOT_FOUND', `no service file named '${name}' in ${registry.dir}`);
+      // The file as it is now: when its last deploy failed, not the version that serves.
+      return { name, file, source: readFileSync(join(registry.dir, file), 'utf8') };
+    },
+  };
+
+  const upload: ControlOp<z.infer<typeof uploadArgs>> = {
+    op: 'services.upload',
+    args: uploadArgs,
+    handler: async ({ file, source: text }) => {
+      const name = serviceName(file);
+      const other = files().find((f) => f !== file && serviceName(f) === name);
+      if (other) throw new SvcError('CONFLICT', `service '${name}' is already the file ${other}: delete it first, or upload as ${other}`);
+      if (!existsSync(registry.dir)) throw new SvcError('NOT_FOUND', `services directory ${registry.dir} does not exist`);
+      // Written beside the target under a dot name (the registry ignores dot files), then renamed: never read half-written.
+      const temp = join(registry.dir, `.${file}.${randomBytes(6).toString('hex')}.upload`);
+      try {
+        writeFileSync(temp, text, { mode: 0o644 });
+        renameSync(temp, join(registry.dir, file));
+      } finally {
+        rmSync(temp, { force: true });
+      }
+      await registry.syncNow(file);
+      const outcome = describe(name);
+      return { ...outcome, serving: registry.errors.has(name) ? (outcome.deployed ? 'previous version' : 'nothing') : 'this version' };
+    },
+  };
+
+  const remove: ControlOp<z.infer<typeof nameArgs>> = {
+    op: 'services.delete',
+    args: nameArgs,
+    handler: async ({ name }) => {
+      const file = fileOf(name);
+      if (!file || !existsSync(join(registry.dir, file))) throw new SvcError('NOT_FOUND', `no service file named '${name}' in ${registry.dir}`);
+      rmSync(join(registry.dir, file));
+      await registry.syncNow(file);
+      return { name, file, deleted: true, deployed: registry.get(name) !== undefined };
+    },
+  };
+
+  return [list, source, upload, remove];
+}

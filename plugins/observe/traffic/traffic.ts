@@ -1,0 +1,58 @@
+import { performance } from 'node:perf_hooks';
+import type { Clock, Exchange, HookFn } from '../../../sdk/plugin/index.ts';
+import { ChannelSeries, RecentRing, WINDOW_SECONDS, type ChannelStats, type RecentRequest } from './recorder.ts';
+import type { RecentArgs, StatsArgs } from './schema.ts';
+
+/**
+ * Records every request a channel or plugin route answered. Per request: one WeakMap entry at
+ * onRequest, then a few array writes at onResponse; the hook functions are built once per
+ * channel and config, never per request.
+ */
+export class TrafficRecorder {
+  private readonly ring: RecentRing;
+  private readonly series = new Map<string, ChannelSeries>();
+  private readonly started = new WeakMap<Exchange, number>();
+
+  constructor(
+    capacity: number,
+    private readonly clock: Clock,
+  ) {
+    this.ring = new RecentRing(capacity);
+  }
+
+  /** The onRequest step, shared by every channel. */
+  readonly markStart: HookFn = (ex) => {
+    this.started.set(ex, performance.now());
+  };
+
+  /** The onResponse step of one channel. */
+  recorderFor(channel: string): HookFn {
+    let series = this.series.get(channel);
+    if (!series) this.series.set(channel, (series = new ChannelSeries(channel)));
+    const target = series;
+    return (ex) => this.record(target, ex);
+  }
+
+  private record(series: ChannelSeries, ex: Exchange): void {
+    const start = this.started.get(ex);
+    const ms = start === undefined ? 0 : performance.now() - start;
+    const at = this.clock.now();
+    // A dropped connection got no status at all: 0, so it is not taken for the draft's 200.
+    const status = ex.dropped === true ? 0 : ex.response.status;
+    this.ring.push(ex.cid, series.channel, ex.method, ex.path, status, ms, at);
+    series.record(Math.floor(at / 1000), status, ms);
+  }
+
+  recent(args: RecentArgs): { last_seq: number; requests: RecentRequest[] } {
+    return { last_seq: this.ring.last, requests: this.ring.list(args.after_seq ?? 0, args.channel, args.limit) };
+  }
+
+  stats(args: StatsArgs): { seconds: number; step: number; channels: ChannelStats[] } {
+    const now = Math.floor(this.clock.now() / 1000);
+    const seconds = Math.min(args.seconds, WINDOW_SECONDS);
+    const chosen = args.channel === undefined ? [...this.series.values()] : [this.series.get(args.channel) ?? new ChannelSeries(args.channel)];
+    const channels = chosen.map((s) => s.summary(now, seconds, args.step)).filter((c) => args.channel !== undefined || c.totals.requests > 0);
+    channels.sort((a, b) => a.channel.localeCompare(b.channel));
+    return { seconds, step: args.step, channels };
+  }
+}
