@@ -34,7 +34,22 @@ declare module '../sdk/plugin/capabilities.ts' {
     'security.outgoing.apikey': OutgoingAuthFactory;
     'security.outgoing.bearer_token': OutgoingAuthFactory;
     'security.outgoing.ntlm': OutgoingAuthFactory;
+    /** Pages the admin listener serves under /admin/ (provided by the admin plugin; the Dashboard adds its own). */
+    'admin.pages': AdminPages;
   }
+}
+
+/**
+ * Static pages on the admin listener. They are public (they hold no data: everything they show
+ * comes from the admin API, which checks the session), so they may only be code and markup.
+ */
+export interface AdminPages {
+  /** `path` under /admin/ (e.g. `/admin/`, `/admin/app.js`); never under /admin/api/. */
+  add(path: string, page: AdminPage): void;
+}
+export interface AdminPage {
+  contentType: string;
+  body: string | Buffer;
 }
 
 /** The capability of each security type usable on outgoing connections. */

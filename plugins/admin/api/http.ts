@@ -1,9 +1,10 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { ERRORS, errorBody, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { ERRORS, errorBody, openApiDocument, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { Actor, AdminAuth } from './auth.ts';
 import { IssuesError } from './errors.ts';
 import { adminOpenApi } from './openapi.ts';
 import { listOps, runOp } from './ops.ts';
+import { PAGE_HEADERS, type PageRegistry } from './pages.ts';
 import type { AdminResources } from './resources.ts';
 import { auditQuerySchema, importSchema, loginSchema } from './schema.ts';
 import { clearedCookie, sessionCookie } from './sessions.ts';
@@ -21,6 +22,7 @@ export interface AdminHttpDeps {
   kernel: KernelApi;
   auth: AdminAuth;
   resources: AdminResources;
+  pages: PageRegistry;
   version: string;
 }
 
@@ -28,7 +30,7 @@ const API = '/admin/api';
 const PUBLIC = new Set([`${API}/login`]);
 
 /** The admin listener's app: its own Fastify, apart from the channel listener. Every answer carries X-Svc-CID; errors are svc's body. */
-export function buildAdminApp({ kernel, auth, resources, version }: AdminHttpDeps): FastifyInstance {
+export function buildAdminApp({ kernel, auth, resources, pages, version }: AdminHttpDeps): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, trustProxy: false });
   app.decorateRequest('cid', '');
   app.decorateRequest('actor', undefined as unknown as Actor);
@@ -92,6 +94,19 @@ export function buildAdminApp({ kernel, auth, resources, version }: AdminHttpDep
   app.get(`${API}/export`, async (_req, reply) => reply.type('application/yaml; charset=utf-8').send(exportConfig(kernel, resources.catalogue()).yaml));
   app.post(`${API}/import`, async (req) => resources.importSections(parse(importSchema, req.body), req.actor.who));
   app.get(`${API}/openapi.json`, async () => adminOpenApi(kernel, resources.catalogue(), version));
+  // The Dashboard's "interface specification" download: what the channel listener serves, from the enabled plugins' parts.
+  app.get(`${API}/spec/openapi.json`, async () =>
+    openApiDocument({ title: 'svc interface specification', version, description: 'The HTTP interface this server offers its clients (pub/sub REST APIs and other plugin routes).' }, kernel.openApiFragments(), { basicAuth: { type: 'http', scheme: 'basic' } }),
+  );
+
+  // Pages (the Dashboard): public markup and code; what they show comes from the API above.
+  app.get('/admin', async (_req, reply) => reply.redirect('/admin/'));
+  app.get('/admin/*', async (req, reply) => {
+    const page = req.url.startsWith(`${API}/`) ? undefined : pages.get(req.url.split('?')[0]!);
+    if (!page) throw new SvcError('NO_SUCH_URL');
+    for (const [k, v] of Object.entries(PAGE_HEADERS)) void reply.header(k, v);
+    return reply.type(page.contentType).send(page.body);
+  });
   return app;
 }
 

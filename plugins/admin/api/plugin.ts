@@ -5,6 +5,7 @@ import { AdminAuth } from './auth.ts';
 import { adminCommands, adminControls } from './cli.ts';
 import { ensurePassword } from './credential.ts';
 import { buildAdminApp } from './http.ts';
+import { PageRegistry } from './pages.ts';
 import { AdminResources } from './resources.ts';
 import { adminOptionsSchema, adminServerSchema, type AdminOptions } from './schema.ts';
 import { migrateAdmin } from './store.ts';
@@ -26,6 +27,7 @@ export default definePlugin<AdminOptions, AdminState>({
   version: VERSION,
   sdk: '^1.0.0',
   needs: ['secrets.vault'],
+  provides: ['admin.pages'],
   configSchema: adminOptionsSchema,
   contributes: {
     serverFields: { admin: adminServerSchema },
@@ -37,6 +39,8 @@ export default definePlugin<AdminOptions, AdminState>({
     const resources = new AdminResources(kernel);
     kernel.addConfigLayer(resources.layer());
     const auth = new AdminAuth(kernel, () => options);
+    const pages = new PageRegistry();
+    kernel.provide('admin.pages', pages);
     for (const op of adminControls(kernel, auth, resources)) kernel.addControl(op);
     kernel.onListen(async () => {
       const settings = kernel.server().admin ?? adminServerSchema.parse(undefined);
@@ -44,7 +48,7 @@ export default definePlugin<AdminOptions, AdminState>({
       const created = await ensurePassword(kernel.store, kernel.env, kernel.clock.now());
       // Printed, not logged: log lines are kept and shipped; this line is for the one who started the server.
       if (created !== undefined) process.stdout.write(`svc admin: first start, the admin password is ${created} (shown once; change it with \`svc admin set-password\`)\n`);
-      const app = buildAdminApp({ kernel, auth, resources, version: VERSION });
+      const app = buildAdminApp({ kernel, auth, resources, pages, version: VERSION });
       state.app = app;
       const address = await app.listen({ host: settings.host, port: adminPort(kernel.env, settings.port) });
       kernel.log.info({ address }, 'svc admin listening');

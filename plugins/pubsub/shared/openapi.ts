@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { OpenApiFragment } from '../../../sdk/plugin/index.ts';
+import { openApiDocument, type OpenApiFragment } from '../../../sdk/plugin/index.ts';
 import { statusLine } from './http.ts';
 
 /** Where the running server serves the document (no credentials needed: it holds no secrets). */
@@ -41,17 +41,8 @@ export const COMMON = { 500: 'unexpected failure (details in the server log)', 5
  * `contributes.openapi`): a variant that is switched off is not in it.
  */
 export function assembleOpenApi(version: string, fragments: readonly OpenApiFragment[]): Json {
-  const tags: Json[] = [];
-  const schemas: Record<string, unknown> = {};
-  const paths: Record<string, unknown> = {};
-  for (const f of fragments) {
-    tags.push(...(f.tags ?? []));
-    Object.assign(schemas, f.schemas);
-    Object.assign(paths, f.paths);
-  }
-  return {
-    openapi: '3.1.0',
-    info: {
+  return openApiDocument(
+    {
       title: 'svc publish/subscribe REST API',
       version,
       description:
@@ -59,8 +50,7 @@ export function assembleOpenApi(version: string, fragments: readonly OpenApiFrag
         'Variant B: publish and get under /pubsub (plus subscribe/unsubscribe, an svc extension), errors `{is_ok: false, cid, details, status}`. ' +
         'Every response carries the correlation ID in the X-Svc-CID header.',
     },
-    tags,
-    components: { schemas, securitySchemes: { basicAuth: { type: 'http', scheme: 'basic' } } },
-    paths,
-  };
+    fragments,
+    { basicAuth: { type: 'http', scheme: 'basic' } },
+  );
 }

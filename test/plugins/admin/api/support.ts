@@ -14,9 +14,9 @@ export interface AdminKernel extends TestKernel {
 export async function startAdmin(opts: Partial<StartOptions> & { config?: string } = {}): Promise<AdminKernel> {
   const logs: Array<Record<string, unknown>> = opts.logs ?? [];
   const k = await startKernel({
+    ...opts,
     config: opts.config ?? '',
     services: { 'echo.ts': echoService, ...opts.services },
-    ...opts,
     listen: true,
     logs,
     env: { SVC_ADMIN_PASSWORD: ADMIN_PASSWORD, ...opts.env },

@@ -1,0 +1,395 @@
+// The Dashboard: hash routes, each page built from the admin API. Resource pages are generic
+// (the catalogue's JSON Schemas); the runtime pages read the plugins' operations.
+import { api, ApiError } from './client.js';
+import { el, field, showIssues } from './form.js';
+import { sparkline } from './chart.js';
+
+const main = () => document.getElementById('main');
+const nav = () => document.getElementById('nav');
+let catalogue;
+let ops = new Map();
+let pollTimer;
+/** Bumped by each navigation: a page still loading when the operator moved on must not draw over the new one. */
+let routeSeq = 0;
+function show(seq, ...nodes) {
+  if (seq === routeSeq) main().replaceChildren(...nodes);
+}
+
+const link = (href, text, attrs = {}) => el('a', { href, ...attrs, text });
+const h1 = (text) => el('h1', { text });
+const pre = (value) => el('pre', { class: 'json', text: typeof value === 'string' ? value : JSON.stringify(value, null, 2) });
+
+function flash(message, kind = 'ok') {
+  const box = document.getElementById('flash');
+  box.className = `flash ${kind}`;
+  box.textContent = message;
+  if (kind === 'ok') setTimeout(() => box.textContent === message && (box.textContent = ''), 4000);
+}
+function failed(err) {
+  flash(err instanceof ApiError ? `${err.message}${err.cid ? ` (CID ${err.cid})` : ''}` : String(err?.message ?? err), 'error');
+}
+
+async function start() {
+  window.addEventListener('hashchange', route);
+  document.getElementById('logout').addEventListener('click', async () => {
+    await api.logout();
+    location.hash = '#/login';
+  });
+  await route();
+}
+
+async function ensureSession() {
+  try {
+    await api.session();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return false;
+    throw err;
+  }
+  if (!catalogue) {
+    [catalogue, ops] = await Promise.all([api.catalogue(), api.ops().then((list) => new Map(list.map((o) => [o.op, o])))]);
+    renderNav();
+  }
+  return true;
+}
+
+function renderNav() {
+  const sections = catalogue.sections.map((s) => el('li', {}, link(`#/r/${encodeURIComponent(s.name)}`, s.title ?? s.name)));
+  const runtime = [
+    ['#/traffic', 'Traffic', 'traffic.recent'],
+    ['#/services', 'Services', 'services.list'],
+    ['#/pubsub', 'Pub/sub', 'pubsub.subscriptions'],
+    ['#/queue', 'Queued events', 'queue.list'],
+  ].filter(([, , op]) => ops.has(op));
+  nav().replaceChildren(
+    el('h2', { text: 'Resources' }),
+    el('ul', {}, sections),
+    el('h2', { text: 'Runtime' }),
+    el('ul', {}, runtime.map(([href, text]) => el('li', {}, link(href, text))), el('li', {}, link('#/ops', 'Operations')), el('li', {}, link('#/audit', 'Audit log')), el('li', {}, link('#/downloads', 'Downloads'))),
+  );
+  document.body.classList.add('signed-in');
+}
+
+/** A message for the page a change leads to (the one it was made on is left behind). */
+let nextFlash;
+function navigate(hash, message) {
+  nextFlash = message;
+  if (location.hash === hash) void route();
+  else location.hash = hash;
+}
+
+async function route() {
+  routeSeq++;
+  clearInterval(pollTimer);
+  // A message belongs to the page it was shown on, or to the one a change led to.
+  const box = document.getElementById('flash');
+  box.textContent = '';
+  box.className = 'flash';
+  if (nextFlash) flash(nextFlash);
+  nextFlash = undefined;
+  const [, page, ...rest] = (location.hash || '#/').slice(1).split('/').map(decodeURIComponent);
+  try {
+    if (page === 'login') return loginPage();
+    const mine = routeSeq;
+    if (!(await ensureSession())) return void (location.hash = '#/login');
+    // The operator moved on while the session was checked: that navigation draws the page.
+    if (mine !== routeSeq) return;
+    if (page === 'r' && rest.length === 1) return await listPage(rest[0]);
+    if (page === 'r' && rest.length === 2) return await entryPage(rest[0], rest[1]);
+    if (page === 'ops') return opsPage();
+    if (page === 'traffic') return await trafficPage();
+    if (page === 'services') return await servicesPage(rest[0]);
+    if (page === 'pubsub') return await pubsubPage(rest[0]);
+    if (page === 'queue') return await queuePage();
+    if (page === 'audit') return await auditPage();
+    if (page === 'downloads') return downloadsPage();
+    return overviewPage();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return void (location.hash = '#/login');
+    failed(err);
+  }
+}
+
+function loginPage() {
+  const seq = routeSeq;
+  document.body.classList.remove('signed-in');
+  catalogue = undefined;
+  const password = el('input', { type: 'password', id: 'password', name: 'password', autocomplete: 'current-password' });
+  const form = el('form', { class: 'login' }, h1('svc Dashboard'), el('label', { for: 'password', text: 'Admin password' }), password, el('button', { type: 'submit', text: 'Log in' }));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    try {
+      await api.login(password.value);
+      location.hash = '#/';
+    } catch (err) {
+      failed(err);
+    }
+  });
+  show(seq, form);
+  password.focus();
+}
+
+function overviewPage() {
+  const seq = routeSeq;
+  show(seq, 
+    h1('Overview'),
+    el('table', { class: 'list' }, el('tr', {}, el('th', { text: 'Resource' }), el('th', { text: 'Description' })), catalogue.sections.map((s) => el('tr', {}, el('td', {}, link(`#/r/${encodeURIComponent(s.name)}`, s.title ?? s.name)), el('td', { text: s.description ?? '' })))),
+  );
+}
+
+const sectionOf = (name) => catalogue.sections.find((s) => s.name === name);
+/** A few scalar columns of an entry for its list row. */
+function columnsOf(section) {
+  const props = section.schema?.items?.properties ?? section.schema?.properties ?? {};
+  return Object.entries(props)
+    .filter(([k, s]) => k !== 'name' && ['string', 'integer', 'boolean', 'number'].includes(s.type) && !/pass|secret|key/i.test(k))
+    .slice(0, 4)
+    .map(([k]) => k);
+}
+
+async function listPage(name) {
+  const seq = routeSeq;
+  const section = sectionOf(name);
+  if (!section) throw new Error(`no such resource: ${name}`);
+  const entries = await api.list(name);
+  const cols = columnsOf(section);
+  const search = el('input', { type: 'search', placeholder: 'Search', id: 'search' });
+  const body = el('tbody');
+  const render = () => {
+    const q = search.value.toLowerCase();
+    body.replaceChildren(
+      ...entries
+        .filter((e) => !q || JSON.stringify(e).toLowerCase().includes(q))
+        .map((e) => el('tr', {}, el('td', {}, link(`#/r/${encodeURIComponent(name)}/${encodeURIComponent(e.name)}`, e.name)), cols.map((c) => el('td', { text: e[c] === undefined ? '' : String(e[c]) })))),
+    );
+  };
+  search.addEventListener('input', render);
+  render();
+  show(seq, 
+    h1(section.title ?? name),
+    section.description ? el('p', { class: 'help', text: section.description }) : '',
+    el('div', { class: 'toolbar' }, search, link(`#/r/${encodeURIComponent(name)}/+new`, 'New', { class: 'button', id: 'new' })),
+    el('table', { class: 'list' }, el('thead', {}, el('tr', {}, el('th', { text: 'name' }), cols.map((c) => el('th', { text: c })))), body),
+  );
+}
+
+async function entryPage(sectionName, entryName) {
+  const seq = routeSeq;
+  const section = sectionOf(sectionName);
+  const creating = entryName === '+new';
+  const value = creating ? undefined : await api.get(sectionName, entryName);
+  const schema = section.schema?.items ?? section.schema;
+  const form = field(schema, [], value, { required: true, secretsWriteOnly: true });
+  const issues = el('div', { class: 'issues' });
+  const save = el('button', { type: 'submit', text: creating ? 'Create' : 'Save' });
+  const formNode = el('form', { class: 'entry' }, form.node, issues, el('div', { class: 'toolbar' }, save));
+  formNode.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    try {
+      const entry = form.read();
+      const saved = creating ? await api.create(sectionName, entry) : await api.update(sectionName, entryName, entry);
+      showIssues(formNode, [], issues);
+      navigate(`#/r/${encodeURIComponent(sectionName)}/${encodeURIComponent(saved?.name ?? entry.name)}`, `${sectionName} '${saved?.name ?? entry.name}' saved and applied`);
+    } catch (err) {
+      if (err.path) return showIssues(formNode, [{ path: err.path, message: err.message }], issues);
+      if (err instanceof ApiError && err.issues.length) showIssues(formNode, err.issues, issues);
+      failed(err);
+    }
+  });
+  const del = creating
+    ? ''
+    : el('button', { type: 'button', class: 'danger', text: 'Delete', id: 'delete' });
+  if (del)
+    del.addEventListener('click', async () => {
+      if (!confirm(`Delete ${sectionName} '${entryName}'?`)) return;
+      try {
+        await api.remove(sectionName, entryName);
+        navigate(`#/r/${encodeURIComponent(sectionName)}`, `${sectionName} '${entryName}' deleted`);
+      } catch (err) {
+        failed(err);
+      }
+    });
+  show(seq, el('p', {}, link(`#/r/${encodeURIComponent(sectionName)}`, `← ${section.title ?? sectionName}`)), h1(creating ? `New ${sectionName}` : entryName), formNode, del);
+}
+
+/** A form for one operation's arguments, and where its result goes. */
+function opForm(op, onResult, label = 'Run') {
+  const form = field(op.args ?? { type: 'object', properties: {} }, [], undefined, { required: true });
+  const issues = el('div', { class: 'issues' });
+  const node = el('form', { class: 'op', 'data-op': op.op }, form.node, issues, el('button', { type: 'submit', text: label }));
+  node.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    try {
+      const result = await api.op(op.op, form.read());
+      showIssues(node, [], issues);
+      onResult(result);
+    } catch (err) {
+      if (err instanceof ApiError && err.issues.length) showIssues(node, err.issues, issues);
+      failed(err);
+    }
+  });
+  return node;
+}
+
+function opsPage() {
+  const seq = routeSeq;
+  const out = el('div');
+  show(seq, 
+    h1('Operations'),
+    el('p', { class: 'help', text: 'What the enabled plugins let operators do on the running server.' }),
+    ...[...ops.values()].map((op) => el('details', { class: 'op' }, el('summary', {}, el('code', { text: op.op }), op.description ? ` — ${op.description}` : ''), opForm(op, (r) => out.replaceChildren(pre(r))))),
+    out,
+  );
+}
+
+async function trafficPage() {
+  const seq = routeSeq;
+  const rows = el('tbody');
+  const charts = el('div', { class: 'charts' });
+  let lastSeq = 0;
+  const recent = [];
+  const row = (r) =>
+    el(
+      'tr',
+      { class: r.status >= 500 ? 'e5' : r.status >= 400 ? 'e4' : '' },
+      el('td', { text: new Date(r.at).toLocaleTimeString() }),
+      el('td', {}, el('code', { text: r.cid })),
+      el('td', { text: r.channel ?? '' }),
+      el('td', { text: `${r.method} ${r.path}` }),
+      el('td', { text: String(r.status) }),
+      el('td', { text: r.ms.toFixed(1) }),
+    );
+  const chart = (c) =>
+    el(
+      'div',
+      { class: 'chart' },
+      el('h3', { text: c.channel }),
+      sparkline(c.series.rate, 'requests/s'),
+      sparkline(c.series.errors_4xx.map((e, i) => e + c.series.errors_5xx[i]), 'errors per step', 'err'),
+      el('div', { class: 'help', text: `${c.totals.requests} requests, ${c.totals.errors_4xx} 4xx, ${c.totals.errors_5xx} 5xx, mean ${c.totals.mean_ms ?? '-'} ms` }),
+    );
+  const refresh = async () => {
+    const [fresh, stats] = await Promise.all([api.op('traffic.recent', { after_seq: lastSeq, limit: 200 }), api.op('traffic.stats', { seconds: 300, step: 10 })]);
+    lastSeq = Math.max(lastSeq, fresh.last_seq ?? 0);
+    recent.unshift(...fresh.requests);
+    recent.length = Math.min(recent.length, 200);
+    rows.replaceChildren(...recent.map(row));
+    charts.replaceChildren(...stats.channels.map(chart));
+  };
+  show(seq, 
+    h1('Traffic'),
+    el('h2', { text: 'Per channel, last 5 minutes' }),
+    charts,
+    el('h2', { text: 'Recent requests' }),
+    el('table', { class: 'list', id: 'recent' }, el('thead', {}, el('tr', {}, ['time', 'CID', 'channel', 'request', 'status', 'ms'].map((t) => el('th', { text: t })))), rows),
+  );
+  await refresh();
+  pollTimer = setInterval(() => refresh().catch(failed), 2000);
+}
+
+async function servicesPage(name) {
+  const seq = routeSeq;
+  if (name) {
+    const src = await api.op('services.source', { name });
+    return show(seq, el('p', {}, link('#/services', '← Services')), h1(name), pre(src.source ?? src));
+  }
+  const list = await api.op('services.list', {});
+  const file = el('input', { id: 'upload-file', placeholder: 'name.ts' });
+  const source = el('textarea', { id: 'upload-source', rows: 12, class: 'json', placeholder: "import { service } from 'svc/sdk';" });
+  const outcome = el('div', { class: 'outcome' });
+  const upload = el('form', { class: 'upload' }, el('h2', { text: 'Upload (hot deploy)' }), file, source, el('button', { type: 'submit', text: 'Upload' }), outcome);
+  upload.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    try {
+      const r = await api.op('services.upload', { file: file.value, source: source.value });
+      outcome.replaceChildren(pre(r));
+      flash(r.deployed ? `${file.value} deployed` : `${file.value} did not deploy`, r.deployed ? 'ok' : 'error');
+    } catch (err) {
+      failed(err);
+    }
+  });
+  const row = (s) =>
+    el('tr', {}, el('td', {}, link(`#/services/${encodeURIComponent(s.name)}`, s.name)), el('td', { text: s.file ?? '' }), el('td', { text: s.deployed ? 'deployed' : `error: ${s.error?.message ?? s.error ?? ''}` }));
+  show(seq, h1('Services'), el('table', { class: 'list', id: 'services' }, el('tr', {}, ['name', 'file', 'state'].map((t) => el('th', { text: t }))), list.map(row)), upload);
+}
+
+async function pubsubPage(id) {
+  const seq = routeSeq;
+  if (id) {
+    const { subscription, messages } = await api.op('pubsub.messages', { id, limit: 100 });
+    return show(seq, 
+      el('p', {}, link('#/pubsub', '← Pub/sub')),
+      h1(`${subscription.endpoint} ← ${subscription.topic}`),
+      el('p', { class: 'help', text: `${subscription.queue_depth} queued; browsing does not consume them.` }),
+      el('table', { class: 'list', id: 'messages' }, el('tr', {}, ['msg_id', 'data', 'mime type', 'priority', 'published'].map((t) => el('th', { text: t }))), messages.map((m) => el('tr', {}, el('td', {}, el('code', { text: m.msg_id })), el('td', { text: m.data_preview }), el('td', { text: m.mime_type ?? '' }), el('td', { text: String(m.priority) }), el('td', { text: m.pub_time_iso ?? '' })))),
+    );
+  }
+  const subs = await api.op('pubsub.subscriptions', {});
+  const subscribe = ops.has('pubsub.subscribe') ? opForm(ops.get('pubsub.subscribe'), () => route(), 'Subscribe') : '';
+  show(seq, 
+    h1('Pub/sub subscriptions'),
+    el('table', { class: 'list', id: 'subscriptions' }, el('tr', {}, ['endpoint', 'topic', 'sub_key', 'queued'].map((t) => el('th', { text: t }))), subs.map((s) => el('tr', {}, el('td', { text: s.endpoint }), el('td', { text: s.topic }), el('td', {}, el('code', { text: s.sub_key })), el('td', {}, link(`#/pubsub/${encodeURIComponent(s.id)}`, String(s.queue_depth), { class: 'browse' }))))),
+    el('h2', { text: 'Subscribe an endpoint' }),
+    subscribe,
+  );
+}
+
+async function queuePage() {
+  const seq = routeSeq;
+  const events = await api.op('queue.list', { limit: 200 });
+  const act = async (verb, id) => {
+    try {
+      await api.op(`queue.${verb}`, { id });
+      flash(`event ${id}: ${verb} done`);
+      await queuePage();
+    } catch (err) {
+      failed(err);
+    }
+  };
+  const button = (verb, id) => {
+    const b = el('button', { type: 'button', text: verb, 'data-action': verb, 'data-id': id });
+    b.addEventListener('click', () => act(verb, id));
+    return b;
+  };
+  const row = (e) =>
+    el(
+      'tr',
+      { class: e.state },
+      el('td', { text: String(e.id) }),
+      el('td', { text: e.channel ?? '(background)' }),
+      el('td', { text: e.state }),
+      el('td', { text: String(e.attempts) }),
+      el('td', { text: e.lastError ? `${e.lastError.kind}: ${e.lastError.message}` : '' }),
+      el('td', {}, e.state === 'running' ? '' : [button('replay', e.id), ' ', button('delete', e.id)]),
+    );
+  show(seq, 
+    h1('Queued events'),
+    el('table', { class: 'list', id: 'events' }, el('tr', {}, ['id', 'channel', 'state', 'attempts', 'last error', ''].map((t) => el('th', { text: t }))), events.map(row)),
+  );
+}
+
+async function auditPage() {
+  const seq = routeSeq;
+  const rows = await api.audit();
+  const row = (r) => el('tr', {}, el('td', { text: r.at }), el('td', { text: r.actor ?? '' }), el('td', { text: r.action }), el('td', { text: [r.section, r.name].filter(Boolean).join(' / ') || r.op || '' }));
+  show(seq, h1('Audit log'), el('table', { class: 'list' }, el('tr', {}, ['when', 'who', 'action', 'resource'].map((t) => el('th', { text: t }))), rows.map(row)));
+}
+
+function downloadsPage() {
+  const seq = routeSeq;
+  const demo = el('button', { type: 'button', id: 'demo', text: 'Import demo credentials and topics' });
+  const out = el('div');
+  demo.addEventListener('click', async () => {
+    try {
+      out.replaceChildren(pre(await api.op('pubsub.demo', {})));
+    } catch (err) {
+      failed(err);
+    }
+  });
+  show(seq, 
+    h1('Downloads'),
+    el('ul', {}, el('li', {}, link('/admin/api/spec/openapi.json', 'Interface specification (OpenAPI 3.1: channels and pub/sub)', { download: 'svc-openapi.json', id: 'spec' })), el('li', {}, link('/admin/api/openapi.json', 'Admin API (OpenAPI 3.1)', { download: 'svc-admin-openapi.json' }))),
+    ops.has('pubsub.demo') ? el('div', {}, el('h2', { text: 'Demo' }), el('p', { class: 'help', text: 'Creates demo credentials and a few topics; they do not survive a restart.' }), demo, out) : '',
+  );
+}
+
+start();

@@ -1,0 +1,63 @@
+// The admin API as the Dashboard uses it. Same origin; the session cookie is HttpOnly, and every
+// change carries the CSRF token the session was given.
+
+let csrf = sessionStorage.getItem('svc-csrf') ?? '';
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.details ?? `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+    this.issues = body?.issues ?? [];
+    this.cid = body?.cid;
+  }
+}
+
+async function call(method, path, body) {
+  const headers = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET') headers['x-csrf-token'] = csrf;
+  const res = await fetch(`/admin/api${path}`, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let json;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = { details: text };
+  }
+  if (!res.ok) throw new ApiError(res.status, json);
+  return json;
+}
+
+const seg = encodeURIComponent;
+
+export const api = {
+  async session() {
+    const s = await call('GET', '/session');
+    if (s?.csrfToken) {
+      csrf = s.csrfToken;
+      sessionStorage.setItem('svc-csrf', csrf);
+    }
+    return s;
+  },
+  async login(password, username) {
+    const s = await call('POST', '/login', username === undefined ? { password } : { username, password });
+    csrf = s?.csrfToken ?? '';
+    sessionStorage.setItem('svc-csrf', csrf);
+    return s;
+  },
+  async logout() {
+    await call('POST', '/logout').catch(() => undefined);
+    csrf = '';
+    sessionStorage.removeItem('svc-csrf');
+  },
+  catalogue: () => call('GET', '/resources'),
+  list: (section) => call('GET', `/resources/${seg(section)}`).then((r) => r.items),
+  get: (section, name) => call('GET', `/resources/${seg(section)}/${seg(name)}`).then((r) => r.entry),
+  create: (section, entry) => call('POST', `/resources/${seg(section)}`, entry),
+  update: (section, name, entry) => call('PUT', `/resources/${seg(section)}/${seg(name)}`, entry),
+  remove: (section, name) => call('DELETE', `/resources/${seg(section)}/${seg(name)}`),
+  ops: () => call('GET', '/ops').then((r) => r.items),
+  op: (name, args = {}) => call('POST', `/ops/${seg(name)}`, args).then((r) => r.result),
+  audit: () => call('GET', '/audit').then((r) => r.items),
+};
