@@ -229,6 +229,13 @@ describe('the Dashboard in Chromium', () => {
       expect(doc.openapi).toBe('3.1.0');
       expect(Object.keys(doc.paths).some((p) => p.includes('pubsub'))).toBe(true);
     });
+    await step(page, 'demo-import', async () => {
+      await page.locator('#demo').click();
+      await page.locator('pre.json').getByText('demo.user.1').first().waitFor();
+    });
+    // The demo topics exist now (in memory: they do not survive a restart).
+    const topics = (await api.send('POST', '/admin/api/ops/pubsub.topics', {})).body.result as Array<{ name: string }>;
+    expect(topics.map((t) => t.name)).toContain('/demo/orders');
   });
 
   it('lists resources with search, and every section of the catalogue has a page', async () => {
