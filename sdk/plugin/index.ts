@@ -40,7 +40,7 @@ export type { DeliveryInfo, InvokeRequest, InvokeResult } from '../../kernel/san
 export { systemClock, type Clock } from '../../kernel/clock.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';
-export { openApiDocument } from './openapi.ts';
+export { jsonSchemaOf, openApiDocument } from './openapi.ts';
 export {
   HMAC_ALGORITHMS,
   SIGNATURE_ENCODINGS,

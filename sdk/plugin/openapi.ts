@@ -1,4 +1,15 @@
+import { z } from 'zod';
 import type { OpenApiFragment } from './contract.ts';
+
+/**
+ * JSON Schema 2020-12 (the dialect of OpenAPI 3.1) of a zod schema, `.describe()` texts included:
+ * of what a client sends (`input`, defaults optional) or receives (`output`).
+ */
+export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output' = 'input'): Record<string, unknown> {
+  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
+  delete out.$schema;
+  return out;
+}
 
 /**
  * One OpenAPI 3.1 document from the parts plugins contribute (`contributes.openapi`): a disabled

@@ -1,5 +1,6 @@
-import { z } from 'zod';
-import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import { jsonSchemaOf, type KernelApi } from '../../../sdk/plugin/index.ts';
+
+export { jsonSchemaOf };
 
 export type Json = Record<string, unknown>;
 
@@ -22,11 +23,6 @@ export interface ResourceSection {
   writeOnly: string[];
 }
 
-export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output' = 'input'): Json {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
-  delete out.$schema;
-  return out;
-}
 
 /**
  * The resource sections, discovered from the composed config schema: every top-level section

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { openApiDocument, type OpenApiFragment } from '../../../sdk/plugin/index.ts';
+import { jsonSchemaOf, openApiDocument, type OpenApiFragment } from '../../../sdk/plugin/index.ts';
 import { statusLine } from './http.ts';
 
 /** Where the running server serves the document (no credentials needed: it holds no secrets). */
@@ -7,12 +7,8 @@ export const OPENAPI_PATH = '/svc/pubsub/openapi.json';
 
 export type Json = Record<string, unknown>;
 
-/** JSON Schema 2020-12 (the dialect of OpenAPI 3.1) of a request (input) or response (output) schema. */
-export function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
-  delete out.$schema;
-  return out;
-}
+/** JSON Schema 2020-12 of a request (input) or response (output) schema (the SDK's jsonSchemaOf). */
+export const jsonSchema = (schema: z.ZodType, io: 'input' | 'output'): Json => jsonSchemaOf(schema, io);
 
 export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 export const json = (schemaName: string, description: string) => ({ description, content: { 'application/json': { schema: ref(schemaName) } } });
