@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -11,7 +12,7 @@ export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 
 interface CannonResult {
-  requests: { average: number };
+  requests: { average: number; total: number };
   latency: { p50: number; p99: number };
   non2xx: number;
   errors: number;
@@ -32,13 +33,67 @@ export interface Load {
   p99: number;
   non2xx: number;
   errors: number;
+  /** Present when the load was metered (load()'s `meter.pids`). */
+  cost?: Cost;
 }
 
-export async function load(url: string, opts: Partial<Omit<CannonOptions, 'url'>> = {}): Promise<Load> {
+/** What the measured part of a load cost. */
+export interface Cost {
+  /** Requests (or messages) answered in the measured part. */
+  count: number;
+  /** CPU (user + system) of the server's processes per request, µs. */
+  serverUs: number;
+  /** The part of serverUs spent in the first of its processes (the one that serves HTTP). */
+  mainUs: number;
+  /** CPU of this process, the load generator, per request, µs. */
+  loaderUs: number;
+  /** Peak RSS of the server's processes, sampled every 500 ms during the load, MB. */
+  rssMb: number;
+  /** Cores busy with neither the server nor this process meanwhile (other work on the machine: noise). */
+  otherCores: number;
+}
+
+export interface Meter {
+  /** The server's processes, whose CPU and RSS are read from /proc. */
+  pids?: number[];
+  /** Called when the measured part starts (after the warm-up). */
+  onMeasure?: () => void;
+}
+
+export async function load(url: string, opts: Partial<Omit<CannonOptions, 'url'>> = {}, meter: Meter = {}): Promise<Load> {
   const o = { url, connections: CONNECTIONS, ...opts };
   await autocannon({ ...o, duration: 1 });
-  const r = await autocannon({ ...o, duration: opts.duration ?? SECONDS });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+  meter.onMeasure?.();
+  const run = () => autocannon({ ...o, duration: opts.duration ?? SECONDS });
+  const { result: r, cost } = meter.pids ? await metered(meter.pids, run, (res) => res.requests.total) : { result: await run(), cost: undefined };
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, ...(cost ? { cost } : {}) };
+}
+
+/** Runs work and meters it: CPU of `pids` (from /proc) and of this process, peak RSS of `pids`. */
+export async function metered<T>(pids: number[], work: () => Promise<T>, count: (r: T) => number): Promise<{ result: T; cost: Cost }> {
+  let rss = 0;
+  const sampler = setInterval(() => (rss = Math.max(rss, rssMb(pids))), 500);
+  const ticks = cpuTicks(pids);
+  const mainTicks = cpuTicks(pids.slice(0, 1));
+  const machine = machineBusyTicks();
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    clearInterval(sampler);
+  }
+  const loader = process.cpuUsage(cpu);
+  const seconds = (performance.now() - start) / 1000;
+  const server = ((cpuTicks(pids) - ticks) * 1e6) / CLK_TCK;
+  const main = ((cpuTicks(pids.slice(0, 1)) - mainTicks) * 1e6) / CLK_TCK;
+  const others = ((machineBusyTicks() - machine) * 1e6) / CLK_TCK - server - loader.user - loader.system;
+  const n = Math.max(1, count(result));
+  return {
+    result,
+    cost: { count: n, serverUs: server / n, mainUs: main / n, loaderUs: (loader.user + loader.system) / n, rssMb: rss || rssMb(pids), otherCores: Math.max(0, others / 1e6 / seconds) },
+  };
 }
 
 /** Rounds per measured case; each case keeps its best round (a 2-core machine is noisy, and order matters). */
@@ -57,6 +112,94 @@ export async function interleaved(cases: Array<() => Promise<Load>>): Promise<Lo
     }
   }
   return best as Load[];
+}
+
+/** The middle value (mean of the two middle ones for an even count). */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/**
+ * Measures several cases ROUNDS times, interleaved, each round starting one case later (so no
+ * case always runs right after the same neighbour); results[case][round], for medians.
+ */
+export async function rounds<T>(cases: Array<() => Promise<T>>): Promise<T[][]> {
+  const out: T[][] = cases.map(() => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let k = 0; k < cases.length; k++) {
+      const i = (round + k) % cases.length;
+      out[i]!.push(await cases[i]!());
+    }
+  }
+  return out;
+}
+
+/** Clock ticks per second of /proc/PID/stat's utime and stime. */
+export const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** Parent pid and CPU time so far (utime + stime, clock ticks) from /proc/PID/stat. */
+export function procStat(pid: number | string): { ppid: number; ticks: number } | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // "pid (comm) state ppid … utime stime …": comm may hold spaces and parentheses, so split after the last ')'.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) };
+}
+
+/** A process and its descendants (parents from /proc/PID/stat). */
+export function processTree(root: number): number[] {
+  const parent = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (/^\d+$/.test(name)) parent.set(Number(name), procStat(name)?.ppid ?? 0);
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) for (const [pid, ppid] of parent) if (ppid === tree[i]) tree.push(pid);
+  return tree;
+}
+
+/** The processes' names (/proc/PID/comm), counted: `node ×3 + esbuild`. */
+export function describeProcesses(pids: number[]): string {
+  const names = new Map<string, number>();
+  for (const pid of pids) {
+    let comm = '?';
+    try {
+      comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      /* gone */
+    }
+    names.set(comm, (names.get(comm) ?? 0) + 1);
+  }
+  return [...names].map(([name, n]) => (n > 1 ? `${name} ×${n}` : name)).join(' + ');
+}
+
+/** The first process whose /proc/PID/comm is `comm`. */
+export function findProcess(comm: string): number | undefined {
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/comm`, 'utf8').trim() === comm) return Number(name);
+    } catch {
+      /* gone */
+    }
+  }
+  return undefined;
+}
+
+/** Busy clock ticks of the whole machine so far (first line of /proc/stat, less idle and iowait). */
+function machineBusyTicks(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is counted in user already)
+  return f.slice(0, 8).reduce((a, b) => a + b, 0) - f[3]! - f[4]!;
+}
+
+function cpuTicks(pids: number[]): number {
+  return pids.reduce((sum, pid) => sum + (procStat(pid)?.ticks ?? 0), 0);
 }
 
 /** Resident memory of processes, MB. */
@@ -81,7 +224,8 @@ export interface Target {
 
 const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
 
-function startProcess(args: string[]): Promise<{ target: Omit<Target, 'dir'>; stop: () => Promise<void> }> {
+/** A bench/server.ts target (`bare`, `svc FILE`, `upstream`, `proxy URL`) in its own process, until stop(). */
+export function startProcess(args: string[]): Promise<{ target: Omit<Target, 'dir'>; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), '--import', 'tsx', SERVER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
@@ -148,4 +292,206 @@ export function printTable(title: string, rows: Row[], ratioLabel = 'ratio'): vo
     const errs = r.load && (r.load.non2xx || r.load.errors) ? ` (non-2xx ${r.load.non2xx}, errors ${r.load.errors})` : '';
     console.log(`| ${r.name} | ${rps} | ${r.ratio === undefined ? '' : r.ratio.toFixed(2)} | ${r.load?.p50 ?? ''} | ${r.load?.p99 ?? ''} | ${r.rssMb ?? ''} | ${(r.note ?? '') + errs} |`);
   }
+}
+
+/** A markdown table with these column heads (numbers right-aligned; the first column and `note` left). */
+export function printGrid(title: string, head: string[], rows: string[][]): void {
+  console.log(`\n### ${title}\n`);
+  console.log(`| ${head.join(' | ')} |`);
+  console.log(`|${head.map((h, i) => (i === 0 || h === 'note' ? '---' : '---:')).join('|')}|`);
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers started the way an operator would, and peers installed on demand
+// ---------------------------------------------------------------------------------------------
+
+export interface Running {
+  url: string;
+  pid: number;
+  stop: () => Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1 (closed again; the server binds it right after). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * `node args…` with stdout and stderr appended to `log` (an operator redirecting to a file);
+ * resolves once `probe` answers 2xx. stop() sends SIGTERM, SIGKILL after 10 s.
+ */
+export async function spawnLogged(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string; probe: string; headers?: Record<string, string> }): Promise<Omit<Running, 'url'>> {
+  const fd = openSync(opts.log, 'a');
+  const child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  let exited = false;
+  const exit = new Promise<void>((r) => child.once('exit', () => ((exited = true), r())));
+  const stop = async () => {
+    if (exited) return;
+    child.kill('SIGTERM');
+    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exit;
+    clearTimeout(kill);
+  };
+  for (let i = 0; i < 600 && !exited; i++) {
+    try {
+      const res = await fetch(opts.probe, { headers: opts.headers, signal: AbortSignal.timeout(2_000) });
+      await res.arrayBuffer();
+      if (res.ok) return { pid: child.pid!, stop };
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await stop();
+  throw new Error(`${args.join(' ')} did not answer ${opts.probe}; its output:\n${readFileSync(opts.log, 'utf8').slice(-4000)}`);
+}
+
+const SVC_BIN = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
+
+/**
+ * svc as an operator starts it: `node bin/svc.js start --config FILE` in a temp dir, output to
+ * server.log there, log level and everything else from `config` (defaults when absent). Ready
+ * once GET `probe` (a path) answers 2xx; stop() also removes the temp dir.
+ */
+export async function startSvcCli(config: Record<string, unknown>, services: Record<string, string>, probe: string, headers?: Record<string, string>): Promise<Running & { dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-cli-'));
+  mkdirSync(join(dir, 'services'));
+  for (const [file, code] of Object.entries(services)) writeFileSync(join(dir, 'services', file), code);
+  const port = await freePort();
+  const server = { ...((config.server as object) ?? {}), port, data_dir: join(dir, 'data'), services_dir: join(dir, 'services') };
+  writeFileSync(join(dir, 'svc.yaml'), stringify({ ...config, server }));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    const p = await spawnLogged([SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0' }, log: join(dir, 'server.log'), probe: url + probe, headers });
+    return { url, pid: p.pid, dir, stop: () => p.stop().finally(() => rmSync(dir, { recursive: true, force: true })) };
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * A package that is not a project dependency, installed on demand into
+ * ~/.cache/svc-bench/<folder> (once; reused when present). Returns its directory.
+ */
+export function cachedPackage(folder: string, name: string, spec: string): string {
+  const prefix = join(homedir(), '.cache', 'svc-bench', folder);
+  const dir = join(prefix, 'node_modules', name);
+  if (existsSync(join(dir, 'package.json'))) return dir;
+  mkdirSync(prefix, { recursive: true });
+  // Without a package.json at the prefix, npm 11 installs nothing there.
+  if (!existsSync(join(prefix, 'package.json'))) writeFileSync(join(prefix, 'package.json'), '{ "private": true }\n');
+  console.error(`installing ${spec} into ${prefix} (once)`);
+  const r = spawnSync('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', spec], { cwd: prefix, stdio: ['ignore', 2, 2] });
+  if (r.status !== 0 || !existsSync(join(dir, 'package.json'))) throw new Error(`npm install ${spec} failed (exit ${r.status})`);
+  return dir;
+}
+
+/** The `version` of a package.json. */
+export function versionOf(packageDir: string): string {
+  return (JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rate limiting: rules that count every request and deny none
+// ---------------------------------------------------------------------------------------------
+
+/** Limits no load generator reaches, so every request is counted and admitted. */
+const ADMIT_ALL = { rate: 1_000_000_000, burst: 1_000_000_000, limit: 1_000_000_000_000, limit_unit: 'day' };
+
+/** 3 channel rate-limit rules of 2 ranges each; the client (any address) is counted by the last one and never denied. */
+export const THREE_RATE_RULES = [
+  { cidr_list: ['192.0.2.0/24', '2001:db8::/32'], time_range: [{ is_all_day: true, rate: 50 }, { time_from: '22:00', time_to: '06:00', rate: 5 }] },
+  { cidr_list: ['198.51.100.0/24'], time_range: [{ is_all_day: true, limit: 10, limit_unit: 'minute' }, { time_from: '09:00', time_to: '17:00', rate: 5 }] },
+  { cidr_list: [], time_range: [{ is_all_day: true, ...ADMIT_ALL }, { time_from: '03:00', time_to: '03:01', ...ADMIT_ALL }] },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Pub/sub: the config, message and requests of bench/pubsub.ts and the peers suite
+// ---------------------------------------------------------------------------------------------
+
+const basic = (user: string) => `Basic ${Buffer.from(`${user}:bench-password-1`).toString('base64')}`;
+
+export const PUBSUB = {
+  /** Endpoint ep.bench: publishes to /bench/*, subscribed to /bench/pub. */
+  publisher: basic('bench'),
+  /** Endpoint ep.reader: subscribed to /bench/flow. */
+  reader: basic('reader'),
+  message: { data: { order: 12345, customer: 'ACME', lines: [{ sku: 'X-1', qty: 2 }] } },
+  config: {
+    security: [
+      { name: 'sec.bench', type: 'basic_auth', username: 'bench', password: 'bench-password-1' },
+      { name: 'sec.reader', type: 'basic_auth', username: 'reader', password: 'bench-password-1' },
+    ],
+    pubsub_topic: [
+      { name: '/bench/pub', max_depth: 10_000_000 },
+      { name: '/bench/flow', max_depth: 10_000_000 },
+    ],
+    pubsub_endpoint: [
+      { name: 'ep.bench', security: 'sec.bench', pub: ['/bench/*'], sub: ['/bench/*'] },
+      { name: 'ep.reader', security: 'sec.reader', sub: ['/bench/flow'] },
+    ],
+    // Publish-only rows need a subscriber too, or every message would be retained in the topic.
+    pubsub_subscription: [
+      { endpoint: 'ep.bench', topics: ['/bench/pub'] },
+      { endpoint: 'ep.reader', topics: ['/bench/flow'] },
+    ],
+  },
+};
+
+/** A publish of PUBSUB.message by ep.bench to `topic`, as autocannon options (variant A: `has_gd` as given). */
+export function publishRequest(base: string, variant: 'A' | 'B', gd: boolean, topic: string): { url: string; method: string; body: string; headers: Record<string, string> } {
+  return {
+    url: `${base}${variant === 'A' ? '/svc/pubsub/topic' : '/pubsub/topic'}${topic}`,
+    method: 'POST',
+    body: JSON.stringify(variant === 'A' ? { ...PUBSUB.message, has_gd: gd } : PUBSUB.message),
+    headers: { authorization: PUBSUB.publisher, 'content-type': 'application/json' },
+  };
+}
+
+/** One get of the caller's subscription (A: of `topic`; B: of every topic); how many messages it took. */
+export function getter(base: string, variant: 'A' | 'B', auth: string, topic: string): () => Promise<number> {
+  if (variant === 'A') {
+    return async () => ((await (await fetch(`${base}/svc/pubsub/topic${topic}`, { method: 'PATCH', headers: { authorization: auth } })).json()) as unknown[]).length;
+  }
+  return async () => {
+    const res = await fetch(`${base}/pubsub/messages/get`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: '{"max_messages":1000}' });
+    return ((await res.json()) as { message_count: number }).message_count;
+  };
+}
+
+/** Gets until the subscription is empty; the number of messages taken. */
+export async function drain(get: () => Promise<number>): Promise<number> {
+  let n = 0;
+  for (let got = await get(); got > 0; got = await get()) n += got;
+  return n;
+}
+
+/** One getter looping get() until stop(); taken() counts the messages so far. */
+export function getterLoop(get: () => Promise<number>): { taken: () => number; stop: () => Promise<void> } {
+  let running = true;
+  let taken = 0;
+  const loop = (async () => {
+    while (running) {
+      const n = await get();
+      taken += n;
+      if (n === 0) await new Promise((r) => setImmediate(r));
+    }
+  })();
+  return {
+    taken: () => taken,
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
 }

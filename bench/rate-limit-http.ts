@@ -8,22 +8,14 @@
  * BENCH_SECONDS (default 5) per measurement, BENCH_ROUNDS (default 3) measurements per row.
  */
 import { pathToFileURL } from 'node:url';
-import { load, printTable, withSvc, type Load, type Row } from './lib.ts';
+import { load, printTable, THREE_RATE_RULES, withSvc, type Load, type Row } from './lib.ts';
 
 /** Measurements per row (BENCH_SECONDS each); the best one counts. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 const echo = `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ ok: true }) });\n`;
 
-/** Limits no load generator reaches, so every request is counted and admitted. */
-const ADMIT_ALL = { rate: 1_000_000_000, burst: 1_000_000_000, limit: 1_000_000_000_000, limit_unit: 'day' };
-
-const threeRules = [
-  { cidr_list: ['192.0.2.0/24', '2001:db8::/32'], time_range: [{ is_all_day: true, rate: 50 }, { time_from: '22:00', time_to: '06:00', rate: 5 }] },
-  { cidr_list: ['198.51.100.0/24'], time_range: [{ is_all_day: true, limit: 10, limit_unit: 'minute' }, { time_from: '09:00', time_to: '17:00', rate: 5 }] },
-  { cidr_list: [], time_range: [{ is_all_day: true, ...ADMIT_ALL }, { time_from: '03:00', time_to: '03:01', ...ADMIT_ALL }] },
-];
-const firewall = [{ cidr_list: ['203.0.113.0/24'], time_range: [{ is_all_day: true, disallowed: true }] }, ...threeRules];
+const firewall = [{ cidr_list: ['203.0.113.0/24'], time_range: [{ is_all_day: true, disallowed: true }] }, ...THREE_RATE_RULES];
 
 const channel = (name: string, rules?: unknown[]) => ({
   name,
@@ -37,7 +29,7 @@ export async function run(): Promise<void> {
   const config = {
     // The load comes from 127.0.0.1 without forwarded headers: the socket address is the client.
     server: { trusted_proxies: ['127.0.0.1'] },
-    channel_rest: [channel('plain'), channel('rules', threeRules), channel('firewall', firewall)],
+    channel_rest: [channel('plain'), channel('rules', THREE_RATE_RULES), channel('firewall', firewall)],
   };
   const rows: Row[] = await withSvc(config, { 'echo.ts': echo }, async (t) => {
     const paths = ['plain', 'rules', 'firewall'] as const;

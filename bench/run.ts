@@ -16,6 +16,9 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   security: () => import('./suites/security.ts'),
   outgoing: () => import('./suites/outgoing.ts'),
   queue: () => import('./suites/queue.ts'),
+  peers: () => import('./suites/peers.ts'),
+  tracing: () => import('./suites/tracing.ts'),
+  memory: () => import('./suites/memory.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

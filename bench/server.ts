@@ -5,7 +5,6 @@
  */
 import Fastify from 'fastify';
 import pino from 'pino';
-import { Kernel } from '../kernel/kernel.ts';
 
 const [kind, configPath] = process.argv.slice(2);
 
@@ -47,6 +46,8 @@ if (kind === 'upstream') {
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   process.stdout.write(`READY ${url} ${process.pid}\n`);
 } else {
+  // Imported here only: the bare target's memory is Fastify's alone.
+  const { Kernel } = await import('../kernel/kernel.ts');
   const kernel = await Kernel.create({ configPath: configPath!, logger: pino({ level: 'silent' }), env: { SVC_ADMIN_PORT: '0', ...process.env } });
   const url = await kernel.listen();
   process.stdout.write(`READY ${url} ${[process.pid, ...kernel.pool.pids()].join(',')}\n`);

@@ -21,12 +21,11 @@ import { createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, r
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, Pool } from 'undici';
 import { stringify } from 'yaml';
-import { load, rssMb, type CannonRequest } from './lib.ts';
+import { CLK_TCK, freePort, load, procStat, rssMb, type CannonRequest } from './lib.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -324,18 +323,6 @@ const exitOf = (s: Server): Server['exit'] => s.exit;
 const t0 = performance.now();
 const since = () => performance.now() - t0;
 
-/** A free loopback port (the OS picks it; the server binds it a moment later). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** `node bin/svc.js start --config …` in the project dir; resolves once it answers HTTP. */
 async function startServer(dir: string): Promise<Server> {
   const port = await freePort();
@@ -429,19 +416,6 @@ function fdCount(pid: number): number {
   }
 }
 
-/** ppid and CPU time (utime + stime, clock ticks) from /proc/PID/stat. */
-function procStat(pid: number | string): { ppid: number; ticks: number } | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  // "pid (comm) state ppid … utime stime …": comm may hold spaces and parentheses, so split after the last ')'.
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) };
-}
-
 /** Sandbox processes: children of the server (ppid from /proc/PID/stat) running the sandbox worker bundle. */
 function sandboxPidsOf(serverPid: number): number[] {
   const out: number[] = [];
@@ -459,7 +433,7 @@ function machineTicks(): { busy: number; total: number } {
   return { busy: total - f[3]! - (f[4] ?? 0), total };
 }
 
-const TICKS_PER_S = 100; // USER_HZ on Linux
+const TICKS_PER_S = CLK_TCK;
 
 /**
  * CPU used over the soak, in cores: this process (the load generator), the server, its sandbox

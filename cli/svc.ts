@@ -9,16 +9,18 @@ import { SqliteStore } from '../kernel/store/sqlite.ts';
 import { sendControl } from '../kernel/control.ts';
 import { startServiceRunner } from '../kernel/sandbox/runner.ts';
 import { buildSdkBundle, isServiceFile, serviceName, transpile } from '../kernel/services/registry.ts';
+import { initDirectory } from './init.ts';
 import { openApiFragments, type CliCommand, type CliEnv, type Plugin } from '../kernel/plugin.ts';
+import type { ServiceMeta } from '../kernel/sandbox/protocol.ts';
+import { EXIT_OK, EXIT_RUNTIME, serveUntilSignalled } from './lifecycle.ts';
 
-const EXIT_OK = 0;
-const EXIT_RUNTIME = 1;
 const EXIT_USAGE = 2;
 
 const USAGE = `usage: svc <command> [options]
 
   svc start [--config FILE]      serve channels (default config: $SVC_CONFIG or config/svc.yaml)
   svc check [FILE]               validate a config file and the services it uses; exit 2 on any error
+  svc init DIR                   a service directory anywhere: editor types for svc/sdk, a sample service, a config
   svc help                       this text, plus the commands of enabled plugins
 
 exit codes: 0 ok, 1 runtime failure, 2 usage or config error`;
@@ -77,28 +79,7 @@ async function start(configPath: string): Promise<number> {
     return EXIT_RUNTIME;
   }
   kernel.log.info({ address, config: configPath }, 'svc listening');
-  return new Promise<number>((done) => {
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      kernel.log.info({ signal }, 'draining in-flight requests');
-      const force = setTimeout(() => {
-        kernel.log.warn('drain timed out');
-        done(EXIT_RUNTIME);
-      }, kernel.configStore.current().server.drain_timeout_ms);
-      force.unref();
-      kernel.close().then(
-        () => done(EXIT_OK),
-        (err: Error) => {
-          kernel.log.error({ err: err.message }, 'shutdown failed');
-          done(EXIT_RUNTIME);
-        },
-      );
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-  });
+  return serveUntilSignalled(kernel);
 }
 
 /** The services directory a config names, read leniently (for `check` when the config is invalid). */
@@ -110,6 +91,27 @@ function servicesDirOf(configPath: string): string {
     /* the config errors are reported already */
   }
   return './services';
+}
+
+/** Deploys every service file of a directory into a one-process sandbox, as the server would: what each declares, and the errors. */
+async function compileServices(dir: string, config: SvcConfig | undefined): Promise<{ metas: Map<string, ServiceMeta>; errors: string[] }> {
+  const sandbox = config?.server.sandbox ?? sandboxSchema.parse(undefined);
+  const files = existsSync(dir) ? readdirSync(dir).filter(isServiceFile) : [];
+  const metas = new Map<string, ServiceMeta>();
+  const errors: string[] = [];
+  const caps = { spillAt: sandbox.spill_at, defaultMemoryMb: sandbox.memory_mb, maxMemoryMb: sandbox.max_memory_mb, defaultTimeoutMs: sandbox.timeout_ms, maxTimeoutMs: sandbox.max_timeout_ms, maxOutputBytes: sandbox.max_output_bytes, idleMs: 0 };
+  const pool = await startServiceRunner({ processes: 1, caps, log: pino({ level: 'silent' }), hostCall: async () => '{"ok":false}' }, buildSdkBundle());
+  try {
+    for (const file of files) {
+      const compiled = transpile(file, readFileSync(join(dir, file), 'utf8'));
+      const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await pool.deploy(serviceName(file), file, compiled.code);
+      if (outcome.ok) metas.set(serviceName(file), outcome.meta);
+      else errors.push(outcome.error);
+    }
+  } finally {
+    await pool.close();
+  }
+  return { metas, errors };
 }
 
 /** Validates the config and compiles every service, printing every problem (config and services alike). */
@@ -126,22 +128,10 @@ async function check(configPath: string): Promise<number> {
     if (!(err instanceof ConfigError)) return printConfigError(err);
     problems.push(...err.issues.map((i) => `config error: ${i}`));
   }
-  const sandbox = config?.server.sandbox ?? sandboxSchema.parse(undefined);
   const dir = resolveDir(config?.server.services_dir ?? servicesDirOf(configPath));
-  const files = existsSync(dir) ? readdirSync(dir).filter(isServiceFile) : [];
-  const deployed = new Set<string>();
-  const caps = { spillAt: sandbox.spill_at, defaultMemoryMb: sandbox.memory_mb, maxMemoryMb: sandbox.max_memory_mb, defaultTimeoutMs: sandbox.timeout_ms, maxTimeoutMs: sandbox.max_timeout_ms, maxOutputBytes: sandbox.max_output_bytes };
-  const pool = await startServiceRunner({ processes: 1, caps, log: pino({ level: 'silent' }), hostCall: async () => '{"ok":false}' }, buildSdkBundle());
-  try {
-    for (const file of files) {
-      const compiled = transpile(file, readFileSync(join(dir, file), 'utf8'));
-      const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await pool.deploy(serviceName(file), file, compiled.code);
-      if (outcome.ok) deployed.add(serviceName(file));
-      else problems.push(`service error: ${outcome.error}`);
-    }
-  } finally {
-    await pool.close();
-  }
+  const compiled = await compileServices(dir, config);
+  const deployed = new Set(compiled.metas.keys());
+  problems.push(...compiled.errors.map((e) => `service error: ${e}`));
   config?.channel_rest.forEach((ch, i) => {
     if (!deployed.has(ch.service)) problems.push(`config error: channel_rest[${i}].service: no service '${ch.service}' in ${dir}`);
   });
@@ -156,6 +146,8 @@ function cliEnv(configPath: string, config: CliEnv['config'], plugins: readonly 
   return {
     config,
     openApiFragments: () => openApiFragments(plugins),
+    contributions: () => plugins.map((p) => p.contributes ?? {}),
+    serviceMetas: async () => (await compileServices(resolveDir(config.server.services_dir), config)).metas,
     configPath,
     openStore: async () => new SqliteStore(join(dataDir, 'svc.db')),
     control: (op, args) => sendControl(join(dataDir, 'control.sock'), op, args),
@@ -177,7 +169,8 @@ async function pluginCommand(words: string[], configPath: string): Promise<numbe
     return printConfigError(err);
   }
   const commands: CliCommand[] = loaded.plugins.flatMap((p) => p.cli ?? []);
-  const command = commands.find((c) => c.words.every((w, i) => words[i] === w));
+  // The most specific command wins: `openapi --channels` before `openapi`.
+  const command = commands.filter((c) => c.words.every((w, i) => words[i] === w)).sort((a, b) => b.words.length - a.words.length)[0];
   if (!command || words[0] === 'help') {
     const help = [USAGE, '', 'plugin commands:', ...commands.map((c) => `  svc ${c.usage.replace(/^svc /, '')}\n      ${c.describe}`)].join('\n');
     if (words[0] === 'help') {
@@ -204,6 +197,13 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (command === 'start') return start(configPathOf(config));
   if (command === 'check') return check(configPathOf(words[1] ?? config));
+  if (command === 'init') {
+    if (words.length !== 2) {
+      process.stderr.write('usage: svc init DIR\n');
+      return EXIT_USAGE;
+    }
+    return initDirectory(words[1]!, (line) => process.stdout.write(line + '\n'));
+  }
   if (command === 'help' && !existsSync(configPathOf(config))) {
     process.stdout.write(USAGE + '\n');
     return EXIT_OK;

@@ -32,6 +32,7 @@ export const ERRORS = {
   SANDBOX_CRASHED: { status: 503, message: 'Service sandbox crashed and was restarted' },
   SERVICE_QUARANTINED: { status: 503, message: 'Service is quarantined after crashing its sandbox repeatedly' },
   QUEUE_FULL: { status: 503, message: 'Queue is full' },
+  SHUTTING_DOWN: { status: 503, message: 'Server is shutting down' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,6 +1,6 @@
 import { readFileSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.ts';
 import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } from './config/store.ts';
@@ -12,6 +12,7 @@ import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type K
 import { SqliteStore } from './store/sqlite.ts';
 import { sqliteDriver } from './store/sqlite-driver.ts';
 import { isolatedVmEntry } from './sandbox/ivm.ts';
+import { accessLogVia, serverLoggers, type AccessLog } from './platform/log.ts';
 import type { DataStore } from './store/types.ts';
 import { startServiceRunner, type ServiceRunner } from './sandbox/runner.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
@@ -64,10 +65,12 @@ export class Kernel {
   private readonly routes: PluginRoute[] = [];
   private readonly controlOps = new Map<string, ControlOp>();
   private readonly listening: Array<() => Promise<void>> = [];
+  private readonly drains: Array<() => Promise<void>> = [];
   private readonly provided = new Map<string, unknown>();
   private control: ControlServer | undefined;
   private active: ActivePlugin[] = [];
   private closing = false;
+  private started = false;
 
   private constructor(
     readonly configStore: ConfigStore,
@@ -76,6 +79,7 @@ export class Kernel {
     readonly pool: ServiceRunner,
     readonly services: ServiceRegistry,
     readonly log: Logger,
+    accessLog: AccessLog | undefined,
     readonly clock: Clock,
     readonly dataDir: string,
     private readonly hostCalls: HostCalls,
@@ -100,21 +104,26 @@ export class Kernel {
       configSections: () => configSectionSchemas(loaded.map((l) => l.plugin)),
       controlOps: () => [...kernel.controlOps.values()],
       onListen: (start) => void kernel.listening.push(start),
+      onDrain: (drain) => void kernel.drains.push(drain),
+      serviceMeta: (name) => kernel.services.get(name)?.meta,
+      contributions: () => kernel.active.map((a) => a.plugin.contributes ?? {}),
       invoke: (req) => kernel.invoke(req),
       invokeRequestOf: (ex) => invokeRequestOf(ex, ex.channel.service),
       newCid: cidGenerator(),
       provide: (name, value) => void kernel.provided.set(name, value),
       lookup: ((name: string) => kernel.provided.get(name)) as KernelApi['lookup'],
       openApiFragments: () => openApiFragments(kernel.active.map((a) => a.plugin)),
+      lifecycle: () => (kernel.closing ? 'draining' : kernel.started ? 'serving' : 'starting'),
+      sandboxStats: () => pool.stats(),
     };
     this.router = new ChannelRouter([]);
-    this.app = buildHttp({ log, router: () => this.router, server: () => this.configStore.current().server, trusted: () => this.trusted, closing: () => this.closing });
+    this.app = buildHttp({ log, accessLog, router: () => this.router, server: () => this.configStore.current().server, trusted: () => this.trusted, closing: () => this.closing });
   }
 
   static async create(opts: KernelOptions): Promise<Kernel> {
     const configPath = resolve(opts.configPath);
     const { text, config, loaded, plugins, raw } = await loadConfig(configPath, opts.env ?? process.env, opts.extraPlugins);
-    const log = opts.logger ?? pino({ level: config.server.log_level, redact: { paths: logRedactPaths(plugins), censor: '[redacted]' } });
+    const { log, access } = opts.logger ? { log: opts.logger, access: accessLogVia(opts.logger) } : serverLoggers(config.server.log_level, logRedactPaths(plugins));
     // A node_modules built for another Node is a clear error here, before anything is opened.
     isolatedVmEntry();
     sqliteDriver();
@@ -127,7 +136,7 @@ export class Kernel {
     const pool = await startServiceRunner(
       {
         processes: sb.workers,
-        caps: { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes },
+        caps: { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes, idleMs: sb.idle_ms },
         log,
         hostCall: (op, argsJson, invocation) => hostCalls.run(op, argsJson, invocation),
         hostCallsDone: (invocation) => hostCalls.finish(invocation),
@@ -137,7 +146,7 @@ export class Kernel {
     const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log);
     const env = opts.env ?? process.env;
     const configStore = new ConfigStore(configPath, plugins, log, text, config, env, raw);
-    const kernel = new Kernel(configStore, loaded, store, pool, services, log, opts.clock ?? systemClock, dataDir, hostCalls, env);
+    const kernel = new Kernel(configStore, loaded, store, pool, services, log, access, opts.clock ?? systemClock, dataDir, hostCalls, env);
     try {
       await kernel.init(opts.watch ?? false);
     } catch (err) {
@@ -226,6 +235,7 @@ export class Kernel {
     this.control = new ControlServer(join(this.dataDir, 'control.sock'), (op, args) => this.runControl(op, args), this.log);
     await this.control.listen();
     for (const start of this.listening) await start();
+    this.started = true;
     return address;
   }
 
@@ -233,8 +243,10 @@ export class Kernel {
     this.closing = true;
     this.configStore.close();
     this.services.close();
-    await this.app.close();
+    await Promise.all([this.app.close(), ...this.drains.map((drain) => drain().catch((err: unknown) => this.log.error({ err }, 'drain failed')))]);
     await this.control?.close();
+    // What still runs now is cut, and its host calls (outgoing requests) end with it: plugins can then close.
+    await this.pool.close();
     for (const { plugin, state } of [...this.active].reverse()) {
       try {
         await plugin.stop?.(state);
@@ -242,7 +254,6 @@ export class Kernel {
         this.log.error({ err, plugin: plugin.name }, 'plugin stop failed');
       }
     }
-    await this.pool.close();
     await this.store.close();
   }
 }

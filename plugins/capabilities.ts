@@ -1,4 +1,4 @@
-import type { AuthInfo, SecurityEntry } from '../sdk/plugin/index.ts';
+import type { AuthInfo, InvokeRequest, OpenApiFragment, SecurityEntry, TraceContext } from '../sdk/plugin/index.ts';
 // The augmented module must be the one that declares Capabilities.
 import '../sdk/plugin/capabilities.ts';
 
@@ -12,10 +12,10 @@ declare module '../sdk/plugin/capabilities.ts' {
   interface Capabilities {
     /**
      * Verifies an `Authorization: Basic ...` header against every basic_auth definition
-     * (provided by the basic-auth plugin). Resolves the matched definition, or undefined.
-     * Timing-safe, cached like channel authentication.
+     * (provided by the basic-auth plugin): the matched definition, or undefined. Timing-safe,
+     * cached like channel authentication; answered synchronously on a cache hit (no promise per request).
      */
-    'security.basic.authenticate': (authorization: string | undefined) => Promise<AuthInfo | undefined>;
+    'security.basic.authenticate': (authorization: string | undefined) => AuthInfo | undefined | Promise<AuthInfo | undefined>;
     /**
      * Adds a basic_auth definition that comes from code, not from config (provided by the basic-auth
      * plugin, used by pub/sub for its built-in test definition and for `svc demo`). Idempotent per name.
@@ -36,7 +36,121 @@ declare module '../sdk/plugin/capabilities.ts' {
     'security.outgoing.ntlm': OutgoingAuthFactory;
     /** Pages the admin listener serves under /admin/ (provided by the admin plugin; the Dashboard adds its own). */
     'admin.pages': AdminPages;
+    /**
+     * Trace context and spans for work the hook chain does not see: outgoing calls and queued runs
+     * (provided by the tracing plugin, plugins/observe/tracing). Optional: a plugin looks it up
+     * when the work starts and, when it is absent, does the work untraced.
+     */
+    'observe.tracing': Tracing;
+    /** Plain GET endpoints on the admin listener outside /admin/ (provided by the admin plugin): /metrics, /health, /ready. */
+    'admin.endpoints': AdminEndpoints;
+    /**
+     * What plugins count, read by the metrics plugin (plugins/observe/metrics) when Prometheus
+     * scrapes: each provided by the plugin it is named after. Counters count from the start.
+     */
+    'use-queue.stats': () => Promise<UseQueueStats>;
+    'rate-limit.stats': () => RateLimitStats;
+    'outgoing-rest.stats': () => OutgoingStats;
+    'bearer-token.stats': () => TokenStats;
+    'pubsub.stats': () => PubSubStats;
+    /** The OpenAPI 3.1 document of the channels, built from the config in force (plugins/observe/channels-openapi). */
+    'openapi.channels': ChannelsOpenApi;
   }
+}
+
+/** See 'observe.tracing'. Both methods are cheap when nothing is exported (no span is made). */
+export interface Tracing {
+  /**
+   * One HTTP request about to leave, on behalf of work in the trace `parent` (HostCallContext.trace):
+   * sets its `traceparent` (and `tracestate`) header, and starts its client span when spans are
+   * exported. Call it once per attempt, before credentials are added; end the span it returns.
+   */
+  outgoing(parent: TraceContext | undefined, request: OutgoingRequest, call: OutgoingCallInfo): OutgoingSpan | undefined;
+  /**
+   * One run of a queued event (`request` as it was stored, its `trace` that of the request that
+   * queued it): the run's span when spans are exported, undefined otherwise (the run then goes on
+   * with the stored trace context). Put its `trace` on the invoke request; end it with the outcome.
+   */
+  queuedRun(request: InvokeRequest, run: QueuedRunInfo): QueuedRunSpan | undefined;
+}
+
+export interface OutgoingCallInfo {
+  connection: string;
+  /** The connection's `url_path` template (the span's name and `url.template`). */
+  template: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+}
+
+export interface OutgoingSpan {
+  /** The upstream's status, or why there is none (a failure kind: timeout, connection...). */
+  end(outcome: { status: number } | { failure: string }): void;
+}
+
+export interface QueuedRunInfo {
+  /** The channel whose queue it is; null for background work (invokeAsync). */
+  channel: string | null;
+  /** This attempt's CID. */
+  cid: string;
+  /** The CID the event was accepted with (the request that queued it). */
+  eventCid: string;
+  attempt: number;
+}
+
+export interface QueuedRunSpan {
+  trace: TraceContext;
+  end(outcome: { ok: true } | { ok: false; kind: string }): void;
+}
+
+/**
+ * Endpoints other plugins serve on the admin listener, outside /admin/ (so outside the admin
+ * API's login): probes and scrapes, whose callers are machines. Each does its own checks.
+ * Every answer carries X-Svc-CID; a thrown SvcError becomes svc's error body with the CID.
+ */
+export interface AdminEndpoints {
+  /** `path`: exact, e.g. `/metrics`; never `/admin` or under it. GET (and HEAD). */
+  add(path: string, endpoint: AdminEndpoint): void;
+}
+export type AdminEndpoint = (request: AdminEndpointRequest) => AdminEndpointReply | Promise<AdminEndpointReply>;
+export interface AdminEndpointRequest {
+  cid: string;
+  /** Names lower-case. */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+export interface AdminEndpointReply {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+export interface UseQueueStats {
+  /** Every queue with events (pending, running or dead): a channel's, or `null`, the background queue. */
+  queues: Array<{ channel: string | null; depth: number; running: number; deadLetters: number }>;
+}
+export interface RateLimitStats {
+  /** Requests refused with 429, by channel (or plugin route). */
+  denials: Array<{ channel: string; count: number }>;
+  /** Connections dropped by a `disallowed` range, by channel. */
+  drops: Array<{ channel: string; count: number }>;
+}
+export interface OutgoingStats {
+  /** Calls services made, by connection and final status: the HTTP status, or why there was none (timeout, connection, budget, cancelled, too_large, refused). */
+  calls: Array<{ connection: string; status: string; count: number }>;
+}
+export interface TokenStats {
+  /** Token requests to authorization servers, by bearer_token definition and outcome (ok, failed, cancelled). */
+  requests: Array<{ security: string; outcome: string; count: number }>;
+}
+export interface PubSubStats {
+  /** Messages queued for each subscription now. */
+  subscriptions: Array<{ endpoint: string; topic: string; depth: number }>;
+}
+
+/** The channels' OpenAPI document, as of now: the config in force and the services deployed. */
+export interface ChannelsOpenApi {
+  document(): Record<string, unknown>;
+  /** Its paths and components, for a document that also holds other routes (the admin's interface specification). */
+  fragment(): OpenApiFragment;
 }
 
 /**

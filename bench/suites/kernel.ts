@@ -1,28 +1,17 @@
-import { load, printTable, ROUNDS, rssMb, withBareFastify, withSvc, type Load, type Row } from '../lib.ts';
+import { startSvcCli } from '../lib.ts';
+import { bare, compareChannels, HELLO } from '../peers/channel.ts';
 
-const hello = `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ hello: 'world' }) });\n`;
+const channel = { name: 'hello', url_path: '/hello', service: 'hello', security: 'none' };
+const svc = (workers: number) => () => startSvcCli({ server: { sandbox: { workers } }, channel_rest: [channel] }, { 'hello.ts': HELLO }, '/hello');
 
-type Measured = { l: Load; rss: number };
-const better = (a: Measured | undefined, b: Measured) => (!a || b.l.rps > a.l.rps ? b : a);
-
-/** Issue 2: the channel path against bare Fastify in the same run (rounds interleaved, best kept). */
+/**
+ * Issue 2 and 14: the channel path against bare Fastify in the same run, svc as an operator
+ * starts it (CLI, default config, access log to a file), with one and two sandbox processes.
+ */
 export async function run(): Promise<void> {
-  let bare: Measured | undefined;
-  const svc: Array<Measured | undefined> = [undefined, undefined];
-  for (let round = 0; round < ROUNDS; round++) {
-    bare = better(bare, await withBareFastify(async (t) => ({ l: await load(`${t.url}/hello`), rss: rssMb(t.pids) })));
-    for (const workers of [1, 2]) {
-      const m = await withSvc(
-        { server: { sandbox: { workers } }, channel_rest: [{ name: 'hello', url_path: '/hello', service: 'hello', security: 'none' }] },
-        { 'hello.ts': hello },
-        async (t) => ({ l: await load(`${t.url}/hello`), rss: rssMb(t.pids) }),
-      );
-      svc[workers - 1] = better(svc[workers - 1], m);
-    }
-  }
-  const rows: Row[] = [{ name: 'bare Fastify hello-world', load: bare!.l, ratio: 1, rssMb: bare!.rss }];
-  svc.forEach((m, i) => {
-    rows.push({ name: `svc channel → sandboxed service (${i + 1} sandbox process${i ? 'es' : ''})`, load: m!.l, ratio: m!.l.rps / bare!.l.rps, rssMb: m!.rss, note: 'RSS: kernel + sandbox processes' });
-  });
-  printTable(`Kernel: channel path vs bare Fastify (goal ≥ 0.6×; best of ${ROUNDS} interleaved rounds)`, rows, 'vs bare');
+  await compareChannels('Kernel: channel path vs bare Fastify (goal ≥ 0.6×, server CPU ≤ 2×)', [
+    { name: 'bare Fastify hello-world', note: 'bench/server.ts bare', start: bare, alone: true },
+    { name: 'svc channel → sandboxed service, 1 sandbox process', note: 'CLI, default config', start: svc(1) },
+    { name: 'svc channel → sandboxed service, 2 sandbox processes (the default)', note: 'CLI, default config', start: svc(2) },
+  ]);
 }

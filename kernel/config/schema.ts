@@ -29,9 +29,15 @@ export const sandboxSchema = z
       .min(1)
       .default(128)
       .describe("Calls in flight on a service's home sandbox process before its calls spill to the others (a service's calls batch best in one process)."),
+    idle_ms: z
+      .number()
+      .int()
+      .min(0)
+      .default(30_000)
+      .describe("A service's isolate in a sandbox process that had no call for this long is dropped to free its memory, and built again on its next call (which waits for the build); 0 keeps every isolate."),
   })
   .strict()
-  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128 });
+  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128, idle_ms: 30_000 });
 
 export const serverSchema = z
   .object({
@@ -50,7 +56,15 @@ export const serverSchema = z
       .describe('CIDR ranges whose X-Svc-Forwarded-For / X-Forwarded-For headers are honoured; absent means every peer is trusted.'),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level.'),
     body_limit: z.number().int().min(0).max(1024 * MiB).default(MiB).describe('Default request body limit of a channel, in bytes.'),
-    drain_timeout_ms: z.number().int().min(0).default(10_000).describe('How long SIGTERM waits for in-flight requests.'),
+    drain_timeout_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(3_600_000)
+      .default(10_000)
+      .describe(
+        'Shutdown deadline (SIGTERM or SIGINT), in ms: how long requests in flight and queued work that runs get to finish before the process exits 1, logging what it cut (docs/operations.md).',
+      ),
     sandbox: sandboxSchema,
   })
   .strict();

@@ -10,6 +10,7 @@ import { HttpExchange } from './exchange.ts';
 import { replyWithError, runChain } from './chain.ts';
 import type { ChannelRouter } from './router.ts';
 import type { PeerFilter } from './client-address.ts';
+import type { AccessLog } from '../platform/log.ts';
 import { SvcError } from '../errors.ts';
 
 /** Correlation IDs: a random per-process prefix and a counter, unique without a syscall per request. */
@@ -21,6 +22,8 @@ export function cidGenerator(): () => string {
 
 export interface HttpDeps {
   log: Logger;
+  /** One line per request; undefined when the log level leaves it out. */
+  accessLog: AccessLog | undefined;
   router: () => ChannelRouter;
   server: () => ServerConfig;
   trusted: () => PeerFilter | undefined;
@@ -80,7 +83,8 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'cid' }),
     genReqId: nextCid,
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Requests that reach a route while closing are refused by serveChannel, with the CID and svc's body.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 2048 },
   } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
@@ -88,23 +92,20 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req: FastifyRequest, _payload: unknown, done: (err: Error | null, body?: unknown) => void) => done(null));
 
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-svc-cid', request.id);
-    done();
-  });
-
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (deps.closing()) reply.header('connection', 'close');
-    done(null, payload);
-  });
-
-  const logRequests = deps.log.isLevelEnabled('info');
-  app.addHook('onResponse', (request, reply, done) => {
-    if (logRequests) deps.log.info({ cid: request.id, channel: (request as unknown as { svcChannel?: string }).svcChannel, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
-    done();
-  });
+  // The CID header and, once shutdown began, `connection: close` are set where each answer is
+  // made (the channel route, the two handlers below, sendDraft), not by onRequest and onSend
+  // hooks: a hook costs every request a pass through Fastify's hook runner.
+  const accessLog = deps.accessLog;
+  if (accessLog) {
+    app.addHook('onResponse', function logRequest(request, reply, done) {
+      accessLog(request.id, (request as unknown as { svcChannel?: string }).svcChannel, request.method, request.url, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100);
+      done();
+    });
+  }
 
   app.setNotFoundHandler((request, reply) => {
+    reply.header('x-svc-cid', request.id);
+    if (deps.closing()) reply.header('connection', 'close');
     reply.code(ERRORS.NO_SUCH_URL.status).send(errorBody(request.id, ERRORS.NO_SUCH_URL.message));
   });
 
@@ -114,6 +115,7 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
     // The failure may be a header Node refused while writing: none of the draft's headers go out again.
     for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
     reply.header('x-svc-cid', request.id);
+    if (deps.closing()) reply.header('connection', 'close');
     reply.code(status >= 400 && status < 600 ? status : 500).send(errorBody(request.id, status < 500 ? error.message : 'Internal server error'));
   });
 
@@ -122,13 +124,15 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
     url: '/*',
     exposeHeadRoute: false,
     handler: async function serveChannel(request, reply) {
+      reply.header('x-svc-cid', request.id);
+      if (deps.closing()) return reply.code(503).header('connection', 'close').send(errorBody(request.id, ERRORS.SHUTTING_DOWN.message));
       const { path, search } = splitUrl(request.url);
       const match = deps.router().match(request.method, path);
       if (!match) return reply.code(ERRORS.NO_SUCH_URL.status).send(errorBody(request.id, ERRORS.NO_SUCH_URL.message));
       const rt = match.runtime;
       (request as unknown as { svcChannel?: string }).svcChannel = rt.channel.name;
       const server = deps.server();
-      const ex = new HttpExchange(request, reply, rt.channel, match.params, parseQuery(search), path, rt.channel.body_limit ?? server.body_limit, deps.trusted());
+      const ex = new HttpExchange(request, reply, rt.channel, match.params, parseQuery(search), path, rt.channel.body_limit ?? server.body_limit, deps.trusted(), deps.closing);
       if (match.kind === 'method') await replyWithError(rt.onError, ex, new SvcError('METHOD_NOT_ALLOWED', undefined, { headers: { allow: match.allow } }));
       else await runChain(rt, ex);
       if (!ex.replied) await replyWithError(rt.onError, ex, new SvcError('INTERNAL', 'No reply was produced'));

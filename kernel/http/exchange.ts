@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Channel } from '../config/schema.ts';
 import type { Exchange, ResponseDraft, UploadedFile } from '../../sdk/plugin/exchange.ts';
 import type { AuthInfo } from '../../sdk/plugin/extensions.ts';
+import type { TraceContext } from '../../sdk/internal/invoke-request.ts';
 import { SvcError } from '../errors.ts';
 import { clientAddressOf, type PeerFilter } from './client-address.ts';
 
@@ -20,6 +21,7 @@ export class HttpExchange implements Exchange {
   files: UploadedFile[] | undefined = undefined;
   input: Record<string, unknown> = {};
   auth: AuthInfo | undefined = undefined;
+  trace: TraceContext | undefined = undefined;
   readonly response: ResponseDraft = { status: 200, headers: {}, body: undefined, contentType: undefined };
   replied = false;
   /** The connection was dropped on purpose (firewall): no reply is owed. */
@@ -38,6 +40,8 @@ export class HttpExchange implements Exchange {
     path: string,
     private readonly bodyLimit: number,
     private readonly trusted: PeerFilter | undefined,
+    /** True once shutdown began: the answer then closes its connection, so draining ends. */
+    readonly closing: () => boolean = () => false,
   ) {
     this.cid = request.id;
     this.method = request.method;
@@ -62,7 +66,12 @@ export class HttpExchange implements Exchange {
   }
 
   get log(): Logger {
-    return (this.logger ??= (this.request.log as unknown as Logger).child({ cid: this.cid }));
+    const t = this.trace?.traceparent;
+    return (this.logger ??= (this.request.log as unknown as Logger).child(t ? { cid: this.cid, trace_id: t.slice(3, 35), span_id: t.slice(36, 52) } : { cid: this.cid }));
+  }
+
+  get elapsedMs(): number {
+    return this.replyTo.elapsedTime;
   }
 
   get clientAddress(): string {
@@ -217,6 +226,7 @@ export function sendDraft(ex: HttpExchange): void {
   const reply = ex.replyTo;
   reply.code(r.status);
   for (const name in r.headers) reply.header(name, r.headers[name]);
+  if (ex.closing()) reply.header('connection', 'close');
   let body = r.body;
   if (body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) {
     body = JSON.stringify(body);

@@ -24,25 +24,20 @@ export function prepareInput(channel: Channel, registry: ServiceRegistry, textPa
     const url = qsOverPath ? { ...ex.pathParams, ...ex.query } : { ...ex.query, ...ex.pathParams };
     const payload = ex.payload;
     const fields = payload && typeof payload === 'object' && !Array.isArray(payload) && !Buffer.isBuffer(payload) ? (payload as Record<string, unknown>) : undefined;
-    // Values that arrived as text (URL, and text formats' payloads) are converted to a model's types.
-    const textKeys = new Set<string>();
     let input: Record<string, unknown>;
-    if (!fields) {
-      input = url;
-      for (const k in url) textKeys.add(k);
-    } else if (isEmpty(url) && !svc.checkInput) {
+    if (!fields) input = url;
+    else if (isEmpty(url) && !svc.checkInput) {
       // Nothing to merge and nothing to change: the payload's fields are the input, uncopied.
       input = fields;
-    } else if (urlOverMsg) {
-      input = { ...fields, ...url };
-      for (const k in url) textKeys.add(k);
-    } else {
-      input = { ...url, ...fields };
-      for (const k in url) if (!(k in fields)) textKeys.add(k);
-    }
-    if (fields && textPayload && svc.checkInput) for (const k in fields) textKeys.add(k);
+    } else input = urlOverMsg ? { ...fields, ...url } : { ...url, ...fields };
     ex.input = input;
-    const problem = svc.checkInput?.(input, textKeys);
+    if (!svc.checkInput) return;
+    // Values that arrived as text (URL, and text formats' payloads) are converted to a model's types.
+    const textKeys = new Set<string>();
+    if (!fields || urlOverMsg) for (const k in url) textKeys.add(k);
+    else for (const k in url) if (!(k in fields)) textKeys.add(k);
+    if (fields && textPayload) for (const k in fields) textKeys.add(k);
+    const problem = svc.checkInput(input, textKeys);
     if (problem) throw new SvcError('INVALID_INPUT', `Invalid input: ${problem}`);
   };
 }

@@ -56,6 +56,7 @@ export function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
     rawBody: raw && raw.length ? (isUtf8(raw) ? { text: raw.toString('utf8') } : { base64: raw.toString('base64') }) : undefined,
     files: ex.files?.map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, base64: f.content.toString('base64') })),
     auth: ex.auth,
+    trace: ex.trace,
   };
 }
 

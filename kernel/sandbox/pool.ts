@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { SvcError } from '../errors.ts';
 import { isolatedVmEntry } from './ivm.ts';
 import { Wire } from './wire.ts';
-import { parseInvokeResult, readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxCaps, type SandboxMessage, type ServiceMeta } from './protocol.ts';
+import { parseInvokeResult, readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
 
 export interface PoolCaps extends SandboxCaps {
   /** Calls in flight on one sandbox process before new calls go to the next one. */
@@ -90,10 +90,24 @@ function sandboxEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/** A call's outcome label from the code that ended it: SANDBOX_CRASHED → crashed, SERVICE_TIMEOUT → timeout. */
+function outcomeOf(code: string): string {
+  return code.replace(/^(SERVICE|SANDBOX)_/, '').toLowerCase();
+}
+
 function homeIndex(service: string, workers: number): number {
   let h = 0;
   for (let i = 0; i < service.length; i++) h = (h * 31 + service.charCodeAt(i)) | 0;
   return Math.abs(h) % workers;
+}
+
+/** A call not answered yet, as a shutdown cut short reports it. */
+export interface CallInFlight {
+  service: string;
+  cid: string;
+  channel: string | undefined;
+  /** A Use queue attempt (it runs again after the restart). */
+  queued: boolean;
 }
 
 interface PendingCall {
@@ -193,6 +207,10 @@ export class SandboxPool {
   private sdkCode = '';
   private sweeper: NodeJS.Timeout | undefined;
   private workerFile = '';
+  /** Outcomes of calls by service (SandboxStats): one increment per call, read when asked. */
+  private readonly outcomes = new Map<string, Record<string, number>>();
+  private readonly rebuilds = new Map<string, number>();
+  private restarts = 0;
 
   constructor(
     private readonly size: number,
@@ -241,6 +259,7 @@ export class SandboxPool {
   private settle(call: PendingCall, outcome: InvokeResult | SvcError): void {
     this.pending.delete(call.id);
     call.worker?.inflight.delete(call.id);
+    this.count(call.request.service, outcome instanceof SvcError ? outcomeOf(outcome.code) : outcome.error ? 'error' : 'ok');
     if (outcome instanceof SvcError) call.reject(outcome);
     else call.resolve(outcome);
     if (call.calledHost) this.hostCallsDone(call.request);
@@ -319,6 +338,7 @@ export class SandboxPool {
     const delay = recent.length <= 1 ? 0 : Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (recent.length - 2));
     setTimeout(() => {
       if (this.closing) return;
+      this.restarts++;
       if (worker.slot !== undefined) this.homes[worker.slot] = this.spawn(worker.slot, undefined);
       else if (worker.alone !== undefined) {
         const probation = this.probation.get(worker.alone);
@@ -372,6 +392,10 @@ export class SandboxPool {
         return;
       case 'overrun':
         this.log.warn({ service: message.name }, 'service code kept running after its calls ended; its isolate was disposed');
+        return;
+      case 'rebuilt':
+        // Untrusted like every message: only a deployed service's name becomes a metric label.
+        if (this.services.has(message.name)) this.rebuilds.set(message.name, (this.rebuilds.get(message.name) ?? 0) + 1);
         return;
     }
   }
@@ -474,8 +498,8 @@ export class SandboxPool {
   }
 
   invoke(request: InvokeRequest): Promise<InvokeResult> {
-    if (this.quarantined.has(request.service)) return Promise.reject(new SvcError('SERVICE_QUARANTINED'));
-    if (this.closing) return Promise.reject(new SvcError('SERVICE_UNAVAILABLE'));
+    if (this.quarantined.has(request.service)) return this.refuse(request, 'SERVICE_QUARANTINED');
+    if (this.closing) return this.refuse(request, 'SERVICE_UNAVAILABLE');
     const timeoutMs = this.services.get(request.service)?.timeoutMs ?? this.caps.defaultTimeoutMs;
     return new Promise<InvokeResult>((resolve, reject) => {
       const call: PendingCall = { id: this.nextId++, request, deadline: Date.now() + timeoutMs + CALL_MARGIN_MS, worker: undefined, calledHost: false, resolve, reject };
@@ -484,6 +508,29 @@ export class SandboxPool {
       if (worker) this.send(worker, call);
       else this.waiting.push(call);
     });
+  }
+
+  private refuse(request: InvokeRequest, code: 'SERVICE_QUARANTINED' | 'SERVICE_UNAVAILABLE'): Promise<never> {
+    this.count(request.service, outcomeOf(code));
+    return Promise.reject(new SvcError(code));
+  }
+
+  private count(service: string, outcome: string): void {
+    let byOutcome = this.outcomes.get(service);
+    if (!byOutcome) this.outcomes.set(service, (byOutcome = Object.create(null) as Record<string, number>));
+    byOutcome[outcome] = (byOutcome[outcome] ?? 0) + 1;
+  }
+
+  stats(): SandboxStats {
+    const calls: SandboxStats['calls'] = [];
+    for (const [service, byOutcome] of this.outcomes) for (const outcome in byOutcome) calls.push({ service, outcome, count: byOutcome[outcome]! });
+    return {
+      calls,
+      isolateRebuilds: [...this.rebuilds].map(([service, count]) => ({ service, count })),
+      processRestarts: this.restarts,
+      processes: this.liveWorkers().length,
+      quarantined: [...this.quarantined.keys()],
+    };
   }
 
   /**
@@ -559,6 +606,10 @@ export class SandboxPool {
   /** Why a service is quarantined, or undefined. */
   quarantineOf(service: string): string | undefined {
     return this.quarantined.get(service);
+  }
+
+  inFlight(): CallInFlight[] {
+    return [...this.pending.values()].map(({ request: r }) => ({ service: r.service, cid: r.cid, channel: r.channel, queued: r.delivery !== undefined }));
   }
 
   /** Process ids of the live sandbox processes (tests and diagnostics). */

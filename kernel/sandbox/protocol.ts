@@ -1,47 +1,8 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { z } from 'zod';
-import type { AuthInfo } from '../../sdk/plugin/extensions.ts';
 import { HTTP_METHODS } from '../../sdk/http.ts';
 
-/**
- * What the kernel asks of a service, and what comes back. Only JSON-like data:
- * it crosses a process boundary and an isolate boundary as JSON text.
- */
-export interface InvokeRequest {
-  service: string;
-  cid: string;
-  channel?: string;
-  /** Upper-case HTTP method; selects a verb handler. */
-  method: string;
-  path?: string;
-  /** Absent when `inputOverPayload` is given: input is then the payload's fields with those on top. */
-  input?: Record<string, unknown>;
-  /**
-   * Input fields that differ from the payload's (URL parameters, defaults, converted values):
-   * the payload's fields cross the boundary once, not twice.
-   */
-  inputOverPayload?: Record<string, unknown>;
-  payload?: unknown;
-  headers?: Record<string, string>;
-  query?: Record<string, string | string[]>;
-  pathParams?: Record<string, string>;
-  /** The raw body: UTF-8 text when it decodes as such, else base64. */
-  rawBody?: { text: string } | { base64: string };
-  files?: Array<{ field: string; filename: string; contentType: string; base64: string }>;
-  auth?: AuthInfo;
-  /** Set when the call runs from the Use queue: the service's `ctx.delivery`. */
-  delivery?: DeliveryInfo;
-}
-
-/** Which delivery of a queued event this call is (at-least-once: services deduplicate by `cid`). */
-export interface DeliveryInfo {
-  /** 1 for the first attempt. */
-  attempt: number;
-  /** When the event was accepted, ISO 8601. */
-  firstReceivedAt: string;
-  /** The CID the event was accepted with (each attempt has its own `ctx.cid`). */
-  cid: string;
-}
+export type { InvokeRequest, DeliveryInfo, TraceContext } from '../../sdk/internal/invoke-request.ts';
 
 const deliveryInfoSchema = z
   .object({
@@ -140,6 +101,7 @@ const sandboxMessage = z.discriminatedUnion('t', [
   z.object({ t: z.literal('hostcall'), id: wireId, seq: wireId, op: z.string().min(1).max(200) }),
   z.object({ t: z.literal('deployed'), did: wireId, ok: z.boolean(), meta: serviceMeta.optional(), error: z.string().optional() }),
   z.object({ t: z.literal('overrun'), name: z.string().max(256) }),
+  z.object({ t: z.literal('rebuilt'), name: z.string().max(256) }),
 ]);
 export type SandboxMessage = z.infer<typeof sandboxMessage>;
 
@@ -157,6 +119,8 @@ export interface SandboxCaps {
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
   maxOutputBytes: number;
+  /** An isolate with no call for this long is dropped and built again on its next call; 0 keeps it. */
+  idleMs: number;
 }
 
 /** A sandbox → kernel header, checked; undefined when it is not one of the kinds above. */
@@ -253,4 +217,26 @@ export function parseInvokeResult(text: string): InvokeResult | { invalid: strin
     result.logs = logs;
   }
   return result;
+}
+
+/**
+ * What became of sandbox calls, and what the processes went through. Counters count from the
+ * kernel's start; they are kept as plain numbers and read on demand, so a call costs one increment.
+ */
+export interface SandboxStats {
+  /**
+   * Calls by service and outcome: `ok` (a result), `error` (the service answered with an error:
+   * raised, or an SDK error class), or what ended it otherwise, from the error catalogue's code:
+   * `timeout`, `memory_limit`, `crashed` (its process died), `quarantined`, `unavailable`,
+   * `not_deployed`, `output_too_large`, `output_invalid`, `internal`.
+   */
+  calls: Array<{ service: string; outcome: string; count: number }>;
+  /** Isolates rebuilt after a time or memory limit (or work left running) disposed them, by service. */
+  isolateRebuilds: Array<{ service: string; count: number }>;
+  /** Sandbox processes started again after dying. */
+  processRestarts: number;
+  /** Sandbox processes alive now (home slots and probation processes). */
+  processes: number;
+  /** Services quarantined now. */
+  quarantined: string[];
 }

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
-import { SandboxPool, type DeployOutcome, type HostCallHandler, type PoolCaps } from './pool.ts';
-import type { InvokeRequest, InvokeResult } from './protocol.ts';
+import { SandboxPool, type CallInFlight, type DeployOutcome, type HostCallHandler, type PoolCaps } from './pool.ts';
+import type { InvokeRequest, InvokeResult, SandboxStats } from './protocol.ts';
 
-export type { DeployOutcome, HostCallHandler, PoolCaps };
+export type { SandboxStats } from './protocol.ts';
+
+export type { CallInFlight, DeployOutcome, HostCallHandler, PoolCaps };
 
 /**
  * All the kernel asks of the sandbox runner. Everything behind it (processes, isolates, the wire,
@@ -16,10 +18,15 @@ export interface ServiceRunner {
   invoke(request: InvokeRequest): Promise<InvokeResult>;
   /** Why a service is quarantined, or undefined. */
   quarantineOf(service: string): string | undefined;
+  /** Calls not answered yet (what a shutdown past its deadline cuts). */
+  inFlight(): CallInFlight[];
   /** The sandbox processes' ids (diagnostics, benchmarks). */
   pids(): number[];
+  /** Counters since start and gauges of now, read whenever asked (KernelApi.sandboxStats). */
+  stats(): SandboxStats;
   close(): Promise<void>;
 }
+
 
 export interface RunnerOptions {
   processes: number;

@@ -19,6 +19,12 @@ const KIND_OF: Partial<Record<ErrorCode, ServiceErrorKind>> = {
 /** Log lines the host calls of one request may write; the rest are counted and reported once. */
 const LOG_LINES_PER_REQUEST = 3;
 
+/** A request's log fields: its CID, service and, when it is traced, the trace and span (as the Exchange's log). */
+function fieldsOf(invocation: InvokeRequest): Record<string, string> {
+  const t = invocation.trace?.traceparent;
+  return t ? { cid: invocation.cid, service: invocation.service, trace_id: t.slice(3, 35), span_id: t.slice(36, 52) } : { cid: invocation.cid, service: invocation.service };
+}
+
 /** What the host calls of one request did, kept until the request ends. */
 class RequestTally implements HostCallLog {
   unlogged = 0;
@@ -39,7 +45,7 @@ class RequestTally implements HostCallLog {
       return;
     }
     this.logged++;
-    (this.logger ??= this.root.child({ cid: this.invocation.cid, service: this.invocation.service }))[level](obj, msg);
+    (this.logger ??= this.root.child(fieldsOf(this.invocation)))[level](obj, msg);
   }
 
   /** Aborted when the request's call ends, however (reply, limit, crash): work for it stops. */
@@ -117,7 +123,7 @@ export class HostCalls {
       return fail('Error', 500, `invalid arguments for ${op}: ${why}`);
     }
     try {
-      const value = await call.handler(args, { cid: invocation.cid, service: invocation.service, channel: invocation.channel, log, signal: log.signal });
+      const value = await call.handler(args, { cid: invocation.cid, service: invocation.service, channel: invocation.channel, log, signal: log.signal, trace: invocation.trace });
       return JSON.stringify({ ok: true, value: value ?? null });
     } catch (err) {
       if (err instanceof SvcError) return fail(KIND_OF[err.code] ?? 'Error', err.status, err.details);

@@ -1,14 +1,16 @@
 import type Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sqliteDriver } from './sqlite-driver.ts';
 import type { DataStore, Migration, Queryable, RunResult } from './types.ts';
 
 /**
- * The embedded store: one SQLite file in WAL mode. Ordinary commits use
- * synchronous=NORMAL (survive a process crash, may lose the last commits on power loss);
- * durable transactions are grouped and committed with synchronous=FULL, so one fsync
- * covers every durable commit that arrived in the same tick.
+ * The embedded store: one SQLite file in WAL mode at synchronous=NORMAL, so a commit is a
+ * write() of WAL frames (it survives a process crash, not yet a power loss). Durability is an
+ * fdatasync of the WAL file, run off the event loop (libuv's thread pool) after the commit:
+ * the loop keeps parsing requests and committing the next transactions while the disk
+ * flushes, and one flush covers every commit made before it started (see sync()). This is
+ * what synchronous=FULL does inside COMMIT, without blocking the process for the flush.
  */
 interface DurableJob {
   run: () => Promise<unknown>;
@@ -22,13 +24,21 @@ export class SqliteStore implements DataStore {
   private readonly statements = new Map<string, Database.Statement>();
   private tail: Promise<unknown> = Promise.resolve();
   private durableBatch: DurableJob[] | undefined;
+  private readonly walFile: string | undefined;
+  private walFd: number | undefined;
+  /** The flush in progress, and the one queued behind it for commits made after it started. */
+  private flushing: Promise<void> | undefined;
+  private nextFlush: Promise<void> | undefined;
+  private flushes = 0;
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     const Driver = sqliteDriver();
     this.db = new Driver(file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+    const wal = this.db.pragma('journal_mode = WAL', { simple: true }) === 'wal';
+    // Without a WAL (an in-memory database, a file system SQLite cannot share memory on) every commit syncs itself.
+    this.walFile = wal ? `${file}-wal` : undefined;
+    this.db.pragma(wal ? 'synchronous = NORMAL' : 'synchronous = FULL');
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
     this.db.exec('CREATE TABLE IF NOT EXISTS svc_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (owner, version))');
@@ -84,12 +94,57 @@ export class SqliteStore implements DataStore {
   }
 
   /**
-   * One FULL-synchronous transaction for a group of durable jobs. A failing job rolls back
-   * to its savepoint only; every promise settles after COMMIT returned, i.e. after the fsync.
+   * Resolves once every transaction committed before the call is on stable storage. Flushes
+   * are coalesced: while one runs, later callers share the single next one, which starts when
+   * the running one ends (that one may have begun before their commits were written).
+   */
+  sync(): Promise<void> {
+    if (this.walFile === undefined) return Promise.resolve();
+    if (this.flushing === undefined) return this.startFlush();
+    const after = this.flushing.catch(() => undefined);
+    return (this.nextFlush ??= after.then(() => {
+      this.nextFlush = undefined;
+      return this.startFlush();
+    }));
+  }
+
+  /** Flushes completed (tests: durable commits went through sync()). */
+  get flushCount(): number {
+    return this.flushes;
+  }
+
+  private startFlush(): Promise<void> {
+    const flush = new Promise<void>((resolve, reject) => {
+      // A failed flush fails its waiters only, as a failed COMMIT does at synchronous=FULL.
+      fdatasync(this.walDescriptor(), (err) => {
+        if (err) return reject(err);
+        this.flushes++;
+        resolve();
+      });
+    });
+    this.flushing = flush;
+    const done = () => {
+      if (this.flushing === flush) this.flushing = undefined;
+    };
+    flush.then(done, done);
+    return flush;
+  }
+
+  /**
+   * The WAL file, opened once: SQLite keeps the same file while its connection is open (a
+   * checkpoint rewinds it, never replaces it), and fdatasync on any descriptor of a file flushes it.
+   */
+  private walDescriptor(): number {
+    return (this.walFd ??= openSync(this.walFile!, 'r'));
+  }
+
+  /**
+   * One transaction for a group of durable jobs, then one flush for all of them. A failing job
+   * rolls back to its savepoint only; every promise settles after the flush. The serial chain
+   * is released at COMMIT, so the next transactions commit while the flush runs.
    */
   private async commitGroup(jobs: DurableJob[]): Promise<void> {
     const outcomes: Array<{ ok: boolean; value: unknown }> = [];
-    this.db.pragma('synchronous = FULL');
     try {
       this.db.exec('BEGIN IMMEDIATE');
       for (const job of jobs) {
@@ -108,14 +163,18 @@ export class SqliteStore implements DataStore {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       for (const job of jobs) job.reject(err);
       return;
-    } finally {
-      this.db.pragma('synchronous = NORMAL');
     }
-    jobs.forEach((job, i) => {
-      const o = outcomes[i]!;
-      if (o.ok) job.resolve(o.value);
-      else job.reject(o.value);
-    });
+    this.sync().then(
+      () =>
+        jobs.forEach((job, i) => {
+          const o = outcomes[i]!;
+          if (o.ok) job.resolve(o.value);
+          else job.reject(o.value);
+        }),
+      (err: unknown) => {
+        for (const job of jobs) job.reject(err);
+      },
+    );
   }
 
   private async inTransaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -152,6 +211,9 @@ export class SqliteStore implements DataStore {
 
   async close(): Promise<void> {
     await this.tail;
+    await Promise.allSettled([this.flushing, this.nextFlush]);
     this.db.close();
+    if (this.walFd !== undefined) closeSync(this.walFd);
+    this.walFd = undefined;
   }
 }

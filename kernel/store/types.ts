@@ -30,5 +30,10 @@ export interface DataStore extends Queryable {
    * (fsync) before the promise resolves; implementations may group such commits.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: { durable?: boolean }): Promise<T>;
+  /**
+   * Resolves once every transaction committed before the call is on stable storage. With it a
+   * writer can commit at once and wait for durability apart, committing more in the meantime.
+   */
+  sync(): Promise<void>;
   close(): Promise<void>;
 }

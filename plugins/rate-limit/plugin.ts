@@ -1,4 +1,5 @@
 import { definePlugin } from '../../sdk/plugin/index.ts';
+import '../capabilities.ts';
 import type { Exchange } from '../../sdk/plugin/index.ts';
 import type { Channel, SvcConfig } from '../../sdk/plugin/index.ts';
 import { SvcError } from '../../sdk/plugin/index.ts';
@@ -7,6 +8,7 @@ import { ZoneTime } from './calendar.ts';
 import { clearCommand, clearControl } from './clear.ts';
 import { ALLOW, DENY, DROP, Limiter, Verdict } from './limiter.ts';
 import { MemoryCounterStore } from './policies/memory.ts';
+import { Refusals } from './refusals.ts';
 import { compileRuleSet, WindowPool, type CompiledRange, type RuleSet } from './rules.ts';
 import type { RateLimitState } from './state.ts';
 import { optionsSchema, rateLimitingSchema, validateRateLimiting, type RateLimitOptions, type Rule } from './schema.ts';
@@ -53,12 +55,21 @@ function securitiesFor(channel: Channel, state: RateLimitState): Map<string, Rul
   return state.securities;
 }
 
+/** Whether rules may apply on a channel: its own, or those of a definition its security admits (as securitiesFor picks them). */
+function mayLimit(channel: Channel, config: SvcConfig): boolean {
+  if ((channel.rate_limiting as Rule[] | undefined)?.length) return true;
+  if (channel.security === 'none') return false;
+  const limited = config.security.filter((d) => (d.rate_limiting as Rule[] | undefined)?.length);
+  return config.security.some((d) => d.name === channel.security) ? limited.some((d) => d.name === channel.security) : limited.length > 0;
+}
+
 function httpDate(ms: number): string {
   return new Date(Math.ceil(ms / 1000) * 1000).toUTCString();
 }
 
 /** A dropped request gets no response, so the kernel writes no request line for it: this is its line. */
-function dropConnection(ex: Exchange, by: RuleSet, range: CompiledRange): void {
+function dropConnection(ex: Exchange, by: RuleSet, range: CompiledRange, refusals: Refusals): void {
+  refusals.dropped(ex.channel.name);
   ex.log.info(
     { channel: ex.channel.name, client: ex.clientAddress, peer: ex.remoteAddress, [by.kind]: by.name, rule: range.ruleIndex + 1, range: range.label },
     'connection dropped: client disallowed by rate_limiting',
@@ -66,12 +77,13 @@ function dropConnection(ex: Exchange, by: RuleSet, range: CompiledRange): void {
   ex.drop();
 }
 
-function conclude(ex: Exchange, verdict: Verdict): void {
+function conclude(ex: Exchange, verdict: Verdict, refusals: Refusals): void {
   if (verdict.outcome === DROP) {
-    dropConnection(ex, verdict.droppedBy!, verdict.droppedRange!);
+    dropConnection(ex, verdict.droppedBy!, verdict.droppedRange!, refusals);
     return;
   }
   if (verdict.outcome === DENY) {
+    refusals.denied(ex.channel.name);
     throw new SvcError('TOO_MANY_REQUESTS', 'Too many requests', {
       headers: {
         'Retry-After': httpDate(verdict.retryAtMs),
@@ -91,11 +103,13 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
   kind: 'limit',
   version: '1.0.0',
   sdk: '^1.0.0',
+  provides: ['rate-limit.stats'],
   configSchema: optionsSchema,
   contributes: {
     channelFields: { rate_limiting: rateLimitingSchema },
     securityFields: { rate_limiting: rateLimitingSchema },
     validateConfig: validateRateLimiting,
+    channelOpenApi: { responses: (channel, config) => (mayLimit(channel, config) ? { 429: 'a rate limit was reached; Retry-After says when to come back (TOO_MANY_REQUESTS)' } : undefined) },
   },
 
   setup(kernel, options) {
@@ -110,8 +124,10 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
       channels: new Map(),
       securities: new Map(),
       definitionNames: new Set(),
+      refusals: new Refusals(),
     };
     kernel.addControl(clearControl(state));
+    kernel.provide('rate-limit.stats', () => state.refusals.stats());
     return state;
   },
 
@@ -124,11 +140,11 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
     onRequest: ({ channel, config, state }) => {
       const rules = channelRules(channel, config, state);
       if (rules === undefined || !rules.disallows) return undefined;
-      const { limiter, addresses } = state;
+      const { limiter, addresses, refusals } = state;
       const clock = state.kernel.clock;
       return function firewall(ex: Exchange): void {
         const range = limiter.disallowedRange(rules, addresses.get(ex.clientAddress), clock.now());
-        if (range !== undefined) dropConnection(ex, rules, range);
+        if (range !== undefined) dropConnection(ex, rules, range, refusals);
       };
     },
 
@@ -136,15 +152,15 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
       const ownRules = channelRules(channel, config, state);
       const securities = securitiesFor(channel, state);
       if (ownRules === undefined && securities === undefined) return undefined;
-      const { limiter, addresses } = state;
+      const { limiter, addresses, refusals } = state;
       const clock = state.kernel.clock;
 
       function channelLevel(ex: Exchange, verdict: Verdict, client: ClientAddress, now: number): void | Promise<void> {
         if (verdict.outcome === ALLOW && ownRules !== undefined) {
           const checked = limiter.check(ownRules, client, now, verdict);
-          if (checked instanceof Promise) return checked.then((v) => conclude(ex, v));
+          if (checked instanceof Promise) return checked.then((v) => conclude(ex, v, refusals));
         }
-        conclude(ex, verdict);
+        conclude(ex, verdict, refusals);
       }
 
       // Definition rules first (one budget per credential across channels), then the channel's.

@@ -2,6 +2,7 @@ import type { KernelApi } from '../../sdk/plugin/index.ts';
 import type { AddressCache } from './addresses.ts';
 import type { Limiter } from './limiter.ts';
 import type { CounterStore } from './policies/types.ts';
+import type { Refusals } from './refusals.ts';
 import type { RuleSet, WindowPool } from './rules.ts';
 
 /** What the plugin keeps between requests; shared by its hooks and its clear command. */
@@ -16,4 +17,5 @@ export interface RateLimitState {
   securities: Map<string, RuleSet>;
   /** Every security definition name, with rules or not. */
   definitionNames: Set<string>;
+  refusals: Refusals;
 }

@@ -3,7 +3,7 @@
 // so a service that overwrites JSON or globals affects only itself.
 import type { Context, Delivery, ResponseControl, ServiceDefinition, UploadedFile, User } from '../context.ts';
 import { ServiceError } from '../errors.ts';
-import type { InvokeRequest } from '../../kernel/sandbox/protocol.ts';
+import type { InvokeRequest } from './invoke-request.ts';
 import { fromBase64, toBase64, utf8Encode } from './bytes.ts';
 import { HTTP_METHODS } from '../http.ts';
 

@@ -6,7 +6,8 @@ import type { HookName } from '../../kernel/hooks.ts';
 import type { Channel, SvcConfig, ServerConfig } from '../../kernel/config/schema.ts';
 import type { DataStore } from '../../kernel/store/types.ts';
 import type { Clock } from '../../kernel/clock.ts';
-import type { InvokeRequest, InvokeResult } from '../../kernel/sandbox/protocol.ts';
+import type { InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
+import type { SandboxStats } from '../../kernel/sandbox/runner.ts';
 
 /**
  * The plugin contract: what a plugin is, what it may contribute, and what the kernel offers it.
@@ -45,6 +46,46 @@ export interface OpenApiFragment {
   paths: Record<string, unknown>;
   schemas?: Record<string, unknown>;
   securitySchemes?: Record<string, unknown>;
+  /** Reusable response headers (components.headers). */
+  headers?: Record<string, unknown>;
+}
+
+/** How a channel's request body reads in OpenAPI, per data format (ChannelOpenApi.bodies). */
+export interface ChannelBodyDoc {
+  /** The request body's media type (`application/json`). */
+  mediaType: string;
+  /**
+   * Where a service's typed input fields travel in the body: `object`, the body is an object of
+   * them (JSON, form, XML, multipart); `message`, they are read out of a message of the format's
+   * own syntax (`schema`; HL7); `none`, the body is not read for fields (they come from the URL).
+   */
+  fields: 'object' | 'message' | 'none';
+  /** The body's schema when it is not an object of the fields. */
+  schema?: Record<string, unknown>;
+  /** What a client should know about it (values as text, the root element, files). */
+  description?: string;
+  /** Media type of the service's answer when the format writes it (`application/xml`). */
+  replyMediaType?: string;
+}
+
+/**
+ * A plugin's part in the OpenAPI document of the channels (the channels-openapi plugin reads
+ * every enabled plugin's): request bodies of its data formats, the security schemes of its
+ * security targets, and the answers it adds on a channel.
+ */
+export interface ChannelOpenApi {
+  /** Request bodies of channels with one of its data formats, by format name. */
+  bodies?: Record<string, ChannelBodyDoc>;
+  /**
+   * The security schemes a channel's `security` target stands for, by scheme name, when the
+   * target is this plugin's (undefined otherwise); any one of them is accepted. `resolve` reads
+   * another target (a group's members).
+   */
+  security?: (target: string, config: SvcConfig, resolve: (target: string) => Record<string, unknown> | undefined) => Record<string, unknown> | undefined;
+  /** Error answers it may give on this channel, by status, with why (rate limits: 429). */
+  responses?: (channel: Channel, config: SvcConfig) => Record<number, string> | undefined;
+  /** The success answer when it replaces the service's (the Use queue's 200 `{cid}`). */
+  success?: (channel: Channel) => { status: number; description: string; schema: Record<string, unknown> } | undefined;
 }
 
 export interface Contributions {
@@ -78,6 +119,8 @@ export interface Contributions {
   logRedact?: readonly string[];
   /** The OpenAPI 3.1 part of the routes it serves; built when a document is asked for. */
   openapi?: () => OpenApiFragment;
+  /** Its part in the channels' OpenAPI document (formats, security targets, extra answers). */
+  channelOpenApi?: ChannelOpenApi;
 }
 
 /** A plugin is plain data. The kernel validates it, runs setup once, then builds hooks per channel. */
@@ -101,6 +144,10 @@ export interface Plugin<O = any, S = any> {
   hooks: Partial<Record<HookName, HookFactory<S>>>;
   /** Subcommands of the `svc` CLI this plugin adds (e.g. `secdef set-password`). */
   cli?: CliCommand[];
+  /**
+   * Shutdown, after the channel listener drained and the sandbox processes stopped: close what it
+   * holds. Work that runs services must finish in an `onDrain` callback (KernelApi), before this.
+   */
   stop?: (state: S) => void | Promise<void>;
 }
 
@@ -118,6 +165,13 @@ export interface CliEnv {
   config: SvcConfig;
   /** The OpenAPI parts of the enabled plugins (Contributions.openapi). */
   openApiFragments: () => OpenApiFragment[];
+  /** The enabled plugins' contributions, in load order. */
+  contributions: () => readonly Contributions[];
+  /**
+   * Compiles the services directory in a sandbox, as `svc check` does, without a server: what
+   * each service that compiles declares, by name.
+   */
+  serviceMetas: () => Promise<Map<string, ServiceMeta>>;
   configPath: string;
   /** Opens the data store (the same file the server uses). */
   openStore: () => Promise<DataStore>;
@@ -180,6 +234,8 @@ export interface HostCallContext {
   log: HostCallLog;
   /** Aborted when the calling request's service call ends (its reply, its time limit, a crash): pass it to I/O. */
   signal: AbortSignal;
+  /** The calling request's trace context (InvokeRequest.trace), which work done on its behalf continues (SDK 1.1). */
+  trace?: TraceContext | undefined;
 }
 
 export interface HostCall<A = any> {
@@ -208,6 +264,12 @@ export interface ConfigLayer {
 /** A candidate config checked whole: the validated config, or every issue with its path. */
 export type ConfigCheck = { ok: true; config: SvcConfig; raw: RawConfig } | { ok: false; issues: ConfigIssue[] };
 
+/**
+ * Where the server is in its life: `starting` until the services are deployed and every
+ * listener is up (`svc start` finished starting), `serving`, then `draining` once shutdown began.
+ */
+export type Lifecycle = 'starting' | 'serving' | 'draining';
+
 /** What the kernel offers plugins. */
 export interface KernelApi {
   readonly log: Logger;
@@ -232,6 +294,15 @@ export interface KernelApi {
   controlOps(): ControlOp[];
   /** Runs once the kernel's listener is up (`svc start`): plugins with listeners of their own start them here. */
   onListen(start: () => Promise<void>): void;
+  /**
+   * Runs when shutdown begins (SIGTERM), while the channel listener drains: stop starting new
+   * work and let what runs finish, within the plugin's own wait. `stop` still follows.
+   */
+  onDrain(drain: () => Promise<void>): void;
+  /** What a deployed service declares (verb handlers, typed input model, limits), or undefined. */
+  serviceMeta(name: string): ServiceMeta | undefined;
+  /** The enabled plugins' contributions, in load order (for generic readers such as the channels' OpenAPI document). */
+  contributions(): readonly Contributions[];
   addRoute(route: PluginRoute): void;
   addHostCall(call: HostCall): void;
   addControl(op: ControlOp): void;
@@ -249,4 +320,8 @@ export interface KernelApi {
   /** Named capabilities plugins share without importing each other's internals; typed by sdk/plugin/capabilities.ts. */
   provide<K extends CapabilityName>(name: K, value: Capabilities[K]): void;
   lookup<K extends CapabilityName>(name: K): Capabilities[K] | undefined;
+  /** Where the server is in its life (readiness probes). SDK 1.1. */
+  lifecycle(): Lifecycle;
+  /** The sandbox's counters and gauges now: calls by service and outcome, restarts, rebuilds, quarantines (metrics). SDK 1.1. */
+  sandboxStats(): SandboxStats;
 }

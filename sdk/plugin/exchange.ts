@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Channel } from '../../kernel/config/schema.ts';
 import type { AuthInfo } from './extensions.ts';
+import type { TraceContext } from '../internal/invoke-request.ts';
 
 /** One uploaded file part (multipart channels). */
 export interface UploadedFile {
@@ -53,11 +54,18 @@ export interface Exchange {
   /** Service input: path, query and payload fields merged by the channel's priority settings. */
   input: Record<string, unknown>;
   auth: AuthInfo | undefined;
+  /**
+   * The request's trace context, set by a tracing plugin at onRequest (SDK 1.1). The kernel carries
+   * it into the invoke request (so into host calls and queued events) and into `log`'s lines.
+   */
+  trace?: TraceContext | undefined;
   response: ResponseDraft;
   /** True once a reply was sent or the connection dropped: the chain stops. */
   readonly replied: boolean;
   /** True when drop() closed the connection: no response went out, whatever `response.status` says (optional: SDK 1.0 exchanges lack it). */
   readonly dropped?: boolean;
+  /** Milliseconds since the request arrived, from Fastify's own timer (no hook needed); stops once the response is written (SDK 1.1). */
+  readonly elapsedMs?: number;
   /** Sends a reply now (body: object → JSON, string, Buffer); the chain stops. */
   reply(status: number, body: unknown, headers?: Record<string, string>): void;
   /** Closes the TCP connection with a reset and writes no response at all. */

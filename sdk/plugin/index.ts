@@ -8,6 +8,8 @@
  */
 export { definePlugin, PLUGIN_KINDS } from './contract.ts';
 export type {
+  ChannelBodyDoc,
+  ChannelOpenApi,
   CliCommand,
   CliEnv,
   ConfigCheck,
@@ -23,6 +25,7 @@ export type {
   HostCallContext,
   HostCallLog,
   KernelApi,
+  Lifecycle,
   OpenApiFragment,
   Plugin,
   PluginKind,
@@ -36,7 +39,8 @@ export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
 export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';
 export type { DataStore, Migration, Queryable, RunResult } from '../../kernel/store/types.ts';
-export type { DeliveryInfo, InvokeRequest, InvokeResult } from '../../kernel/sandbox/protocol.ts';
+export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
+export type { SandboxStats } from '../../kernel/sandbox/runner.ts';
 export { systemClock, type Clock } from '../../kernel/clock.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';

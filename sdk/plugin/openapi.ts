@@ -19,12 +19,16 @@ export function openApiDocument(info: { title: string; version: string; descript
   const tags: Array<Record<string, unknown>> = [];
   const schemas: Record<string, unknown> = {};
   const schemes: Record<string, unknown> = { ...securitySchemes };
+  const headers: Record<string, unknown> = {};
   const paths: Record<string, unknown> = {};
   for (const f of fragments) {
     tags.push(...(f.tags ?? []));
     Object.assign(schemas, f.schemas);
     Object.assign(schemes, f.securitySchemes);
+    Object.assign(headers, f.headers);
     Object.assign(paths, f.paths);
   }
-  return { openapi: '3.1.0', info, tags, components: { schemas, securitySchemes: schemes }, paths };
+  const components: Record<string, unknown> = { schemas, securitySchemes: schemes };
+  if (Object.keys(headers).length) components.headers = headers;
+  return { openapi: '3.1.0', info, tags, components, paths };
 }

@@ -24,15 +24,42 @@ export function signedDataSchema(maxBytes: number) {
       z.object({ bytes: z.array(z.number().int().min(0).max(255)) }).strict(),
     ])
     .transform((data, ctx) => {
-      // Lengths first: a UTF-8 text has at least as many bytes as UTF-16 units, and nothing oversized is decoded.
-      const size = 'text' in data ? data.text.length : 'base64' in data ? Math.floor((data.base64.length * 3) / 4) - 2 : data.bytes.length;
-      const bytes = size > maxBytes ? undefined : 'text' in data ? Buffer.from(data.text, 'utf8') : 'base64' in data ? Buffer.from(data.base64, 'base64') : Buffer.from(data.bytes);
-      if (bytes === undefined || bytes.length > maxBytes) {
+      const bytes = decodeSignedData(data, maxBytes);
+      if (bytes === undefined) {
         ctx.addIssue({ code: 'custom', message: tooLarge });
         return z.NEVER;
       }
       return bytes;
     });
+}
+
+type SignedData = { text: string } | { base64: string } | { bytes: number[] };
+
+/** The bytes of checked data, or undefined when they are more than `maxBytes`. */
+function decodeSignedData(data: SignedData, maxBytes: number): Buffer | undefined {
+  // Lengths first: a UTF-8 text has at least as many bytes as UTF-16 units, and nothing oversized is decoded.
+  const size = 'text' in data ? data.text.length : 'base64' in data ? Math.floor((data.base64.length * 3) / 4) - 2 : data.bytes.length;
+  const bytes = size > maxBytes ? undefined : 'text' in data ? Buffer.from(data.text, 'utf8') : 'base64' in data ? Buffer.from(data.base64, 'base64') : Buffer.from(data.bytes);
+  return bytes === undefined || bytes.length > maxBytes ? undefined : bytes;
+}
+
+/**
+ * What `signedDataSchema` accepts, checked by hand: the sandbox process checks the arguments of
+ * its local crypto calls with this, because loading zod there costs every sandbox process ≈ 8 MB.
+ * The bytes, or what is wrong.
+ */
+export function readSignedData(value: unknown, maxBytes: number): Buffer | { problem: string } {
+  const shape = 'data must be exactly one of {text: string}, {base64: string}, {bytes: integers 0-255}';
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { problem: shape };
+  const keys = Object.keys(value);
+  const v = value as Record<string, unknown>;
+  if (keys.length !== 1) return { problem: shape };
+  const ok =
+    (keys[0] === 'text' && typeof v.text === 'string') ||
+    (keys[0] === 'base64' && typeof v.base64 === 'string') ||
+    (keys[0] === 'bytes' && Array.isArray(v.bytes) && v.bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255));
+  if (!ok) return { problem: shape };
+  return decodeSignedData(value as SignedData, maxBytes) ?? { problem: `data is larger than ${maxBytes} bytes` };
 }
 
 export function hmac(algorithm: HmacAlgorithm, key: string | Buffer, data: Buffer): Buffer {

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
-import { makeProject, runCli, startCli, type CliServer } from '../helpers/cli.ts';
+import { makeProject, runCli, startCli, type CliServer, waitFor } from '../helpers/cli.ts';
 
 /**
  * Issue 12 against `svc start` over real sockets: the Use queue answers before the service
@@ -121,15 +121,6 @@ async function post(path: string, body: unknown): Promise<{ status: number; cid:
   return { status: res.statusCode, cid: String(res.headers['x-svc-cid']), json };
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 interface Listed {
   id: number;

@@ -25,12 +25,16 @@ export function makeProject(config: string, services: Record<string, string> = {
   return dir;
 }
 
-/** Starts `svc start` in a project directory on a free port; resolves once it listens. */
-export function startCli(dir: string, env: NodeJS.ProcessEnv = {}): Promise<CliServer> {
-  const proc = spawn(process.execPath, [SVC_BIN, 'start', '--config', 'config/svc.yaml'], {
+/**
+ * Starts `svc start` in a project directory on a free port; resolves once it listens. `detached`
+ * makes it a process group leader, as a shell's foreground job is (Ctrl-C signals the group).
+ */
+export function startCli(dir: string, env: NodeJS.ProcessEnv = {}, opts: { detached?: boolean; config?: string } = {}): Promise<CliServer> {
+  const proc = spawn(process.execPath, [SVC_BIN, 'start', '--config', opts.config ?? 'config/svc.yaml'], {
     cwd: dir,
     env: { ...process.env, SVC_PORT: '0', SVC_ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: opts.detached,
   });
   let out = '';
   proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
@@ -66,4 +70,15 @@ export function startCli(dir: string, env: NodeJS.ProcessEnv = {}): Promise<CliS
 export function runCli(args: string[], cwd: string, input?: string, env?: NodeJS.ProcessEnv): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [SVC_BIN, ...args], { cwd, input, encoding: 'utf8', timeout: 60_000, env: env && { ...process.env, ...env } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Polls `probe` every 20 ms until it returns something truthy; throws after `timeoutMs`. */
+export async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

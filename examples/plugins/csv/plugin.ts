@@ -52,6 +52,8 @@ export default definePlugin({
     dataFormats: [CSV],
     channelFields: { csv: csvChannelSchema.optional().describe('CSV settings of a channel with data_format: csv.') },
     validateConfig: checkSettingsPlacement,
+    // The rows are the payload, not input fields: those come from the URL.
+    channelOpenApi: { bodies: { [CSV]: { mediaType: 'text/csv', fields: 'none', schema: { type: 'string' }, description: 'CSV text (RFC 4180); the rows reach the service as its payload.', replyMediaType: 'text/csv' } } },
   },
   hooks: {
     parse: ({ channel }) => (channel.data_format === CSV ? csvReader(settingsOf(channel)) : undefined),

@@ -82,6 +82,11 @@ export default definePlugin<z.infer<typeof optionsSchema>, JwtState>({
   contributes: {
     securityTypes: { [JWT]: jwtShape },
     validateConfig: validateJwt,
+    // How its channels read in the channels' OpenAPI document (svc openapi --channels).
+    channelOpenApi: {
+      security: (target, config) =>
+        config.security.some((s) => s.name === target && s.type === JWT) ? { [target]: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } : undefined,
+    },
   },
   setup: (kernel) => ({ clock: kernel.clock, verifiers: new Map() }),
   onConfig(state, config: SvcConfig) {

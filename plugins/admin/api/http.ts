@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ERRORS, errorBody, openApiDocument, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { Actor, AdminAuth } from './auth.ts';
+import type { EndpointRegistry } from './endpoints.ts';
 import { IssuesError } from './errors.ts';
 import { adminOpenApi } from './openapi.ts';
 import { listOps, runOp } from './ops.ts';
@@ -23,6 +24,7 @@ export interface AdminHttpDeps {
   auth: AdminAuth;
   resources: AdminResources;
   pages: PageRegistry;
+  endpoints: EndpointRegistry;
   version: string;
 }
 
@@ -30,7 +32,7 @@ const API = '/admin/api';
 const PUBLIC = new Set([`${API}/login`]);
 
 /** The admin listener's app: its own Fastify, apart from the channel listener. Every answer carries X-Svc-CID; errors are svc's body. */
-export function buildAdminApp({ kernel, auth, resources, pages, version }: AdminHttpDeps): FastifyInstance {
+export function buildAdminApp({ kernel, auth, resources, pages, endpoints, version }: AdminHttpDeps): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, trustProxy: false });
   app.decorateRequest('cid', '');
   app.decorateRequest('actor', undefined as unknown as Actor);
@@ -94,10 +96,18 @@ export function buildAdminApp({ kernel, auth, resources, pages, version }: Admin
   app.get(`${API}/export`, async (_req, reply) => reply.type('application/yaml; charset=utf-8').send(exportConfig(kernel, resources.catalogue()).yaml));
   app.post(`${API}/import`, async (req) => resources.importSections(parse(importSchema, req.body), req.actor.who));
   app.get(`${API}/openapi.json`, async () => adminOpenApi(kernel, resources.catalogue(), version));
-  // The Dashboard's "interface specification" download: what the channel listener serves, from the enabled plugins' parts.
-  app.get(`${API}/spec/openapi.json`, async () =>
-    openApiDocument({ title: 'svc interface specification', version, description: 'The HTTP interface this server offers its clients (pub/sub REST APIs and other plugin routes).' }, kernel.openApiFragments(), { basicAuth: { type: 'http', scheme: 'basic' } }),
-  );
+  // The Dashboard's "interface specification" download: what the channel listener serves, its channels (when
+  // the channels-openapi plugin is on) and the enabled plugins' routes.
+  app.get(`${API}/spec/openapi.json`, async () => {
+    const channels = kernel.lookup('openapi.channels')?.fragment();
+    const description = 'The HTTP interface this server offers its clients: its channels, the pub/sub REST APIs and other plugin routes.';
+    return openApiDocument({ title: 'svc interface specification', version, description }, [...(channels ? [channels] : []), ...kernel.openApiFragments()], { basicAuth: { type: 'http', scheme: 'basic' } });
+  });
+  app.get(`${API}/spec/channels.json`, async () => {
+    const channels = kernel.lookup('openapi.channels');
+    if (!channels) throw new SvcError('NO_SUCH_URL', 'The channels-openapi plugin is not enabled');
+    return channels.document();
+  });
 
   // Pages (the Dashboard): public markup and code; what they show comes from the API above.
   app.get('/admin', async (_req, reply) => reply.redirect('/admin/'));
@@ -106,6 +116,13 @@ export function buildAdminApp({ kernel, auth, resources, pages, version }: Admin
     if (!page) throw new SvcError('NO_SUCH_URL');
     for (const [k, v] of Object.entries(PAGE_HEADERS)) void reply.header(k, v);
     return reply.type(page.contentType).send(page.body);
+  });
+  // Other plugins' endpoints (metrics, probes): outside /admin/, so the API's login does not apply; each checks its own callers.
+  app.get('/*', async (req, reply) => {
+    const endpoint = endpoints.get(req.url.split('?')[0]!);
+    if (!endpoint) throw new SvcError('NO_SUCH_URL');
+    const answer = await endpoint({ cid: req.cid, headers: req.headers });
+    return reply.code(answer.status).type(answer.contentType).send(answer.body);
   });
   return app;
 }

@@ -64,6 +64,8 @@ export function adminOpenApi(kernel: KernelApi, sections: readonly ResourceSecti
     '/admin/api/export': { get: { tags: ['transfer'], summary: 'The running config as YAML (secrets as ${VARIABLE} references)', responses: { 200: { description: 'YAML', content: { 'application/yaml': { schema: { type: 'string' } } } }, ...AUTHED } } },
     '/admin/api/import': { post: { tags: ['transfer'], summary: 'Creates or replaces entries of several sections, checked whole: all or nothing', requestBody: jsonBody(ref('Import'), 'Sections'), responses: { 200: jsonBody({ type: 'object' }, 'Imported'), ...errors(400, 401, 403) } } },
     '/admin/api/openapi.json': { get: { tags: ['transfer'], summary: 'This document', responses: { 200: jsonBody({ type: 'object' }, 'OpenAPI 3.1') } } },
+    '/admin/api/spec/openapi.json': { get: { tags: ['transfer'], summary: 'The interface specification: the channels and plugin routes clients call', responses: { 200: jsonBody({ type: 'object' }, 'OpenAPI 3.1'), ...AUTHED } } },
+    '/admin/api/spec/channels.json': { get: { tags: ['transfer'], summary: 'The channels alone (with the channels-openapi plugin enabled)', responses: { 200: jsonBody({ type: 'object' }, 'OpenAPI 3.1'), ...errors(401, 403, 404) } } },
   };
   for (const s of sections) {
     const entry = `${s.name}.entry`;

@@ -4,6 +4,7 @@ import '../../capabilities.ts';
 import { AdminAuth } from './auth.ts';
 import { adminCommands, adminControls } from './cli.ts';
 import { ensurePassword } from './credential.ts';
+import { EndpointRegistry } from './endpoints.ts';
 import { buildAdminApp } from './http.ts';
 import { PageRegistry } from './pages.ts';
 import { AdminResources } from './resources.ts';
@@ -27,7 +28,7 @@ export default definePlugin<AdminOptions, AdminState>({
   version: VERSION,
   sdk: '^1.0.0',
   needs: ['secrets.vault'],
-  provides: ['admin.pages'],
+  provides: ['admin.pages', 'admin.endpoints'],
   configSchema: adminOptionsSchema,
   contributes: {
     serverFields: { admin: adminServerSchema },
@@ -41,6 +42,8 @@ export default definePlugin<AdminOptions, AdminState>({
     const auth = new AdminAuth(kernel, () => options);
     const pages = new PageRegistry();
     kernel.provide('admin.pages', pages);
+    const endpoints = new EndpointRegistry();
+    kernel.provide('admin.endpoints', endpoints);
     for (const op of adminControls(kernel, auth, resources)) kernel.addControl(op);
     kernel.onListen(async () => {
       const settings = kernel.server().admin ?? adminServerSchema.parse(undefined);
@@ -48,7 +51,7 @@ export default definePlugin<AdminOptions, AdminState>({
       const created = await ensurePassword(kernel.store, kernel.env, kernel.clock.now());
       // Printed, not logged: log lines are kept and shipped; this line is for the one who started the server.
       if (created !== undefined) process.stdout.write(`svc admin: first start, the admin password is ${created} (shown once; change it with \`svc admin set-password\`)\n`);
-      const app = buildAdminApp({ kernel, auth, resources, pages, version: VERSION });
+      const app = buildAdminApp({ kernel, auth, resources, pages, endpoints, version: VERSION });
       state.app = app;
       const address = await app.listen({ host: settings.host, port: adminPort(kernel.env, settings.port) });
       kernel.log.info({ address }, 'svc admin listening');

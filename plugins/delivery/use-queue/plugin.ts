@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { definePlugin, SvcError, type Channel, type HookFn, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
+import type { UseQueueStats } from '../../capabilities.ts';
 import { queueCommands } from './cli.ts';
 import { queueControls } from './control.ts';
 import { Scheduler } from './scheduler.ts';
@@ -37,7 +38,8 @@ function invokeAsyncCall(scheduler: Scheduler, kernel: KernelApi): HostCall<z.in
     async handler({ service, input }, ctx) {
       const cid = kernel.newCid();
       try {
-        await scheduler.accept(null, { service, cid, method: 'POST', input });
+        // The work continues the calling request's trace, like a queued channel's events.
+        await scheduler.accept(null, ctx.trace ? { service, cid, method: 'POST', input, trace: ctx.trace } : { service, cid, method: 'POST', input });
       } catch (err) {
         // The calling service sees ServiceUnavailable (503 unless it handles it), as for a full pub/sub queue.
         if (err instanceof SvcError && err.code === 'QUEUE_FULL') throw new SvcError('SERVICE_UNAVAILABLE', 'Queue is full');
@@ -49,8 +51,31 @@ function invokeAsyncCall(scheduler: Scheduler, kernel: KernelApi): HostCall<z.in
   };
 }
 
+/** What a queued channel answers, in the channels' OpenAPI document. */
+const QUEUED_ANSWER = {
+  status: 200,
+  description: 'Stored durably; the service runs later from the queue, at least once, retried on failure. Its answer is never sent to the caller.',
+  schema: {
+    type: 'object',
+    required: ['cid'],
+    properties: { cid: { type: 'string', description: "The request's correlation ID, which the queued event keeps (the service's ctx.delivery.cid)." } },
+  },
+};
+
 interface UseQueueState {
   scheduler: Scheduler;
+}
+
+/** Depths from memory, dead letters from the table (they are not held in memory). */
+async function queueStats(scheduler: Scheduler, table: QueueTable): Promise<UseQueueStats> {
+  const byChannel = new Map<string | null, UseQueueStats['queues'][number]>();
+  for (const lane of scheduler.lanesNow()) byChannel.set(lane.channel, { ...lane, deadLetters: 0 });
+  for (const { channel, count } of await table.deadCounts()) {
+    const queue = byChannel.get(channel);
+    if (queue) queue.deadLetters = Number(count);
+    else byChannel.set(channel, { channel, depth: 0, running: 0, deadLetters: Number(count) });
+  }
+  return { queues: [...byChannel.values()] };
 }
 
 export interface UseQueueDeps {
@@ -65,8 +90,16 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
     kind: 'delivery',
     version: '1.0.0',
     sdk: '^1.0.0',
+    provides: ['use-queue.stats'],
     configSchema: optionsSchema,
-    contributes: { channelFields, validateConfig: validateUseQueue },
+    contributes: {
+      channelFields,
+      validateConfig: validateUseQueue,
+      channelOpenApi: {
+        success: (channel) => (channel.use_queue === true ? QUEUED_ANSWER : undefined),
+        responses: (channel) => (channel.use_queue === true ? { 503: 'the channel queue holds delivery.max_depth events (QUEUE_FULL)' } : undefined),
+      },
+    },
     async setup(kernel, options) {
       const table = await QueueTable.open(kernel.store);
       const scheduler = new Scheduler({
@@ -79,10 +112,15 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
         background: options.background,
         stopWaitMs: options.stop_wait_ms,
         random: deps.random ?? Math.random,
+        // Looked up per run: the tracing plugin is optional.
+        tracing: () => kernel.lookup('observe.tracing'),
       });
       await scheduler.load();
+      // Shutdown stops new attempts at once, not after the channel listener has drained.
+      kernel.onDrain(() => scheduler.stop());
       kernel.addHostCall(invokeAsyncCall(scheduler, kernel));
       for (const op of queueControls(kernel.store, table, scheduler, () => kernel.clock.now())) kernel.addControl(op);
+      kernel.provide('use-queue.stats', () => queueStats(scheduler, table));
       return { scheduler };
     },
     onConfig: (state, config) => state.scheduler.applyConfig(config),

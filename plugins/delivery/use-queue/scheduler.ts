@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { SvcError, type Clock, type InvokeRequest, type InvokeResult, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import type { Tracing } from '../../capabilities.ts';
 import { Lane } from './lane.ts';
 import { backoffMs, outcomeOfFailure, outcomeOfResult, type Outcome } from './outcome.ts';
 import { DEFAULT_DELIVERY, type DeliverySettings } from './schema.ts';
@@ -17,6 +18,8 @@ export interface SchedulerDeps {
   stopWaitMs: number;
   /** [0, 1), for jitter; injectable so tests can assert delays. */
   random: () => number;
+  /** The tracing capability, when a plugin provides it: each run gets a span in the accepting request's trace. */
+  tracing?: () => Tracing | undefined;
 }
 
 /** Longest single timer wait (setTimeout's limit); a later due time just wakes once more. */
@@ -36,7 +39,8 @@ export class Scheduler {
   private turn = 0;
   private timer: NodeJS.Timeout | undefined;
   private started = false;
-  private stopping = false;
+  /** Set once shutdown began: nothing new starts. */
+  private stopping: Promise<void> | undefined;
   /** Past the stop wait: outcomes are no longer written (the rows stay 'running' and rerun after a restart). */
   private stopped = false;
   private readonly attempts = new Set<Promise<void>>();
@@ -80,6 +84,11 @@ export class Scheduler {
 
   depthOf(channel: string | null): number {
     return this.lanes.get(channel ?? BACKGROUND)?.depth ?? 0;
+  }
+
+  /** Every queue held in memory: its depth (what max_depth bounds) and the attempts running now. */
+  lanesNow(): Array<{ channel: string | null; depth: number; running: number }> {
+    return [...this.lanes.values()].map((lane) => ({ channel: lane.channel, depth: lane.depth, running: lane.running.size }));
   }
 
   /**
@@ -150,13 +159,16 @@ export class Scheduler {
       const delivery = { attempt: row.attempts, firstReceivedAt: new Date(row.first_received_at).toISOString(), cid: row.cid };
       log.debug({ event: id, channel: lane.channel, service: request.service, attempt: row.attempts, cid: attemptCid, original: row.cid }, 'queue: attempt started');
       let outcome: Outcome;
+      // Without a span, the run keeps the stored trace context (that of the request that queued it).
+      const span = this.deps.tracing?.()?.queuedRun(request, { channel: lane.channel, cid: attemptCid, eventCid: row.cid, attempt: row.attempts });
       try {
-        const result = await this.deps.invoke({ ...request, cid: attemptCid, delivery });
+        const result = await this.deps.invoke(span ? { ...request, cid: attemptCid, delivery, trace: span.trace } : { ...request, cid: attemptCid, delivery });
         for (const [level, message] of result.logs ?? []) log[level]({ cid: attemptCid, service: request.service }, message);
         outcome = outcomeOfResult(result);
       } catch (err) {
         outcome = outcomeOfFailure(err);
       }
+      span?.end(outcome.ok ? { ok: true } : { ok: false, kind: outcome.kind });
       if (this.stopped) return;
       const where = { event: id, channel: lane.channel, service: request.service, attempt: row.attempts, cid: attemptCid, original: row.cid };
       if (outcome.ok) {
@@ -201,14 +213,22 @@ export class Scheduler {
     return events.filter((e) => !this.lanes.get(e.channel ?? BACKGROUND)?.running.has(e.id));
   }
 
-  /** No new attempts; running ones get stopWaitMs to finish. */
-  async stop(): Promise<void> {
-    this.stopping = true;
+  /**
+   * No new attempts; running ones get stopWaitMs to finish. Called when shutdown begins and again
+   * at the plugin's stop: the wait happens once.
+   */
+  stop(): Promise<void> {
+    return (this.stopping ??= this.drain());
+  }
+
+  private async drain(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     let timeout: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => (timeout = setTimeout(resolve, this.deps.stopWaitMs)));
-    await Promise.race([Promise.allSettled([...this.attempts]), waited]);
+    const finished = Promise.allSettled([...this.attempts]).then(() => true);
+    const waited = new Promise<boolean>((resolve) => (timeout = setTimeout(() => resolve(false), this.deps.stopWaitMs)));
+    const allDone = await Promise.race([finished, waited]);
     clearTimeout(timeout);
     this.stopped = true;
+    if (!allDone) this.deps.log.warn({ running: this.running, stop_wait_ms: this.deps.stopWaitMs }, 'queue: attempts still running at shutdown are left for the next start, where they run again');
   }
 }

@@ -131,6 +131,11 @@ export class QueueTable {
     );
   }
 
+  /** Events in the dead-letter queue, by queue (channel; null: background work). */
+  async deadCounts(): Promise<Array<{ channel: string | null; count: number }>> {
+    return this.store.all<{ channel: string | null; count: number }>("SELECT channel, COUNT(*) AS count FROM use_queue_event WHERE state = 'dead' GROUP BY channel");
+  }
+
   async maxId(): Promise<number> {
     const row = await this.store.one<{ m: number | null }>('SELECT MAX(id) AS m FROM use_queue_event');
     return row?.m ?? 0;

@@ -36,6 +36,16 @@ export default definePlugin({
     textFormats: ['form'],
     channelFields: { form: formChannelSchema.optional().describe('Form settings of a channel with data_format: form.') },
     validateConfig: checkSettingsPlacement,
+    channelOpenApi: {
+      bodies: {
+        form: {
+          mediaType: 'application/x-www-form-urlencoded',
+          fields: 'object',
+          description: 'Form fields are the input fields; their values are text, converted to the declared types (integer, number, boolean).',
+          replyMediaType: 'application/json',
+        },
+      },
+    },
   },
   hooks: {
     parse({ channel }) {

@@ -79,7 +79,21 @@ export default definePlugin({
   version: '1.0.0',
   sdk: '^1.0.0',
   configSchema: z.object({}).strict(),
-  contributes: { dataFormats: ['hl7'], textFormats: ['hl7'] },
+  contributes: {
+    dataFormats: ['hl7'],
+    textFormats: ['hl7'],
+    channelOpenApi: {
+      bodies: {
+        hl7: {
+          mediaType: 'x-application/hl7-v2+er7',
+          fields: 'message',
+          schema: { type: 'string', description: 'One HL7 v2 message, ER7 (pipe-delimited) encoding.' },
+          description: 'The input fields are read out of the message by HL7 position (`PID.5`, `PID.5.1`), as text converted to the declared types.',
+          replyMediaType: 'x-application/hl7-v2+er7',
+        },
+      },
+    },
+  },
   hooks: {
     parse: ({ channel }) => (channel.data_format === 'hl7' ? parseHl7Body : undefined),
     serialize: ({ channel }) => (channel.data_format === 'hl7' ? serializeHl7Body : undefined),

@@ -59,6 +59,16 @@ export default definePlugin({
     defaultDataFormat: 'json',
     channelFields: { json: jsonChannelSchema.optional().describe('JSON settings of a channel with data_format: json.') },
     validateConfig: checkSettingsPlacement,
+    channelOpenApi: {
+      bodies: {
+        json: {
+          mediaType: 'application/json',
+          fields: 'object',
+          description: "A JSON object whose fields are the service's input fields, merged with the URL's; another JSON value reaches the service as its payload only.",
+          replyMediaType: 'application/json',
+        },
+      },
+    },
   },
   hooks: {
     parse({ channel }) {

@@ -60,6 +60,17 @@ export default definePlugin({
     textFormats: ['multipart'],
     channelFields: { multipart: multipartChannelSchema.optional().describe('Upload limits of a channel with data_format: multipart.') },
     validateConfig: checkSettingsPlacement,
+    channelOpenApi: {
+      bodies: {
+        multipart: {
+          mediaType: 'multipart/form-data',
+          fields: 'object',
+          description: "Non-file fields are the input fields (text, converted to the declared types); file parts reach the service as its files, within the channel's multipart limits.",
+          replyMediaType: 'application/json',
+        },
+      },
+      responses: (channel) => (channel.data_format === 'multipart' ? { 415: 'the body is not multipart/form-data (UNSUPPORTED_MEDIA_TYPE)' } : undefined),
+    },
   },
   hooks: {
     parse({ channel }) {

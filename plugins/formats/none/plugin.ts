@@ -12,7 +12,12 @@ export default definePlugin({
   version: '1.0.0',
   sdk: '^1.0.0',
   configSchema: z.object({}).strict(),
-  contributes: { dataFormats: ['none'] },
+  contributes: {
+    dataFormats: ['none'],
+    channelOpenApi: {
+      bodies: { none: { mediaType: '*/*', fields: 'none', schema: {}, description: 'Any bytes: the body is not interpreted (the service reads it raw); input fields come from the URL.' } },
+    },
+  },
   hooks: {
     parse: ({ channel }) => (channel.data_format === 'none' ? readRawBody : undefined),
   },

@@ -73,6 +73,17 @@ export default definePlugin<XmlOptions, XmlOptions>({
     textFormats: ['xml'],
     channelFields: { xml: xmlChannelSchema.optional().describe('XML settings of a channel with data_format: xml.') },
     validateConfig: checkSettingsPlacement,
+    channelOpenApi: {
+      bodies: {
+        xml: {
+          mediaType: 'application/xml',
+          fields: 'object',
+          description:
+            "An XML document: the root element's children (and its attributes, as `@name`) are the input fields, their text converted to the declared types; the root's own name is the field `#root`.",
+          replyMediaType: 'application/xml',
+        },
+      },
+    },
   },
   setup: (_kernel, options) => options,
   hooks: {

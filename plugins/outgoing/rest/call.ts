@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { SvcError, type Clock, type HostCall, type HostCallContext } from '../../../sdk/plugin/index.ts';
 import { HTTP_METHODS } from '../../../sdk/plugin/index.ts';
-import type { OutgoingAuthContext, OutgoingAuthorizer, OutgoingRequest, OutgoingResponse } from '../../capabilities.ts';
+import type { OutgoingAuthContext, OutgoingAuthorizer, OutgoingRequest, OutgoingResponse, Tracing } from '../../capabilities.ts';
 import { backoffMs, retryAfterMs, safeToRepeat } from './retry.ts';
+import type { CallCounts } from './stats.ts';
 import { RESERVED_HEADERS, type OutgoingEntry } from './schema.ts';
 import { TransportFailure, type HttpTransport } from './transport.ts';
 import type { Params } from './url.ts';
@@ -115,7 +116,7 @@ async function sendOwn(send: NonNullable<OutgoingAuthorizer['send']>, request: O
  * the budget; a timed-out call is repeated only when that cannot do its work twice; other HTTP
  * statuses are answers, not retried. A 401 lets the credentials refresh once (Bearer token).
  */
-export async function callWithRetries(conn: Connection, args: CallArgs, ctx: HostCallContext, clock: Clock): Promise<CallResult> {
+export async function callWithRetries(conn: Connection, args: CallArgs, ctx: HostCallContext, clock: Clock, tracing?: Tracing): Promise<CallResult> {
   const { entry, auth } = conn;
   const policy = entry.retry;
   const deadline = clock.now() + policy.budget_ms;
@@ -125,6 +126,8 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
   let refreshed = false;
   for (let attempt = 1; ; attempt++) {
     const request = requestOf(conn, args);
+    // Started before credentials are added: waiting for a token counts in the attempt's span.
+    const span = tracing?.outgoing(ctx.trace, request, { connection: entry.name, template: entry.url_path, attempt });
     const timeoutMs = Math.max(1, Math.min(entry.timeout_ms, deadline - clock.now()));
     let response: OutgoingResponse | undefined;
     let failure: TransportFailure | undefined;
@@ -135,11 +138,13 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
         response = await conn.transport.send(request, timeoutMs, ctx.signal);
       }
     } catch (err) {
+      span?.end({ failure: ctx.signal.aborted ? 'cancelled' : err instanceof TransportFailure ? err.kind : 'error' });
       // A token request the caller stopped waiting for ends the call like a cancelled send.
       if (ctx.signal.aborted) return { failed: { kind: 'cancelled', message: 'the calling request ended', attempts: attempt } };
       if (!(err instanceof TransportFailure)) throw err;
       failure = err;
     }
+    if (response) span?.end({ status: response.status });
 
     if (response?.status === 401 && auth?.refused && !refreshed) {
       refreshed = true;
@@ -172,7 +177,7 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
  * The host call `outgoing.call`: the connection by name, if this service may use it. A wrong name
  * or a refused service is the service's bug, not the caller's: a plain error (500 unless mapped).
  */
-export function outgoingHostCall(connections: () => ReadonlyMap<string, Connection>, clock: Clock): HostCall<CallArgs> {
+export function outgoingHostCall(connections: () => ReadonlyMap<string, Connection>, clock: Clock, counts: CallCounts, tracing: () => Tracing | undefined = () => undefined): HostCall<CallArgs> {
   return {
     op: 'outgoing.call',
     args: callArgs,
@@ -180,9 +185,21 @@ export function outgoingHostCall(connections: () => ReadonlyMap<string, Connecti
       const conn = connections().get(args.connection);
       if (!conn) throw new SvcError('INTERNAL', `No outgoing connection named '${args.connection}'`);
       const allowed = conn.entry.allowed_services;
-      if (allowed && !allowed.includes(ctx.service)) throw new SvcError('INTERNAL', `Service '${ctx.service}' may not use the outgoing connection '${args.connection}'`);
-      if (conn.unusable) throw new SvcError('INTERNAL', `The outgoing connection '${args.connection}' cannot be used: ${conn.unusable}`);
-      return callWithRetries(conn, args, ctx, clock);
+      let refusal: string | undefined;
+      if (allowed && !allowed.includes(ctx.service)) refusal = `Service '${ctx.service}' may not use the outgoing connection '${args.connection}'`;
+      else if (conn.unusable) refusal = `The outgoing connection '${args.connection}' cannot be used: ${conn.unusable}`;
+      if (refusal !== undefined) {
+        counts.add(conn.entry.name, 'refused');
+        throw new SvcError('INTERNAL', refusal);
+      }
+      try {
+        const result = await callWithRetries(conn, args, ctx, clock, tracing());
+        counts.add(conn.entry.name, 'failed' in result ? result.failed.kind : String(result.status));
+        return result;
+      } catch (err) {
+        counts.add(conn.entry.name, 'error');
+        throw err;
+      }
     },
   };
 }

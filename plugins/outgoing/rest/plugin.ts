@@ -3,6 +3,7 @@ import { definePlugin, type KernelApi, type SecurityEntry, type SvcConfig } from
 import { OUTGOING_AUTH_CAPABILITY } from '../../capabilities.ts';
 import { outgoingHostCall, type Connection } from './call.ts';
 import { outgoingSectionSchema, validateOutgoing, type OutgoingEntry } from './schema.ts';
+import { CallCounts } from './stats.ts';
 import { HttpTransport } from './transport.ts';
 import { pathBuilder } from './url.ts';
 
@@ -66,6 +67,7 @@ export default definePlugin<Record<string, never>, OutgoingState>({
   kind: 'outgoing',
   version: '1.0.0',
   sdk: '^1.0.0',
+  provides: ['outgoing-rest.stats'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
     sections: { outgoing_rest: outgoingSectionSchema },
@@ -73,7 +75,10 @@ export default definePlugin<Record<string, never>, OutgoingState>({
   },
   setup(kernel) {
     const state: OutgoingState = { kernel, connections: new Map(), builtFrom: new Map() };
-    kernel.addHostCall(outgoingHostCall(() => state.connections, kernel.clock));
+    const counts = new CallCounts();
+    // Tracing is looked up per call, not here: the tracing plugin may be set up after this one, or not enabled.
+    kernel.addHostCall(outgoingHostCall(() => state.connections, kernel.clock, counts, () => kernel.lookup('observe.tracing')));
+    kernel.provide('outgoing-rest.stats', () => counts.stats());
     return state;
   },
   onConfig,

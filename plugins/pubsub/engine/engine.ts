@@ -108,7 +108,7 @@ export class PubSubEngine implements PubSubEngineApi {
 
   /** Migrates the tables and loads the stored state. Call applyConfig next. */
   static async open(opts: EngineOptions): Promise<PubSubEngine> {
-    await opts.store.migrate('pubsub', db.PUBSUB_MIGRATIONS);
+    await opts.store.migrate('pubsub', db.pubsubMigrations(opts.store.dialect));
     const engine = new PubSubEngine(opts);
     await engine.load();
     if (opts.sweepIntervalMs > 0) {
@@ -262,12 +262,12 @@ export class PubSubEngine implements PubSubEngineApi {
     }
     // Things may have changed while the commit ran: the topic or some subscribers may be gone.
     if (this.topics.get(topic.name) !== topic) {
-      this.write((tx) => db.deleteMessages(tx, [msg.msgId]), 'drop message of a removed topic');
+      this.write((tx) => db.deleteMessages(tx, [msg.seq]), 'drop message of a removed topic');
       return { msgId: msg.msgId };
     }
     const live = targets.filter((s) => this.subsByKey.get(s.subKey) === s);
     if (targets.length > 0 && live.length === 0) {
-      this.write((tx) => db.markRetained(tx, [msg.msgId], true), 'retain message');
+      this.write((tx) => db.markRetained(tx, [msg.seq], true), 'retain message');
     }
     this.enqueue(topic, msg, live, now);
     return { msgId: msg.msgId };
@@ -349,7 +349,7 @@ export class PubSubEngine implements PubSubEngineApi {
   }
 
   /** Drops a subscription from memory; returns the persistent messages nothing references any more. */
-  private forgetSubscription(sub: Subscription): string[] {
+  private forgetSubscription(sub: Subscription): number[] {
     this.topics.get(sub.topic)?.subs.delete(sub.endpoint);
     this.subsByKey.delete(sub.subKey);
     const mine = this.subsByEndpoint.get(sub.endpoint);
@@ -363,12 +363,12 @@ export class PubSubEngine implements PubSubEngineApi {
     if (sub.persistent) await this.writer.write((tx) => db.deleteSubscription(tx, sub.subKey, unreferenced), true);
   }
 
-  /** Lowers reference counts; returns the IDs of stored messages that became unreferenced. */
-  private release(msgs: Iterable<Message>): string[] {
-    const gone: string[] = [];
+  /** Lowers reference counts; returns the seqs of stored messages that became unreferenced. */
+  private release(msgs: Iterable<Message>): number[] {
+    const gone: number[] = [];
     for (const msg of msgs) {
       msg.refs--;
-      if (msg.refs === 0 && msg.persistent) gone.push(msg.msgId);
+      if (msg.refs === 0 && msg.persistent) gone.push(msg.seq);
     }
     return gone;
   }
@@ -400,7 +400,7 @@ export class PubSubEngine implements PubSubEngineApi {
     if (!sub || topic.retained.count === 0) return;
     const now = this.opts.clock.now();
     let moved = 0;
-    const stored: string[] = [];
+    const stored: number[] = [];
     const expired: Message[] = [];
     for (const entry of topic.retained.removeAll()) {
       if (isExpired(entry.msg, now)) {
@@ -409,7 +409,7 @@ export class PubSubEngine implements PubSubEngineApi {
       }
       sub.queue.insert({ msg: entry.msg, deliveryCount: entry.deliveryCount, enqueuedAt: now });
       moved++;
-      if (entry.msg.persistent) stored.push(entry.msg.msgId);
+      if (entry.msg.persistent) stored.push(entry.msg.seq);
     }
     if (stored.length > 0) this.write((tx) => db.moveRetainedRows(tx, sub.subKey, stored, now), 'move retained messages');
     this.dropExpired(expired);
@@ -445,8 +445,8 @@ export class PubSubEngine implements PubSubEngineApi {
 
   /** The response carrying these messages was written: they are gone for good. */
   acknowledge(items: readonly Taken[]): void {
-    const rows: Array<{ subKey: string; msgId: string }> = [];
-    for (const { sub, entry } of items) if (entry.msg.persistent && sub.persistent) rows.push({ subKey: sub.subKey, msgId: entry.msg.msgId });
+    const rows: Array<{ subKey: string; seq: number }> = [];
+    for (const { sub, entry } of items) if (entry.msg.persistent && sub.persistent) rows.push({ subKey: sub.subKey, seq: entry.msg.seq });
     const unreferenced = this.release(items.map((t) => t.entry.msg));
     if (rows.length > 0 || unreferenced.length > 0) {
       this.write((tx) => db.deleteQueueRows(tx, rows, unreferenced), 'delete delivered messages');
@@ -467,9 +467,9 @@ export class PubSubEngine implements PubSubEngineApi {
       sub.queue.insert(entry);
       if (entry.msg.persistent && sub.persistent) {
         const { subKey } = sub;
-        const { msgId } = entry.msg;
+        const { seq } = entry.msg;
         const count = entry.deliveryCount;
-        this.write((tx) => db.setDeliveryCount(tx, subKey, msgId, count), 'raise delivery count');
+        this.write((tx) => db.setDeliveryCount(tx, subKey, seq, count), 'raise delivery count');
       }
     }
     const unreferenced = this.release(dropped);
@@ -495,7 +495,7 @@ export class PubSubEngine implements PubSubEngineApi {
     if (msgs.length === 0) return;
     for (const m of msgs) m.refs--;
     // Every copy of an expired message is dead: delete its rows whatever other queues still hold in memory.
-    const ids = [...new Set(msgs.filter((m) => m.persistent).map((m) => m.msgId))];
+    const ids = [...new Set(msgs.filter((m) => m.persistent).map((m) => m.seq))];
     if (ids.length > 0) this.write((tx) => db.deleteMessages(tx, ids), 'delete expired messages');
   }
 
@@ -604,27 +604,32 @@ export class PubSubEngine implements PubSubEngineApi {
         queue: new EntryQueue(),
       });
     }
-    const messages = new Map<string, Message>();
+    const messages = new Map<number, Message>();
     let maxSeq = 0;
     for (const row of rows.messages) {
       const msg = db.messageFromRow(row);
-      messages.set(msg.msgId, msg);
+      messages.set(msg.seq, msg);
       maxSeq = Math.max(maxSeq, msg.seq);
       if (row.retained) {
         msg.refs++;
         this.topicState(msg.topic, false).retained.insert({ msg, deliveryCount: 0, enqueuedAt: msg.recvTime });
       }
     }
+    // Rows of a subscription that is gone (a delivery in flight when it went) are deleted now.
+    const stale: Array<{ subKey: string; seq: number }> = [];
     for (const row of rows.queue) {
-      const msg = messages.get(row.msg_id);
+      const msg = messages.get(Number(row.seq));
       const sub = this.subsByKey.get(row.sub_key);
-      if (!msg || !sub) continue;
+      if (!msg || !sub) {
+        stale.push({ subKey: row.sub_key, seq: Number(row.seq) });
+        continue;
+      }
       msg.refs++;
       sub.queue.insert({ msg, deliveryCount: Number(row.delivery_count), enqueuedAt: Number(row.enqueued_at) });
     }
     this.nextSeq = maxSeq + 1;
-    const orphans = [...messages.values()].filter((m) => m.refs === 0).map((m) => m.msgId);
-    if (orphans.length > 0) await this.writer.write((tx) => db.deleteMessages(tx, orphans), false);
+    const orphans = [...messages.values()].filter((m) => m.refs === 0).map((m) => m.seq);
+    if (orphans.length > 0 || stale.length > 0) await this.writer.write((tx) => db.deleteQueueRows(tx, stale, orphans), false);
     this.sweep();
     this.opts.log.info(
       { messages: messages.size - orphans.length, subscriptions: this.subsByKey.size },
@@ -686,17 +691,38 @@ function endpointState(def: EndpointDef): EndpointState {
   };
 }
 
-/** Every queued entry of the subscriptions, most recently published first. */
-function newestFirst(subs: readonly Subscription[]): Taken[] {
-  const all: Taken[] = [];
-  for (const sub of subs) for (const entry of sub.queue.entries()) all.push({ sub, entry });
-  return all.sort((a, b) => b.entry.msg.seq - a.entry.msg.seq);
+/**
+ * Every queued entry of the subscriptions, most recently published first: the buckets are each
+ * sorted by seq, so this merges them from their ends (usually there is one non-empty bucket).
+ */
+function* newestFirst(subs: readonly Subscription[]): Generator<Taken> {
+  const lists: Array<{ sub: Subscription; bucket: Entry[]; at: number }> = [];
+  for (const sub of subs) for (const bucket of sub.queue.buckets) if (bucket.length > 0) lists.push({ sub, bucket, at: bucket.length - 1 });
+  if (lists.length === 1) {
+    const { sub, bucket } = lists[0]!;
+    for (let i = bucket.length - 1; i >= 0; i--) yield { sub, entry: bucket[i]! };
+    return;
+  }
+  for (;;) {
+    let best: (typeof lists)[number] | undefined;
+    for (const l of lists) {
+      if (l.at >= 0 && (!best || l.bucket[l.at]!.msg.seq > best.bucket[best.at]!.msg.seq)) best = l;
+    }
+    if (!best) return;
+    yield { sub: best.sub, entry: best.bucket[best.at--]! };
+  }
 }
 
 /** Highest priority first; within one priority, oldest first across all the subscriptions. */
 function* byPriority(subs: readonly Subscription[]): Generator<Taken> {
   for (let p = PRIORITY_LEVELS - 1; p >= 0; p--) {
-    const lists = subs.map((sub) => ({ sub, bucket: sub.queue.buckets[p]!, at: 0 }));
+    const lists: Array<{ sub: Subscription; bucket: Entry[]; at: number }> = [];
+    for (const sub of subs) if (sub.queue.buckets[p]!.length > 0) lists.push({ sub, bucket: sub.queue.buckets[p]!, at: 0 });
+    if (lists.length === 1) {
+      const { sub, bucket } = lists[0]!;
+      for (const entry of bucket) yield { sub, entry };
+      continue;
+    }
     for (;;) {
       let best: (typeof lists)[number] | undefined;
       for (const l of lists) {

@@ -12,14 +12,16 @@ interface Pending {
 
 /**
  * Every write of the engine goes through here, in order. Writes that arrive while the previous
- * transaction commits (or within the same event-loop turn) share the next transaction, so under
- * load one fsync covers many publishes (group commit). The transaction is durable when any of
- * its writes asked for durability.
+ * transaction commits (or within the same event-loop turn) share the next transaction. A
+ * transaction commits without waiting for the disk; its durable writes resolve once the store's
+ * sync() says the commit is on stable storage. Meanwhile the next transactions commit, and one
+ * flush covers all of them (group commit, pipelined: the event loop never waits for the disk).
  */
 export class GroupCommitter {
   private pending: Pending[] = [];
   private running: Promise<void> | undefined;
   private scheduled = false;
+  private syncing = 0;
   private idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -34,10 +36,18 @@ export class GroupCommitter {
     });
   }
 
-  /** Resolves when nothing is queued or committing (tests, shutdown). */
+  /** Resolves when nothing is queued, committing or waiting for the disk (tests, shutdown). */
   idle(): Promise<void> {
-    if (!this.running && this.pending.length === 0 && !this.scheduled) return Promise.resolve();
+    if (this.isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private isIdle(): boolean {
+    return !this.running && this.pending.length === 0 && !this.scheduled && this.syncing === 0;
+  }
+
+  private wakeIdle(): void {
+    if (this.isIdle()) for (const wake of this.idleWaiters.splice(0)) wake();
   }
 
   private schedule(): void {
@@ -49,7 +59,7 @@ export class GroupCommitter {
       this.running = this.drain().finally(() => {
         this.running = undefined;
         if (this.pending.length > 0) this.schedule();
-        else for (const wake of this.idleWaiters.splice(0)) wake();
+        else this.wakeIdle();
       });
     });
   }
@@ -59,7 +69,7 @@ export class GroupCommitter {
       const batch = this.pending.splice(0);
       try {
         await this.commit(batch);
-        for (const p of batch) p.resolve();
+        this.settle(batch);
       } catch (err) {
         if (batch.length === 1) {
           batch[0]!.reject(err);
@@ -70,7 +80,7 @@ export class GroupCommitter {
         for (const p of batch) {
           try {
             await this.commit([p]);
-            p.resolve();
+            this.settle([p]);
           } catch (e) {
             p.reject(e);
           }
@@ -80,12 +90,32 @@ export class GroupCommitter {
   }
 
   private commit(batch: Pending[]): Promise<void> {
-    const durable = batch.some((p) => p.durable);
-    return this.store.transaction(
-      async (tx) => {
-        for (const p of batch) await p.op(tx);
+    return this.store.transaction(async (tx) => {
+      for (const p of batch) await p.op(tx);
+    });
+  }
+
+  /** Committed: the other writes are done; the durable ones once the disk has the commit. */
+  private settle(batch: Pending[]): void {
+    let durable: Pending[] | undefined;
+    for (const p of batch) {
+      if (p.durable) (durable ??= []).push(p);
+      else p.resolve();
+    }
+    if (!durable) return;
+    const waiting = durable;
+    this.syncing++;
+    this.store.sync().then(
+      () => {
+        for (const p of waiting) p.resolve();
       },
-      { durable },
-    );
+      (err: unknown) => {
+        this.log.error({ err, writes: waiting.length }, 'pubsub: the store could not flush committed writes to disk');
+        for (const p of waiting) p.reject(err);
+      },
+    ).finally(() => {
+      this.syncing--;
+      this.wakeIdle();
+    });
   }
 }

@@ -6,11 +6,18 @@ import type { Message, Subscription, SubscriptionSource } from './model.ts';
  * The engine's tables. Times are milliseconds since the epoch (a PostgreSQL store maps
  * INTEGER to BIGINT). Only persistent records are stored: GD messages on non-ephemeral
  * topics, and subscriptions to non-ephemeral topics.
+ *
+ * Version 2 keys messages and queue rows by `seq` (unique, as msg_id is): a GD publish writes
+ * two B-tree entries instead of five (v1 had a rowid table and an index per text key), and a
+ * delivered message deletes two. On SQLite the queue is a WITHOUT ROWID table: its primary key
+ * is the row.
  */
-export const PUBSUB_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    up: `
+export function pubsubMigrations(dialect: 'sqlite' | 'postgres'): Migration[] {
+  const clustered = dialect === 'sqlite' ? ' WITHOUT ROWID' : '';
+  return [
+    {
+      version: 1,
+      up: `
       CREATE TABLE pubsub_message (
         msg_id TEXT PRIMARY KEY,
         seq INTEGER NOT NULL,
@@ -46,8 +53,54 @@ export const PUBSUB_MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX pubsub_queue_msg ON pubsub_queue (msg_id)
     `,
-  },
-];
+    },
+    {
+      version: 2,
+      up: `
+      CREATE TABLE pubsub_message_v2 (
+        seq INTEGER PRIMARY KEY,
+        msg_id TEXT NOT NULL,
+        topic TEXT NOT NULL,
+        data TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mime_type TEXT NOT NULL,
+        priority INTEGER NOT NULL,
+        expiration INTEGER,
+        expires_at INTEGER,
+        pub_time INTEGER NOT NULL,
+        recv_time INTEGER NOT NULL,
+        correl_id TEXT,
+        in_reply_to TEXT,
+        ext_client_id TEXT,
+        publisher TEXT NOT NULL,
+        retained INTEGER NOT NULL
+      );
+      INSERT INTO pubsub_message_v2 (${V1_MESSAGE_COLUMNS}) SELECT ${V1_MESSAGE_COLUMNS} FROM pubsub_message;
+      CREATE TABLE pubsub_queue_v2 (
+        seq INTEGER NOT NULL,
+        sub_key TEXT NOT NULL,
+        delivery_count INTEGER NOT NULL,
+        enqueued_at INTEGER NOT NULL,
+        PRIMARY KEY (seq, sub_key)
+      )${clustered};
+      INSERT INTO pubsub_queue_v2 (seq, sub_key, delivery_count, enqueued_at)
+        SELECT m.seq, q.sub_key, q.delivery_count, q.enqueued_at FROM pubsub_queue q JOIN pubsub_message m ON m.msg_id = q.msg_id;
+      DROP TABLE pubsub_queue;
+      DROP TABLE pubsub_message;
+      ALTER TABLE pubsub_message_v2 RENAME TO pubsub_message;
+      ALTER TABLE pubsub_queue_v2 RENAME TO pubsub_queue
+    `,
+    },
+  ];
+}
+
+const V1_MESSAGE_COLUMNS =
+  'seq, msg_id, topic, data, size, mime_type, priority, expiration, expires_at, pub_time, recv_time, correl_id, in_reply_to, ext_client_id, publisher, retained';
+
+const MARKS: string[] = [];
+function marks(n: number): string {
+  return (MARKS[n] ??= new Array(n).fill('?').join(', '));
+}
 
 type Stored = Extract<(typeof FIELDS)[number], { sql: object }>;
 type SqlValue<K> = K extends 'int' ? number : K extends 'int?' ? number | null : K extends 'text?' ? string | null : string;
@@ -70,62 +123,75 @@ function messageValues(m: StoredMessage, retained: boolean): unknown[] {
 }
 
 /** Bound parameters per statement stay far below every dialect's limit. */
-const CHUNK = 400;
+const CHUNK = 256;
 
-function* chunks<T>(items: readonly T[]): Generator<T[]> {
-  for (let i = 0; i < items.length; i += CHUNK) yield items.slice(i, i + CHUNK);
-}
-
-function marks(n: number): string {
-  return new Array(n).fill('?').join(', ');
-}
-
-export async function insertMessage(tx: Queryable, m: Message, subKeys: readonly string[], retained: boolean): Promise<void> {
-  await tx.run(INSERT_MESSAGE, messageValues(m, retained));
-  for (const subKey of subKeys) {
-    await tx.run('INSERT INTO pubsub_queue (sub_key, msg_id, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)', [
-      subKey,
-      m.msgId,
-      m.recvTime,
-    ]);
+/**
+ * Lists of keys in chunks whose lengths are powers of two (the last chunk padded by repeating a
+ * key, harmless in `IN (...)`): a handful of statement texts, so the store's prepared-statement
+ * cache stays small whatever the batch sizes.
+ */
+function* chunks(items: readonly number[]): Generator<number[]> {
+  for (let i = 0; i < items.length; i += CHUNK) {
+    const chunk = items.slice(i, i + CHUNK);
+    let size = 1;
+    while (size < chunk.length) size *= 2;
+    while (chunk.length < size) chunk.push(chunk[0]!);
+    yield chunk;
   }
 }
 
-export async function deleteMessages(tx: Queryable, msgIds: readonly string[]): Promise<void> {
-  for (const ids of chunks(msgIds)) {
-    await tx.run(`DELETE FROM pubsub_queue WHERE msg_id IN (${marks(ids.length)})`, ids);
-    await tx.run(`DELETE FROM pubsub_message WHERE msg_id IN (${marks(ids.length)})`, ids);
+const INSERT_QUEUE_ROW = 'INSERT INTO pubsub_queue (seq, sub_key, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)';
+
+export async function insertMessage(tx: Queryable, m: Message, subKeys: readonly string[], retained: boolean): Promise<void> {
+  await tx.run(INSERT_MESSAGE, messageValues(m, retained));
+  for (const subKey of subKeys) await tx.run(INSERT_QUEUE_ROW, [m.seq, subKey, m.recvTime]);
+}
+
+/** Removes messages and every queue row holding them. */
+export async function deleteMessages(tx: Queryable, seqs: readonly number[]): Promise<void> {
+  for (const chunk of chunks(seqs)) {
+    await tx.run(`DELETE FROM pubsub_queue WHERE seq IN (${marks(chunk.length)})`, chunk);
+    await tx.run(`DELETE FROM pubsub_message WHERE seq IN (${marks(chunk.length)})`, chunk);
   }
 }
 
 /** Removes delivered (or dropped) queue rows, and the messages no queue holds any more. */
 export async function deleteQueueRows(
   tx: Queryable,
-  rows: ReadonlyArray<{ subKey: string; msgId: string }>,
-  unreferencedMsgIds: readonly string[],
+  rows: ReadonlyArray<{ subKey: string; seq: number }>,
+  unreferenced: readonly number[],
 ): Promise<void> {
-  for (const row of rows) {
-    await tx.run('DELETE FROM pubsub_queue WHERE sub_key = ? AND msg_id = ?', [row.subKey, row.msgId]);
+  // A get takes from one subscription, or from a few (variant B): one statement per subscription and chunk.
+  const bySub = new Map<string, number[]>();
+  for (const { subKey, seq } of rows) {
+    const seqs = bySub.get(subKey);
+    if (seqs) seqs.push(seq);
+    else bySub.set(subKey, [seq]);
   }
-  for (const ids of chunks(unreferencedMsgIds)) {
-    await tx.run(`DELETE FROM pubsub_message WHERE msg_id IN (${marks(ids.length)})`, ids);
+  for (const [subKey, seqs] of bySub) {
+    for (const chunk of chunks(seqs)) {
+      await tx.run(`DELETE FROM pubsub_queue WHERE sub_key = ? AND seq IN (${marks(chunk.length)})`, [subKey, ...chunk]);
+    }
+  }
+  for (const chunk of chunks(unreferenced)) {
+    await tx.run(`DELETE FROM pubsub_message WHERE seq IN (${marks(chunk.length)})`, chunk);
   }
 }
 
-export async function setDeliveryCount(tx: Queryable, subKey: string, msgId: string, count: number): Promise<void> {
-  await tx.run('UPDATE pubsub_queue SET delivery_count = ? WHERE sub_key = ? AND msg_id = ?', [count, subKey, msgId]);
+export async function setDeliveryCount(tx: Queryable, subKey: string, seq: number, count: number): Promise<void> {
+  await tx.run('UPDATE pubsub_queue SET delivery_count = ? WHERE seq = ? AND sub_key = ?', [count, seq, subKey]);
 }
 
-export async function markRetained(tx: Queryable, msgIds: readonly string[], retained: boolean): Promise<void> {
-  for (const ids of chunks(msgIds)) {
-    await tx.run(`UPDATE pubsub_message SET retained = ? WHERE msg_id IN (${marks(ids.length)})`, [retained ? 1 : 0, ...ids]);
+export async function markRetained(tx: Queryable, seqs: readonly number[], retained: boolean): Promise<void> {
+  for (const chunk of chunks(seqs)) {
+    await tx.run(`UPDATE pubsub_message SET retained = ? WHERE seq IN (${marks(chunk.length)})`, [retained ? 1 : 0, ...chunk]);
   }
 }
 
-export async function moveRetainedRows(tx: Queryable, subKey: string, msgIds: readonly string[], at: number): Promise<void> {
-  await markRetained(tx, msgIds, false);
-  for (const msgId of msgIds) {
-    await tx.run('INSERT INTO pubsub_queue (sub_key, msg_id, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)', [subKey, msgId, at]);
+export async function moveRetainedRows(tx: Queryable, subKey: string, seqs: readonly number[], at: number): Promise<void> {
+  await markRetained(tx, seqs, false);
+  for (const seq of seqs) {
+    await tx.run('INSERT INTO pubsub_queue (seq, sub_key, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)', [seq, subKey, at]);
   }
 }
 
@@ -143,11 +209,12 @@ export async function setSubscriptionSource(tx: Queryable, subKey: string, sourc
   await tx.run('UPDATE pubsub_subscription SET source = ? WHERE sub_key = ?', [source, subKey]);
 }
 
-export async function deleteSubscription(tx: Queryable, subKey: string, unreferencedMsgIds: readonly string[]): Promise<void> {
+/** Unsubscribing is rare: its queue rows go by a scan, so no publish pays for an index on sub_key. */
+export async function deleteSubscription(tx: Queryable, subKey: string, unreferenced: readonly number[]): Promise<void> {
   await tx.run('DELETE FROM pubsub_queue WHERE sub_key = ?', [subKey]);
   await tx.run('DELETE FROM pubsub_subscription WHERE sub_key = ?', [subKey]);
-  for (const ids of chunks(unreferencedMsgIds)) {
-    await tx.run(`DELETE FROM pubsub_message WHERE msg_id IN (${marks(ids.length)})`, ids);
+  for (const chunk of chunks(unreferenced)) {
+    await tx.run(`DELETE FROM pubsub_message WHERE seq IN (${marks(chunk.length)})`, chunk);
   }
 }
 
@@ -161,7 +228,7 @@ export interface SubscriptionRow {
 
 export interface QueueRow {
   sub_key: string;
-  msg_id: string;
+  seq: number;
   delivery_count: number;
   enqueued_at: number;
 }
@@ -169,7 +236,7 @@ export interface QueueRow {
 export async function loadAll(db: Queryable): Promise<{ messages: MessageRow[]; subscriptions: SubscriptionRow[]; queue: QueueRow[] }> {
   const subscriptions = await db.all<SubscriptionRow>('SELECT sub_key, endpoint, topic, source, created_at FROM pubsub_subscription');
   const messages = await db.all<MessageRow>(`SELECT ${MESSAGE_COLUMNS.join(', ')} FROM pubsub_message`);
-  const queue = await db.all<QueueRow>('SELECT sub_key, msg_id, delivery_count, enqueued_at FROM pubsub_queue');
+  const queue = await db.all<QueueRow>('SELECT seq, sub_key, delivery_count, enqueued_at FROM pubsub_queue');
   return { messages, subscriptions, queue };
 }
 

@@ -138,7 +138,7 @@ export default definePlugin<Options, PubSubState>({
   kind: 'pubsub',
   version: VERSION,
   sdk: '^1.0.0',
-  provides: ['pubsub.engine'],
+  provides: ['pubsub.engine', 'pubsub.stats'],
   configSchema: optionsSchema,
   contributes: {
     sections: pubsubSections,
@@ -153,6 +153,7 @@ export default definePlugin<Options, PubSubState>({
       sweepIntervalMs: options.sweep_interval_ms,
     });
     kernel.provide('pubsub.engine', engine);
+    kernel.provide('pubsub.stats', () => ({ subscriptions: engine.subscriptionList().map((s) => ({ endpoint: s.endpoint, topic: s.topic, depth: s.queue.count })) }));
     kernel.addHostCall(publishHostCall(engine));
     const demo = new Demo(engine, () => kernel.lookup('security.basic.register'));
     kernel.addControl({ op: 'pubsub.demo', args: z.object({}).strict(), handler: () => demo.run() });

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { PubSubDelivery, PubSubEndpointView, PubSubEngineApi } from '../../capabilities.ts';
-import type { Capabilities } from '../../../sdk/plugin/index.ts';
+import type { AuthInfo, Capabilities } from '../../../sdk/plugin/index.ts';
 import type { Exchange } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
@@ -10,6 +10,7 @@ export const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="svc pubsub", 
 
 /** The MIME type of a published message: Content-Type without parameters; form bodies are JSON (spec B). */
 export function mimeTypeOf(contentType: string | string[] | undefined): string {
+  if (contentType === 'application/json') return contentType;
   const value = (Array.isArray(contentType) ? contentType[0] : contentType)?.split(';')[0]?.trim().toLowerCase();
   if (!value) return 'application/json';
   return value === 'application/x-www-form-urlencoded' ? 'text/json' : value;
@@ -46,16 +47,22 @@ export class PubSubContext {
    * The authenticate step of the variant's routes. HTTP Basic Auth only (spec, Authentication 6),
    * checked by the basic-auth plugin against every definition; the one that matched must name an endpoint.
    */
-  readonly authenticate = async (ex: Exchange): Promise<void> => {
+  readonly authenticate = (ex: Exchange): void | Promise<void> => {
     this.authRef ??= this.kernel.lookup('security.basic.authenticate');
     if (!this.authRef) throw new SvcError('SERVICE_UNAVAILABLE', 'Pub/sub is not available', { cause: new Error('the basic-auth plugin is not loaded') });
     const header = ex.headers.authorization;
-    const info = await this.authRef(Array.isArray(header) ? header[0] : header);
+    const info = this.authRef(Array.isArray(header) ? header[0] : header);
+    // A cached credential answers at once: no promise, and the chain goes on without awaiting.
+    if (info instanceof Promise) return info.then((verified) => this.admit(ex, verified));
+    this.admit(ex, info);
+  };
+
+  private admit(ex: Exchange, info: AuthInfo | undefined): void {
     if (!info) throw new PubSubRefusal('UNAUTHORIZED', 'missing or invalid Basic Auth credentials', BASIC_CHALLENGE);
     ex.auth = info;
     ex.hideHeader('authorization');
     this.endpointOf(ex);
-  };
+  }
 
   /** The endpoint the caller authenticated as (after the authenticate step). */
   endpointOf(ex: Exchange): PubSubEndpointView {

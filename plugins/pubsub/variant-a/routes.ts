@@ -14,7 +14,7 @@ import {
   type PubSubContext,
 } from '../shared/http.ts';
 import { toMessageA } from '../shared/projection.ts';
-import { publishRequestA, type MessageA } from './schemas.ts';
+import { publishRequestA, quickPublishA, type MessageA, type PublishRequestA } from './schemas.ts';
 
 export const PREFIX_A = '/svc/pubsub';
 const INVALID = 'Invalid input';
@@ -29,14 +29,18 @@ function failWith(operations: Record<string, string>) {
   };
 }
 
+function parsePublish(body: unknown, topic: string): PublishRequestA {
+  const parsed = publishRequestA.safeParse(body);
+  if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `publish to '${topic}': ${parsed.error.message}`, undefined, INVALID);
+  return parsed.data;
+}
+
 export function routesA(ctx: PubSubContext, plugin: string): PluginRoute[] {
   async function publish(ex: Exchange): Promise<void> {
     const endpoint = ctx.endpointOf(ex);
     const topic = topicOf(ex);
     requirePublish(endpoint, topic, ctx.engine);
-    const parsed = publishRequestA.safeParse(ex.payload ?? {});
-    if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `publish to '${topic}': ${parsed.error.message}`, undefined, INVALID);
-    const req = parsed.data;
+    const req = quickPublishA(ex.payload ?? {}) ?? parsePublish(ex.payload ?? {}, topic);
     const { msgId } = await ctx.engine.publish({
       topic,
       data: req.data,

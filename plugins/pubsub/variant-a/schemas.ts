@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { expirationField, messageData, textField } from '../shared/fields.ts';
+import { quickFields } from '../shared/quick-parse.ts';
 
 /** Variant A (spec, Endpoints B). These schemas validate requests and generate the OpenAPI document. */
 
@@ -52,3 +53,12 @@ export const errorA = z.object({
 
 export type PublishRequestA = z.infer<typeof publishRequestA>;
 export type MessageA = z.infer<typeof messageA>;
+
+/** publishRequestA's result for a plainly valid body, without zod; undefined: let the schema decide (shared/quick-parse.ts). */
+export function quickPublishA(body: unknown): PublishRequestA | undefined {
+  const fields = quickFields(body, 1, undefined);
+  if (fields === undefined) return undefined;
+  const hasGd = (body as { has_gd?: unknown }).has_gd;
+  if (hasGd !== undefined && typeof hasGd !== 'boolean') return undefined;
+  return { ...fields, has_gd: hasGd ?? false } as PublishRequestA;
+}

@@ -13,7 +13,7 @@ import {
   type PubSubContext,
 } from '../shared/http.ts';
 import { toMetaB } from '../shared/projection.ts';
-import { getRequestB, publishRequestB, type MetaB } from './schemas.ts';
+import { getRequestB, publishRequestB, quickPublishB, type MetaB, type PublishRequestB } from './schemas.ts';
 
 export const PREFIX_B = '/pubsub';
 const INVALID = 'Invalid request data';
@@ -34,14 +34,18 @@ function objectBody(body: unknown, what: string): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
+function parsePublish(body: Record<string, unknown>, topic: string): PublishRequestB {
+  const parsed = publishRequestB.safeParse(body);
+  if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `publish to '${topic}': ${parsed.error.message}`, undefined, INVALID);
+  return parsed.data;
+}
+
 export function routesB(ctx: PubSubContext, plugin: string, now: () => number): PluginRoute[] {
   async function publish(ex: Exchange): Promise<void> {
     const endpoint = ctx.endpointOf(ex);
     const topic = topicOf(ex);
     requirePublish(endpoint, topic, ctx.engine);
-    const parsed = publishRequestB.safeParse(objectBody(ex.payload, 'publish'));
-    if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `publish to '${topic}': ${parsed.error.message}`, undefined, INVALID);
-    const req = parsed.data;
+    const req = quickPublishB(ex.payload) ?? parsePublish(objectBody(ex.payload, 'publish'), topic);
     const { msgId } = await ctx.engine.publish({
       topic,
       data: req.data,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { expirationField, messageData, textField } from '../shared/fields.ts';
+import { quickFields } from '../shared/quick-parse.ts';
 
 /** Variant B (spec, Endpoints C). These schemas validate requests and generate the OpenAPI document. */
 
@@ -84,3 +85,13 @@ export const errorB = z.object({
 });
 
 export type MetaB = z.infer<typeof metaB>;
+
+export type PublishRequestB = z.infer<typeof publishRequestB>;
+
+/** publishRequestB's result for a plainly valid body, without zod; undefined: let the schema decide (shared/quick-parse.ts). */
+export function quickPublishB(body: unknown): PublishRequestB | undefined {
+  const fields = quickFields(body, 0, DEFAULT_EXPIRATION_B);
+  // pub_time needs the ISO 8601 check: the schema's.
+  if (fields === undefined || (body as { pub_time?: unknown }).pub_time !== undefined) return undefined;
+  return fields as PublishRequestB;
+}

@@ -4,6 +4,7 @@ import { authenticator } from '../shared/authenticator.ts';
 import { CredentialBook, scopeOf, type Presented } from '../shared/credential-book.ts';
 import { secdefCommand, secdefControl, type SecdefSpec } from '../shared/secdef-cli.ts';
 import { headerCredential } from '../shared/outgoing-header.ts';
+import { definitionSecurity } from '../shared/openapi.ts';
 import { SecretManager } from '../shared/secret-manager.ts';
 import { apiKeyProblem } from '../shared/secret-rules.ts';
 import { bookVerifier, VERIFIER_CAPABILITY, type CredentialVerifier } from '../shared/verifier.ts';
@@ -43,6 +44,7 @@ export default definePlugin<Record<string, never>, ApiKeyState>({
   contributes: {
     logRedact: ['headers["x-api-key"]', '*["x-api-key"]'],
     securityTypes: { [APIKEY]: apiKeyShape },
+    channelOpenApi: { security: definitionSecurity(APIKEY, (e) => ({ type: 'apiKey', in: 'header', name: 'X-API-Key', description: `The key of security definition '${e.name}', unmodified.` })) },
   },
   setup(kernel) {
     const book = new CredentialBook({ type: APIKEY, parse: parseApiKey });

@@ -7,6 +7,7 @@ import { BASIC_CHALLENGE } from '../shared/challenge.ts';
 import { ANY_DEFINITION, CredentialBook, scopeOf } from '../shared/credential-book.ts';
 import { secdefCommand, secdefControl, type SecdefSpec } from '../shared/secdef-cli.ts';
 import { headerCredential } from '../shared/outgoing-header.ts';
+import { definitionSecurity } from '../shared/openapi.ts';
 import { SecretManager } from '../shared/secret-manager.ts';
 import { asRefinement, passwordProblem, usernameProblem } from '../shared/secret-rules.ts';
 import { bookVerifier, VERIFIER_CAPABILITY, type CredentialVerifier } from '../shared/verifier.ts';
@@ -48,16 +49,18 @@ export default definePlugin<Record<string, never>, BasicAuthState>({
     logRedact: ['headers.authorization', '*.authorization'],
     securityTypes: { [BASIC_AUTH]: basicAuthShape },
     validateConfig: validateBasicAuth,
+    channelOpenApi: { security: definitionSecurity(BASIC_AUTH, (e) => ({ type: 'http', scheme: 'basic', description: `Basic Auth: the credentials of security definition '${e.name}'.` })) },
   },
   setup(kernel) {
     const book = new CredentialBook({ type: BASIC_AUTH, parse: decodeBasic });
     const manager = new SecretManager(kernel, book, SECDEF.secretWord, `svc secdef ${SECDEF.subcommand}`);
     const verifier = bookVerifier(book, { type: BASIC_AUTH, header: 'authorization', challenge: BASIC_CHALLENGE, token: basicToken });
     kernel.provide(VERIFIER_CAPABILITY.basic_auth, verifier);
-    const authenticateAny: Capabilities['security.basic.authenticate'] = async (authorization) => {
+    const authenticateAny: Capabilities['security.basic.authenticate'] = (authorization) => {
       const token = basicToken(authorization);
       if (typeof token !== 'string') return undefined;
-      return (await verifier.verify(token, ANY_DEFINITION))?.auth;
+      const verified = verifier.verify(token, ANY_DEFINITION);
+      return verified instanceof Promise ? verified.then((record) => record?.auth) : verified?.auth;
     };
     kernel.provide('security.basic.authenticate', authenticateAny);
     const register: Capabilities['security.basic.register'] = (definition) => manager.register(registrationSchema.parse(definition));

@@ -12,6 +12,7 @@ import {
   validateBearerToken,
   type BearerTokenDefinition,
 } from './schema.ts';
+import { TokenRequestCounts } from './stats.ts';
 import { TokenCache, type TokenFetcher } from './token-cache.ts';
 import { requestToken, TokenRequestError } from './token-request.ts';
 
@@ -22,6 +23,7 @@ interface BearerState {
   log: KernelApi['log'];
   /** Definitions already warned about (name and URL), so a reload does not repeat the warning. */
   plainHttpWarned: Set<string>;
+  requests: TokenRequestCounts;
 }
 
 /** A definition's cache key: its name and a keyed digest of every field, so an edit means new tokens. */
@@ -51,14 +53,16 @@ function scopesFor(def: BearerTokenDefinition, context: OutgoingAuthContext): re
   return context.scopes;
 }
 
-function fetcherFor(def: BearerTokenDefinition, kernel: KernelApi, cid: string): TokenFetcher {
+function fetcherFor(def: BearerTokenDefinition, kernel: KernelApi, cid: string, requests: TokenRequestCounts): TokenFetcher {
   const authServer = new URL(def.auth_server_url).origin;
   return async (scopes, signal) => {
     try {
       const token = await requestToken(def, scopes, signal);
+      requests.add(def.name, 'ok');
       kernel.log.debug({ cid, security: def.name, auth_server: authServer, expires_in: token.expiresIn }, 'bearer token obtained');
       return token;
     } catch (err) {
+      requests.add(def.name, signal.aborted ? 'cancelled' : 'failed');
       if (!(err instanceof TokenRequestError)) throw err;
       const fields = { cid, security: def.name, auth_server: authServer, status: err.status, oauth_error: err.oauthError, reason: err.reason };
       if (signal.aborted) kernel.log.debug(fields, 'bearer token request cancelled');
@@ -73,7 +77,7 @@ function bearerAuthorizer(entry: SecurityEntry, kernel: KernelApi, state: Bearer
   const key = definitionKey(def, state.digestKey);
   return {
     async authorize(request, context) {
-      const fetch = fetcherFor(def, kernel, context.cid);
+      const fetch = fetcherFor(def, kernel, context.cid, state.requests);
       request.headers.authorization = await state.tokens.header(key, scopesFor(def, context), fetch, context.signal);
     },
     refused(request, context) {
@@ -99,7 +103,7 @@ export default definePlugin<Record<string, never>, BearerState>({
   kind: 'security',
   version: '1.0.0',
   sdk: '^1.0.0',
-  provides: [OUTGOING_AUTH_CAPABILITY.bearer_token],
+  provides: [OUTGOING_AUTH_CAPABILITY.bearer_token, 'bearer-token.stats'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
     securityTypes: { [BEARER_TOKEN]: bearerTokenShape },
@@ -107,8 +111,9 @@ export default definePlugin<Record<string, never>, BearerState>({
     logRedact: ['client_secret', '*.client_secret', 'access_token', '*.access_token'],
   },
   setup(kernel) {
-    const state: BearerState = { tokens: new TokenCache(kernel.clock), digestKey: randomBytes(32), log: kernel.log, plainHttpWarned: new Set() };
+    const state: BearerState = { tokens: new TokenCache(kernel.clock), digestKey: randomBytes(32), log: kernel.log, plainHttpWarned: new Set(), requests: new TokenRequestCounts() };
     kernel.provide(OUTGOING_AUTH_CAPABILITY.bearer_token, (entry) => bearerAuthorizer(entry, kernel, state));
+    kernel.provide('bearer-token.stats', () => state.requests.stats());
     return state;
   },
   onConfig(state, config) {

@@ -20,6 +20,13 @@ export default definePlugin<Record<string, never>, undefined>({
     sections: { groups: groupsSectionSchema },
     securityTargets: (config) => groupsOf(config).map((g) => g.name),
     validateConfig: validateGroups,
+    channelOpenApi: {
+      // A group channel accepts any member's credentials: each member's scheme is an alternative.
+      security: (target, config, resolve) => {
+        const group = groupsOf(config).find((g) => g.name === target);
+        return group && Object.assign({}, ...group.members.map((m) => resolve(m) ?? {}));
+      },
+    },
   },
   hooks: {
     authenticate: ({ channel, config, kernel }) => {

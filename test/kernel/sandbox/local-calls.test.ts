@@ -56,4 +56,29 @@ describe('sandbox-local host calls', () => {
     expect(isLocalHostCall('secrets.hmac')).toBe(false);
     expect(isLocalHostCall('secrets.verifyHmac')).toBe(false);
   });
+
+  // The checks are hand-written (no zod in the sandbox process): the shapes signedDataSchema and the strict objects accepted.
+  it.each([
+    ['an extra key', { key: 'k', data: { text: 'x' }, encoding: 'hex', extra: 1 }],
+    ['a missing key', { data: { text: 'x' }, encoding: 'hex' }],
+    ['a key that is not text', { key: ['k'], data: { text: 'x' }, encoding: 'hex' }],
+    ['an unknown encoding', { key: 'k', data: { text: 'x' }, encoding: 'utf8' }],
+    ['data with two forms', { key: 'k', data: { text: 'x', base64: 'eA==' }, encoding: 'hex' }],
+    ['data with an unknown form', { key: 'k', data: { string: 'x' }, encoding: 'hex' }],
+    ['data as a bare string', { key: 'k', data: 'x', encoding: 'hex' }],
+    ['bytes over 255', { key: 'k', data: { bytes: [1, 256] }, encoding: 'hex' }],
+    ['bytes that are not integers', { key: 'k', data: { bytes: [1.5] }, encoding: 'hex' }],
+    ['bytes given as text', { key: 'k', data: { bytes: ['1'] }, encoding: 'hex' }],
+    ['a __proto__ key', JSON.parse('{"key":"k","data":{"text":"x"},"encoding":"hex","__proto__":{}}')],
+    ['an array', [1, 2]],
+  ])('refuses %s with an invalid-arguments envelope', (_what, args) => {
+    const reply = runLocalHostCall('crypto.hmac', JSON.stringify(args));
+    expect(reply).toMatchObject({ ok: false, error: { status: 500, message: expect.stringMatching(/^invalid arguments for crypto\.hmac: /) } });
+  });
+
+  it('refuses a signature over 1024 characters and data over 64 MiB', () => {
+    expect(verify('a'.repeat(1025))).toMatchObject({ ok: false, error: { message: expect.stringMatching(/signature must be a string of at most 1024/) } });
+    const big = runLocalHostCall('crypto.digest', JSON.stringify({ algorithm: 'sha256', data: { text: 'a'.repeat(64 * 1024 * 1024 + 1) }, encoding: 'hex' }));
+    expect(big).toMatchObject({ ok: false, error: { message: expect.stringMatching(/larger than 67108864 bytes/) } });
+  });
 });

@@ -106,4 +106,37 @@ describe('SqliteStore', () => {
     expect(raw.prepare('SELECT v FROM t WHERE k = ?').get('durable')).toEqual({ v: 1 });
     raw.close();
   });
+
+  it('a durable transaction resolves after a flush of the WAL; an ordinary one flushes nothing', async () => {
+    const { store } = open();
+    await store.migrate('test', TABLE);
+    const before = store.flushCount;
+    await store.transaction(async (tx) => tx.run('INSERT INTO t (k, v) VALUES (?, ?)', ['plain', 1]));
+    expect(store.flushCount).toBe(before);
+    await store.transaction(async (tx) => tx.run('INSERT INTO t (k, v) VALUES (?, ?)', ['durable', 1]), { durable: true });
+    expect(store.flushCount).toBe(before + 1);
+  });
+
+  it('sync() callers share flushes; one arriving while a flush runs waits for the next', async () => {
+    const { store } = open();
+    await store.migrate('test', TABLE);
+    const before = store.flushCount;
+    await Promise.all(Array.from({ length: 10 }, () => store.sync()));
+    expect(store.flushCount - before).toBe(2);
+    const memory = new SqliteStore(':memory:');
+    stores.push(memory);
+    await memory.sync();
+    expect(memory.flushCount).toBe(0);
+  });
+
+  it('commits go on while a durable commit waits for its flush', async () => {
+    const { store } = open();
+    await store.migrate('test', TABLE);
+    const order: string[] = [];
+    const durable = store.transaction(async (tx) => tx.run('INSERT INTO t (k, v) VALUES (?, ?)', ['durable', 1]), { durable: true }).then(() => order.push('durable'));
+    // Queued behind the durable commit; the flush (a thread-pool call) cannot end before it commits.
+    const next = new Promise<void>((resolve) => setImmediate(resolve)).then(() => store.transaction(async (tx) => tx.run('INSERT INTO t (k, v) VALUES (?, ?)', ['next', 2]))).then(() => order.push('next'));
+    await Promise.all([durable, next]);
+    expect(order).toEqual(['next', 'durable']);
+  });
 });

@@ -148,6 +148,8 @@ describe('over real sockets', () => {
       config: k.kernel.configStore.current(),
       configPath: k.configPath,
       openApiFragments: () => [],
+      contributions: () => [],
+      serviceMetas: async () => new Map(),
       openStore: () => Promise.reject(new Error('not needed')),
       control: (op, args) => sendControl(join(k.kernel.dataDir, 'control.sock'), op, args),
       readStdin: async () => '',

@@ -40,6 +40,8 @@ export async function runCli(
     config: k.kernel.configStore.current(),
     configPath: k.configPath,
     openApiFragments: () => [],
+    contributions: () => [],
+    serviceMetas: async () => new Map(),
     openStore: async () => new SqliteStore(join(k.kernel.dataDir, 'svc.db')),
     control: (op, a) => sendControl(join(k.kernel.dataDir, 'control.sock'), op, a),
     readStdin: async () => stdin,

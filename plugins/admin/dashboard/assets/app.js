@@ -387,7 +387,13 @@ function downloadsPage() {
   });
   show(seq, 
     h1('Downloads'),
-    el('ul', {}, el('li', {}, link('/admin/api/spec/openapi.json', 'Interface specification (OpenAPI 3.1: channels and pub/sub)', { download: 'svc-openapi.json', id: 'spec' })), el('li', {}, link('/admin/api/openapi.json', 'Admin API (OpenAPI 3.1)', { download: 'svc-admin-openapi.json' }))),
+    el(
+      'ul',
+      {},
+      el('li', {}, link('/admin/api/spec/openapi.json', 'Interface specification (OpenAPI 3.1: channels and pub/sub)', { download: 'svc-openapi.json', id: 'spec' })),
+      ops.has('openapi.channels') ? el('li', {}, link('/admin/api/spec/channels.json', 'Channels only (OpenAPI 3.1, from the config and the services\' input models)', { download: 'svc-channels-openapi.json', id: 'channels-spec' })) : '',
+      el('li', {}, link('/admin/api/openapi.json', 'Admin API (OpenAPI 3.1)', { download: 'svc-admin-openapi.json' })),
+    ),
     ops.has('pubsub.demo') ? el('div', {}, el('h2', { text: 'Demo' }), el('p', { class: 'help', text: 'Creates demo credentials and a few topics; they do not survive a restart.' }), demo, out) : '',
   );
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openApiProblems } from '../../../helpers/openapi.ts';
 import { AdminClient, basic, callChannel, resourcePath, startAdmin, type AdminKernel } from './support.ts';
 
 /** Every generic resource operation, over the admin listener's real socket, on several sections. */
@@ -39,6 +40,19 @@ describe('channels and security definitions', () => {
     expect(ch.status).toBe(201);
     expect((await callChannel(k, '/orders')).status).toBe(401);
     expect(await callChannel(k, '/orders', basic('partner', 'first-secret'))).toEqual({ status: 200, body: { user: 'partner' } });
+  });
+
+  it('serves the channels OpenAPI document with the edit in it, and the interface specification holds channels and pub/sub', async () => {
+    const channels = await admin.get('/admin/api/spec/channels.json');
+    expect(channels.status).toBe(200);
+    expect(channels.headers.get('x-svc-cid')).toBeTruthy();
+    expect(openApiProblems(channels.body)).toEqual([]);
+    expect(channels.body.paths['/orders'].get.security).toEqual([{ partner: [] }]);
+    expect(channels.body.components.securitySchemes.partner).toMatchObject({ type: 'http', scheme: 'basic' });
+    const spec = await admin.get('/admin/api/spec/openapi.json');
+    expect(openApiProblems(spec.body)).toEqual([]);
+    expect(Object.keys(spec.body.paths)).toEqual(expect.arrayContaining(['/open', '/orders', '/svc/pubsub/topic/{topic_name}']));
+    expect((await c().get('/admin/api/spec/channels.json')).status).toBe(401);
   });
 
   it('PUT keeps a write-only value left out, rotates it when given, and the old one is refused', async () => {
@@ -172,5 +186,6 @@ describe('ops, audit, OpenAPI', () => {
     const refs = JSON.stringify(r.body).match(/#\/components\/schemas\/[^"]+/g) ?? [];
     for (const ref of new Set(refs)) expect(r.body.components.schemas).toHaveProperty([ref.slice('#/components/schemas/'.length)]);
     expect(r.body.components.securitySchemes).toHaveProperty('bearer');
+    expect(openApiProblems(r.body)).toEqual([]);
   });
 });

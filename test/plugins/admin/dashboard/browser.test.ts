@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, step } from '../../../helpers/browser.ts';
+import { openApiProblems } from '../../../helpers/openapi.ts';
 import { ADMIN_PASSWORD, AdminClient, startAdmin, type AdminKernel } from '../api/support.ts';
 
 /**
@@ -228,6 +229,17 @@ describe('the Dashboard in Chromium', () => {
       const doc = JSON.parse(readFileSync((await download.path())!, 'utf8')) as { openapi: string; paths: Record<string, unknown> };
       expect(doc.openapi).toBe('3.1.0');
       expect(Object.keys(doc.paths).some((p) => p.includes('pubsub'))).toBe(true);
+      expect(Object.keys(doc.paths)).toContain('/hello');
+    });
+    await step(page, 'channels-openapi', async () => {
+      const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#channels-spec').click()]);
+      expect(download.suggestedFilename()).toBe('svc-channels-openapi.json');
+      const doc = JSON.parse(readFileSync((await download.path())!, 'utf8')) as { openapi: string; paths: Record<string, Record<string, { security?: unknown }>> };
+      expect(doc.openapi).toBe('3.1.0');
+      expect(openApiProblems(doc)).toEqual([]);
+      // Only the channels, the one created in the Dashboard above included.
+      expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/hello', '/fail', '/crm']));
+      expect(Object.keys(doc.paths).some((p) => p.includes('pubsub'))).toBe(false);
     });
     await step(page, 'demo-import', async () => {
       await page.locator('#demo').click();

@@ -75,7 +75,8 @@ describe('ordering and concurrency', () => {
   });
 
   it('all queues together stay within max_running, taking turns', async () => {
-    holdMs = 200;
+    // Long enough that all nine posts are in before the first three finish, even on a busy machine.
+    holdMs = 800;
     await start(
       '{ max_running: 3 }',
       [

@@ -187,9 +187,9 @@ describe('outgoing calls from a service', () => {
   });
 
   it('many at once: calls waiting on the upstream leave their isolate slot to others', async () => {
-    const calls = Array.from({ length: 100 }, () => call('hold', 'get'));
-    // More than the 32 calls an isolate runs at once: the waiting ones are parked on the kernel.
-    await expect.poll(() => held.length, { timeout: 5000 }).toBe(100);
+    const calls = Array.from({ length: 200 }, () => call('hold', 'get'));
+    // More than the 128 calls an isolate runs at once: the waiting ones are parked on the kernel.
+    await expect.poll(() => held.length, { timeout: 5000 }).toBe(200);
     for (const res of held.splice(0)) json(res, 200, { released: true });
     for (const done of await Promise.all(calls)) expect(done.body).toMatchObject({ status: 200, data: { released: true } });
   });

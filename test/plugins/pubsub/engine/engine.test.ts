@@ -1,4 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
+import { pubsubMigrations } from '../../../../plugins/pubsub/engine/persistence.ts';
 import { openEngine, msg, RESOURCES, type EngineFixture } from './helpers.ts';
 
 let fx: EngineFixture;
@@ -298,6 +303,37 @@ describe('persistence', () => {
     fx = await fx.reopen();
     await fx.engine.publish(msg('/orders/new', 'after', { hasGd: true }));
     expect(fx.engine.take([subKey], { order: 'lifo', ...ALL }).messages.map((m) => m.data)).toEqual(['after', 'before']);
+  });
+
+  it('a data store of schema version 1 is migrated with its messages, queues and delivery counts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-pubsub-v1-'));
+    const old = new SqliteStore(join(dir, 'svc.db'));
+    await old.migrate('pubsub', pubsubMigrations('sqlite').slice(0, 1));
+    const subKey = 'svcpsk.v1v1v1v1v1v1v1v1v1v1v1v1v1v1v1v1';
+    await old.run("INSERT INTO pubsub_subscription VALUES (?, 'ep.a', '/orders/new', 'api', 1)", [subKey]);
+    const insert = 'INSERT INTO pubsub_message (msg_id, seq, topic, data, size, mime_type, priority, pub_time, recv_time, publisher, retained) VALUES (?, ?, ?, ?, 1, ?, 5, 1, 1, ?, ?)';
+    await old.run(insert, ['svcpsm-queued', 3, '/orders/new', '"queued"', 'application/json', 'ep.a', 0]);
+    await old.run(insert, ['svcpsm-kept', 4, '/orders/paid', '"kept"', 'application/json', 'ep.a', 1]);
+    await old.run('INSERT INTO pubsub_queue VALUES (?, ?, 2, 1)', [subKey, 'svcpsm-queued']);
+    await old.run('INSERT INTO pubsub_queue VALUES (?, ?, 0, 1)', ['svcpsk.gone', 'svcpsm-queued']);
+    await old.close();
+
+    fx = await openEngine(RESOURCES, dir);
+    await fx.engine.idle();
+    expect(await fx.store.all('SELECT seq, sub_key, delivery_count FROM pubsub_queue')).toEqual([{ seq: 3, sub_key: subKey, delivery_count: 2 }]);
+    expect(fx.engine.retainedCount('/orders/paid')).toBe(1);
+    await fx.engine.publish(msg('/orders/new', 'new', { hasGd: true }));
+    const got = fx.engine.take([subKey], { order: 'lifo', ...ALL });
+    expect(got.messages.map((m) => [m.msgId.startsWith('svcpsm-') ? m.msgId : 'new', m.data, m.deliveryCount])).toEqual([
+      ['new', 'new', 0],
+      ['svcpsm-queued', 'queued', 2],
+    ]);
+    got.ack();
+    await fx.engine.idle();
+    expect(await count('pubsub_queue')).toBe(0);
+    expect(await count('pubsub_message')).toBe(1);
+    await fx.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 

@@ -21,6 +21,8 @@ function cliEnv(control: CliEnv['control']): CliEnv & { lines: string[]; errors:
     config: k.kernel.configStore.current(),
     configPath: k.configPath,
     openApiFragments: () => [],
+    contributions: () => [],
+    serviceMetas: async () => new Map(),
     openStore: async () => k.kernel.store,
     control,
     readStdin: async () => '',

@@ -104,7 +104,7 @@ describe('published message states', () => {
     await k.call('POST', '/svc/pubsub/subscribe/topic/orders/eu/new', ALICE);
     await k.engine.idle();
     expect(k.engine.retainedCount('/orders/eu/new')).toBe(0);
-    const rows = await k.kernel.store.all('SELECT m.retained, q.sub_key FROM pubsub_message m JOIN pubsub_queue q ON q.msg_id = m.msg_id WHERE m.topic = ?', ['/orders/eu/new']);
+    const rows = await k.kernel.store.all('SELECT m.retained, q.sub_key FROM pubsub_message m JOIN pubsub_queue q ON q.seq = m.seq WHERE m.topic = ?', ['/orders/eu/new']);
     expect(rows).toEqual([{ retained: 0, sub_key: k.engine.subscriptionKey('ep.alice', '/orders/eu/new') }]);
     const got = json(await k.call('PATCH', '/svc/pubsub/topic/orders/eu/new', ALICE)) as Array<{ data: unknown }>;
     expect(got.map((m) => m.data)).toEqual(['kept']);

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
 import type { Message } from '../../../../plugins/pubsub/engine/model.ts';
-import { insertMessage, loadAll, messageFromRow, PUBSUB_MIGRATIONS } from '../../../../plugins/pubsub/engine/persistence.ts';
+import { insertMessage, loadAll, messageFromRow, pubsubMigrations } from '../../../../plugins/pubsub/engine/persistence.ts';
 import { toMessageA, toMetaB, toView } from '../../../../plugins/pubsub/shared/projection.ts';
 
 const NOW = Date.UTC(2026, 2, 1, 12, 0, 0);
@@ -113,7 +113,7 @@ describe('the stored row', () => {
   let store: SqliteStore;
   beforeEach(async () => {
     store = new SqliteStore(':memory:');
-    await store.migrate('pubsub', PUBSUB_MIGRATIONS);
+    await store.migrate('pubsub', pubsubMigrations('sqlite'));
   });
   afterEach(async () => {
     await store.close();
@@ -121,12 +121,12 @@ describe('the stored row', () => {
 
   it('holds every field; undefined ones as NULL', async () => {
     await insertMessage(store, full, [], true);
-    await insertMessage(store, { ...bare, msgId: 'svcpsm2' }, [], false);
+    await insertMessage(store, { ...bare, msgId: 'svcpsm2', seq: 8 }, [], false);
     const rows = await store.all('SELECT * FROM pubsub_message ORDER BY msg_id');
-    const common = { seq: 7, topic: '/orders/new', data: '{"order":42}', size: 12, mime_type: 'application/json', priority: 3, pub_time: NOW - 90_000, recv_time: NOW - 1500, publisher: 'ep.a' };
+    const common = { topic: '/orders/new', data: '{"order":42}', size: 12, mime_type: 'application/json', priority: 3, pub_time: NOW - 90_000, recv_time: NOW - 1500, publisher: 'ep.a' };
     expect(rows).toEqual([
-      { ...common, msg_id: 'svcpsm1', expiration: 60, expires_at: NOW + 58_500, correl_id: 'series-1', in_reply_to: 'svcpsm0', ext_client_id: 'erp-3', retained: 1 },
-      { ...common, msg_id: 'svcpsm2', expiration: null, expires_at: null, correl_id: null, in_reply_to: null, ext_client_id: null, retained: 0 },
+      { ...common, seq: 7, msg_id: 'svcpsm1', expiration: 60, expires_at: NOW + 58_500, correl_id: 'series-1', in_reply_to: 'svcpsm0', ext_client_id: 'erp-3', retained: 1 },
+      { ...common, seq: 8, msg_id: 'svcpsm2', expiration: null, expires_at: null, correl_id: null, in_reply_to: null, ext_client_id: null, retained: 0 },
     ]);
   });
 

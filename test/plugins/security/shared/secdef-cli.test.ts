@@ -43,6 +43,8 @@ function harness(opts: { stdin?: string; server?: 'running' | 'absent' | 'refusi
     config,
     configPath: join(dir, 'svc.yaml'),
     openApiFragments: () => [],
+    contributions: () => [],
+    serviceMetas: async () => new Map(),
     openStore: async () => new SqliteStore(join(dir, 'svc.db')),
     control: async (op, args) => {
       if (opts.server === 'absent' || opts.server === undefined) return undefined;

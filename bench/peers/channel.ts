@@ -1,0 +1,91 @@
+/**
+ * The channel path beside what users would run instead: bare Fastify, svc as an operator starts
+ * it (CLI, default config, output redirected to a file) with and without auth + rate limits and
+ * at log level warn, and Node-RED running the same trivial flow. Every server in its own
+ * process, all started once; rounds interleaved, medians reported.
+ */
+import { describeProcesses, load, median, printGrid, processTree, rounds, rssMb, startProcess, startSvcCli, THREE_RATE_RULES, type Load, type Running } from '../lib.ts';
+import { startNodeRed } from './node-red.ts';
+
+const CONNECTIONS = 50;
+export const HELLO = `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ hello: 'world' }) });\n`;
+const BASIC = { authorization: `Basic ${Buffer.from('bench:bench-password-123').toString('base64')}` };
+
+const channel = { name: 'hello', url_path: '/hello', service: 'hello', security: 'none' };
+const svcConfigs = {
+  plain: { channel_rest: [channel] },
+  secured: {
+    security: [{ name: 'bench-basic', type: 'basic_auth', username: 'bench', password: 'bench-password-123' }],
+    channel_rest: [{ ...channel, security: 'bench-basic', rate_limiting: THREE_RATE_RULES }],
+  },
+  warn: { server: { log_level: 'warn' }, channel_rest: [channel] },
+};
+
+export interface ChannelCase {
+  name: string;
+  note: string;
+  headers?: Record<string, string>;
+  start: () => Promise<Running>;
+  /** Count the server process alone, not its children (bare Fastify's esbuild child is the bench's tsx loader). */
+  alone?: boolean;
+}
+
+export async function bare(): Promise<Running> {
+  const { target, stop } = await startProcess(['bare']);
+  return { url: target.url, pid: target.pids[0]!, stop };
+}
+
+export async function channelPath(nodeRedDir: string): Promise<void> {
+  await compareChannels('Peers: channel path', [
+    { name: 'bare Fastify hello-world', note: 'bench/server.ts bare', start: bare, alone: true },
+    { name: 'svc, default config (log level info), `security: none`', note: 'CLI, one access-log line per request to a file', start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello') },
+    { name: 'svc, Basic Auth + 3 rate-limit rules', note: 'default config otherwise; limits never reached', headers: BASIC, start: () => startSvcCli(svcConfigs.secured, { 'hello.ts': HELLO }, '/hello', BASIC) },
+    { name: 'svc, `security: none`, log level warn', note: 'no access log', start: () => startSvcCli(svcConfigs.warn, { 'hello.ts': HELLO }, '/hello') },
+    { name: 'Node-RED: http in → function → http response', note: 'log level warn, editor off', start: () => startNodeRed(nodeRedDir) },
+  ]);
+}
+
+/** Starts every case once, then measures GET /hello on each in interleaved rounds; the first case is the baseline. */
+export async function compareChannels(title: string, cases: ChannelCase[]): Promise<void> {
+  const running: Running[] = [];
+  try {
+    const pidsOf = (i: number) => (cases[i]!.alone ? [running[i]!.pid] : processTree(running[i]!.pid));
+    const idle: number[] = [];
+    for (const c of cases) {
+      running.push(await c.start());
+      await new Promise((r) => setTimeout(r, 1_000));
+      idle.push(rssMb(pidsOf(running.length - 1)));
+    }
+    const results = await rounds(
+      cases.map((c, i) => () => {
+        const pids = pidsOf(i);
+        return load(`${running[i]!.url}/hello`, { connections: CONNECTIONS, headers: c.headers }, { pids }).then((l) => ({ l, procs: describeProcesses(pids) }));
+      }),
+    );
+    const bareRps = median(results[0]!.map((r) => r.l.rps));
+    const rows = cases.map((c, i) => {
+      const ls = results[i]!.map((r) => r.l);
+      const m = (f: (l: Load) => number) => median(ls.map(f));
+      const errs = ls.reduce((n, l) => n + l.non2xx + l.errors, 0);
+      return [
+        c.name,
+        String(Math.round(m((l) => l.rps))),
+        (m((l) => l.rps) / bareRps).toFixed(2),
+        String(m((l) => l.p50)),
+        String(m((l) => l.p99)),
+        `${m((l) => l.cost!.serverUs).toFixed(0)} (${m((l) => l.cost!.mainUs).toFixed(0)})`,
+        m((l) => l.cost!.loaderUs).toFixed(0),
+        String(idle[i]),
+        String(Math.round(m((l) => l.cost!.rssMb))),
+        `${c.note}; processes: ${results[i]![0]!.procs}; other load ${m((l) => l.cost!.otherCores).toFixed(2)} cores${errs ? `; non-2xx + errors: ${errs}` : ''}`,
+      ];
+    });
+    printGrid(
+      `${title}, ${CONNECTIONS} connections (medians of ${results[0]!.length} interleaved rounds)`,
+      ['case', 'req/s', 'vs bare', 'p50 ms', 'p99 ms', 'server CPU µs/req (main process)', 'load-gen CPU µs/req', 'RSS idle MB', 'RSS load MB', 'note'],
+      rows,
+    );
+  } finally {
+    for (const r of running) await r.stop();
+  }
+}

@@ -1,0 +1,91 @@
+import { writeSync } from 'node:fs';
+import { hostname } from 'node:os';
+import pino, { type DestinationStream, type Logger } from 'pino';
+
+/** Writes one access-log line: the request's CID, channel, method, URL, status and milliseconds. */
+export type AccessLog = (cid: string, channel: string | undefined, method: string, url: string, status: number, ms: number) => void;
+
+export interface Loggers {
+  log: Logger;
+  /** Undefined when the level leaves out info lines. */
+  access: AccessLog | undefined;
+}
+
+/**
+ * Log lines written during one event-loop turn leave stdout in one asynchronous write. A line
+ * then costs a string append, where pino's own stdout destination made one write(2) per line,
+ * which at the default level (one access line per request) was the costliest step of a request.
+ * Lines still pending when the process exits are written synchronously; a kill -9 can lose
+ * the lines of the last turn and those of a write in flight.
+ */
+class TurnBatchedStdout implements DestinationStream {
+  private pending = '';
+  private scheduled = false;
+  private readonly sink = pino.destination({ dest: 1, sync: false });
+
+  constructor() {
+    // Runs after pino's own exit hook has flushed the sink (registered when the sink was made), so order holds.
+    process.once('exit', () => {
+      if (this.pending) writeAllSync(1, this.pending);
+      this.pending = '';
+    });
+  }
+
+  write(line: string): void {
+    this.pending += line;
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const out = this.pending;
+    this.pending = '';
+    if (out) this.sink.write(out);
+  };
+}
+
+/**
+ * Writes all of `text`: one writeSync may write only part of it (a pipe whose reader is slower
+ * than a large exit flush) or refuse with EAGAIN when the descriptor is non-blocking.
+ */
+function writeAllSync(fd: number, text: string): void {
+  let rest = Buffer.from(text);
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  while (rest.length > 0) {
+    try {
+      rest = rest.subarray(writeSync(fd, rest));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+      Atomics.wait(pause, 0, 0, 1);
+    }
+  }
+}
+
+/**
+ * The access line in pino's own format (level, time, pid, hostname, fields, msg), built by hand:
+ * its fields are the kernel's (no credentials), so it needs neither redaction, whose `*.x` paths
+ * visit every key of every logged object, nor pino's generic serializer.
+ */
+function accessLine(out: DestinationStream): AccessLog {
+  const head = `{"level":30,"time":`;
+  const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())},"cid":`;
+  return function writeAccessLine(cid, channel, method, url, status, ms) {
+    out.write(`${head}${Date.now()}${base}"${cid}"${channel === undefined ? '' : `,"channel":${JSON.stringify(channel)}`},"method":"${method}","url":${JSON.stringify(url)},"status":${status},"ms":${ms},"msg":"request"}\n`);
+  };
+}
+
+/** The server's logger (credential fields redacted) and its access log, both on stdout. */
+export function serverLoggers(level: string, redactPaths: string[]): Loggers {
+  const out = new TurnBatchedStdout();
+  const log = pino({ level, redact: { paths: redactPaths, censor: '[redacted]' } }, out);
+  return { log, access: log.isLevelEnabled('info') ? accessLine(out) : undefined };
+}
+
+/** An access log written through a given logger (tests, embedders). */
+export function accessLogVia(log: Logger): AccessLog | undefined {
+  if (!log.isLevelEnabled('info')) return undefined;
+  return (cid, channel, method, url, status, ms) => log.info({ cid, channel, method, url, status, ms }, 'request');
+}

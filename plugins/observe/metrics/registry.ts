@@ -1,0 +1,164 @@
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import type { OutgoingStats, PubSubStats, RateLimitStats, TokenStats, UseQueueStats } from '../../capabilities.ts';
+import type { RequestMeters } from './requests.ts';
+
+/** What one scrape reads, gathered once before the series are written. */
+interface Snapshot {
+  sandbox: ReturnType<KernelApi['sandboxStats']>;
+  queues: UseQueueStats | undefined;
+  rateLimit: RateLimitStats | undefined;
+  outgoing: OutgoingStats | undefined;
+  tokens: TokenStats | undefined;
+  pubsub: PubSubStats | undefined;
+}
+
+/** The background queue (invokeAsync) has no channel: its `queue` label. */
+export const BACKGROUND_QUEUE = '@background';
+
+type Labels = Record<string, string | number>;
+type Row = { labels: Labels; value: number };
+
+/**
+ * The series svc serves at /metrics. Nothing is counted here: every value is read at scrape time
+ * from numbers kept where the facts happen (the request meters, the kernel's sandbox stats,
+ * other plugins' stats capabilities), so a request costs what RequestMeters costs and no more.
+ */
+export class SvcMetrics {
+  private readonly registry = new Registry();
+  private snapshot: Snapshot | undefined;
+
+  constructor(
+    private readonly kernel: KernelApi,
+    requests: RequestMeters,
+    private readonly processMetrics: boolean,
+  ) {
+    // Started now, so the first scrape already has event loop and GC figures.
+    if (processMetrics) processRegistry();
+    const r = this.registry;
+    this.counter('svc_http_requests_total', 'Requests answered by channel (or plugin route) and status; status 0: connection dropped by the firewall.', ['channel', 'status'], () =>
+      [...requests.all()].flatMap((m) => [...m.statuses].map(([status, value]) => ({ labels: { channel: m.channel, status }, value }))),
+    );
+    r.registerMetric(requestDurations(requests) as unknown as Metric);
+    this.counter('svc_sandbox_calls_total', 'Service calls by service and outcome (ok, error, timeout, memory_limit, crashed, quarantined, unavailable, ...).', ['service', 'outcome'], (s) =>
+      s.sandbox.calls.map((c) => ({ labels: { service: c.service, outcome: c.outcome }, value: c.count })),
+    );
+    this.counter('svc_sandbox_isolate_rebuilds_total', 'Isolates rebuilt after a time or memory limit disposed them, by service.', ['service'], (s) =>
+      s.sandbox.isolateRebuilds.map((c) => ({ labels: { service: c.service }, value: c.count })),
+    );
+    this.counter('svc_sandbox_process_restarts_total', 'Sandbox processes started again after dying.', [], (s) => [{ labels: {}, value: s.sandbox.processRestarts }]);
+    this.gauge('svc_sandbox_processes', 'Sandbox processes alive.', [], (s) => [{ labels: {}, value: s.sandbox.processes }]);
+    this.gauge('svc_sandbox_quarantined_services', 'Services quarantined after crashing their sandbox process repeatedly.', [], (s) => [{ labels: {}, value: s.sandbox.quarantined.length }]);
+    const queue = (channel: string | null) => channel ?? BACKGROUND_QUEUE;
+    this.gauge('svc_queue_depth', `Use queue events accepted and not finished (pending and running), by queue (a channel's name; ${BACKGROUND_QUEUE}: invokeAsync work).`, ['queue'], (s) =>
+      (s.queues?.queues ?? []).map((q) => ({ labels: { queue: queue(q.channel) }, value: q.depth })),
+    );
+    this.gauge('svc_queue_running', 'Use queue attempts running now, by queue.', ['queue'], (s) => (s.queues?.queues ?? []).map((q) => ({ labels: { queue: queue(q.channel) }, value: q.running })));
+    this.gauge('svc_queue_dead_letters', 'Events in the Use queue dead-letter queue, by queue.', ['queue'], (s) =>
+      (s.queues?.queues ?? []).map((q) => ({ labels: { queue: queue(q.channel) }, value: q.deadLetters })),
+    );
+    this.counter('svc_rate_limit_denials_total', 'Requests refused with 429 by rate limits, by channel.', ['channel'], (s) =>
+      (s.rateLimit?.denials ?? []).map((d) => ({ labels: { channel: d.channel }, value: d.count })),
+    );
+    this.counter('svc_rate_limit_drops_total', 'Connections dropped by a disallowed range (IP firewall), by channel.', ['channel'], (s) =>
+      (s.rateLimit?.drops ?? []).map((d) => ({ labels: { channel: d.channel }, value: d.count })),
+    );
+    this.counter('svc_outgoing_requests_total', 'Outgoing calls services made, by connection and final status (HTTP status, or timeout, connection, budget, cancelled, too_large, refused).', ['connection', 'status'], (s) =>
+      (s.outgoing?.calls ?? []).map((c) => ({ labels: { connection: c.connection, status: c.status }, value: c.count })),
+    );
+    this.counter('svc_oauth_token_requests_total', 'OAuth 2.0 token requests (fetches and refreshes) for outgoing calls, by bearer_token definition and outcome.', ['security', 'outcome'], (s) =>
+      (s.tokens?.requests ?? []).map((t) => ({ labels: { security: t.security, outcome: t.outcome }, value: t.count })),
+    );
+    this.gauge('svc_pubsub_subscription_depth', 'Messages queued for a pub/sub subscription, by endpoint and topic.', ['endpoint', 'topic'], (s) =>
+      (s.pubsub?.subscriptions ?? []).map((q) => ({ labels: { endpoint: q.endpoint, topic: q.topic }, value: q.depth })),
+    );
+  }
+
+  /** The exposition text: these series, then the process's (unless turned off). */
+  async scrape(): Promise<string> {
+    const k = this.kernel;
+    const queues = k.lookup('use-queue.stats');
+    this.snapshot = {
+      sandbox: k.sandboxStats(),
+      queues: queues && (await queues()),
+      rateLimit: k.lookup('rate-limit.stats')?.(),
+      outgoing: k.lookup('outgoing-rest.stats')?.(),
+      tokens: k.lookup('bearer-token.stats')?.(),
+      pubsub: k.lookup('pubsub.stats')?.(),
+    };
+    // Every collect below is synchronous: one scrape's series all come from this snapshot.
+    const own = await this.registry.metrics();
+    return this.processMetrics ? own + '\n' + (await processRegistry().metrics()) : own;
+  }
+
+  private counter(name: string, help: string, labelNames: string[], rows: (s: Snapshot) => Row[]): void {
+    const self = this;
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        if (self.snapshot) for (const row of rows(self.snapshot)) this.inc(row.labels, row.value);
+      },
+    });
+  }
+
+  private gauge(name: string, help: string, labelNames: string[], rows: (s: Snapshot) => Row[]): void {
+    const self = this;
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        if (self.snapshot) for (const row of rows(self.snapshot)) this.set(row.labels, row.value);
+      },
+    });
+  }
+}
+
+/**
+ * svc_http_request_duration_seconds from the meters' own buckets. prom-client's Histogram would
+ * hash the labels on every observe (about 1 µs a request); this writes the same series per scrape.
+ */
+function requestDurations(requests: RequestMeters) {
+  const name = 'svc_http_request_duration_seconds';
+  const help = 'Time from a request’s arrival to its answer, by channel (or plugin route).';
+  const bounds = requests.bounds;
+  return {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    async get() {
+      const values: Array<{ labels: Labels; value: number; metricName: string }> = [];
+      for (const m of requests.all()) {
+        let cumulative = 0;
+        for (let i = 0; i < bounds.length; i++) {
+          cumulative += m.buckets[i]!;
+          values.push({ labels: { channel: m.channel, le: bounds[i]! }, value: cumulative, metricName: `${name}_bucket` });
+        }
+        values.push({ labels: { channel: m.channel, le: '+Inf' }, value: m.count, metricName: `${name}_bucket` });
+        values.push({ labels: { channel: m.channel }, value: m.sum, metricName: `${name}_sum` });
+        values.push({ labels: { channel: m.channel }, value: m.count, metricName: `${name}_count` });
+      }
+      return { name, help, type: 'histogram', aggregator: 'sum', values };
+    },
+  };
+}
+
+/**
+ * Node's process metrics, once per process: prom-client's collectors (an event loop delay
+ * monitor, a GC observer) run for the process's life and offer no way to stop them.
+ */
+let processMetricsRegistry: Registry | undefined;
+function processRegistry(): Registry {
+  if (!processMetricsRegistry) {
+    processMetricsRegistry = new Registry();
+    collectDefaultMetrics({ register: processMetricsRegistry });
+  }
+  return processMetricsRegistry;
+}

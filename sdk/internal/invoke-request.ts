@@ -1,0 +1,59 @@
+import type { AuthInfo } from '../plugin/extensions.ts';
+
+/**
+ * What the kernel asks of a service (kernel/sandbox/protocol.ts re-exports it). Only JSON-like
+ * data: it crosses a process boundary and an isolate boundary as JSON text. It lives in the SDK
+ * because the runtime in the isolate reads it, and the services' types must not reach the kernel.
+ */
+export interface InvokeRequest {
+  service: string;
+  cid: string;
+  channel?: string;
+  /** Upper-case HTTP method; selects a verb handler. */
+  method: string;
+  path?: string;
+  /** Absent when `inputOverPayload` is given: input is then the payload's fields with those on top. */
+  input?: Record<string, unknown>;
+  /**
+   * Input fields that differ from the payload's (URL parameters, defaults, converted values):
+   * the payload's fields cross the boundary once, not twice.
+   */
+  inputOverPayload?: Record<string, unknown>;
+  payload?: unknown;
+  headers?: Record<string, string>;
+  query?: Record<string, string | string[]>;
+  pathParams?: Record<string, string>;
+  /** The raw body: UTF-8 text when it decodes as such, else base64. */
+  rawBody?: { text: string } | { base64: string };
+  files?: Array<{ field: string; filename: string; contentType: string; base64: string }>;
+  auth?: AuthInfo;
+  /** Set when the call runs from the Use queue: the service's `ctx.delivery`. */
+  delivery?: DeliveryInfo;
+  /**
+   * The trace this call's work belongs to (Exchange.trace when it came from a request): host calls
+   * continue it (outgoing calls), and the Use queue stores it with the event.
+   */
+  trace?: TraceContext;
+}
+
+/**
+ * W3C Trace Context (https://www.w3.org/TR/trace-context/) as header values. A tracing plugin sets
+ * it; the kernel only carries it, never parses it, except that log lines take `trace_id` and
+ * `span_id` from `traceparent`, which is therefore always a well-formed version-00 value.
+ */
+export interface TraceContext {
+  /** `00-<trace-id>-<span-id>-<flags>`: the span that work done for this request continues from. */
+  traceparent: string;
+  /** Passed on as received (validated), when there was one. */
+  tracestate?: string;
+}
+
+/** Which delivery of a queued event this call is (at-least-once: services deduplicate by `cid`). */
+export interface DeliveryInfo {
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** When the event was accepted, ISO 8601. */
+  firstReceivedAt: string;
+  /** The CID the event was accepted with (each attempt has its own `ctx.cid`). */
+  cid: string;
+}

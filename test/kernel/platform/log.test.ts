@@ -1,0 +1,40 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const LOG_MODULE = fileURLToPath(new URL('../../../kernel/platform/log.ts', import.meta.url));
+
+/** Runs a script against kernel/platform/log.ts in its own process and returns its stdout lines as JSON. */
+function linesOf(script: string): Array<Record<string, unknown>> {
+  const code = `import { serverLoggers } from ${JSON.stringify(LOG_MODULE)};\n${script}`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
+  expect(r.status, r.stderr).toBe(0);
+  return r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe('server loggers', () => {
+  it('writes the access line in the same shape as pino lines, with the URL escaped', () => {
+    const [info, access] = linesOf(`
+      const { log, access } = serverLoggers('info', ['*.password']);
+      log.info({ user: { password: 'p' } }, 'hello');
+      access('abc123', 'orders "eu"', 'GET', '/orders/1?q="x"\\n', 200, 1.25);
+    `);
+    expect(info).toMatchObject({ level: 30, pid: expect.any(Number), hostname: expect.any(String), user: { password: '[redacted]' }, msg: 'hello' });
+    expect(access).toEqual({ level: 30, time: expect.any(Number), pid: info!.pid, hostname: info!.hostname, cid: 'abc123', channel: 'orders "eu"', method: 'GET', url: '/orders/1?q="x"\n', status: 200, ms: 1.25, msg: 'request' });
+    expect(Object.keys(access!).slice(0, 4)).toEqual(Object.keys(info!).slice(0, 4));
+  });
+
+  it('has no access log above info, and keeps lines written just before process.exit, in order', () => {
+    const lines = linesOf(`
+      const quiet = serverLoggers('warn', []);
+      if (quiet.access !== undefined) throw new Error('access log at warn');
+      const { log, access } = serverLoggers('info', []);
+      for (let i = 0; i < 1000; i++) access('c' + i, 'ch', 'GET', '/x', 200, 0.1);
+      log.error('last');
+      process.exit(0);
+    `);
+    expect(lines).toHaveLength(1001);
+    expect(lines.slice(0, 1000).map((l) => l.cid)).toEqual(Array.from({ length: 1000 }, (_, i) => 'c' + i));
+    expect(lines[1000]).toMatchObject({ level: 50, msg: 'last' });
+  });
+});
