@@ -371,7 +371,9 @@ export async function startSvcCli(config: Record<string, unknown>, services: Rec
   writeFileSync(join(dir, 'svc.yaml'), stringify({ ...config, server }));
   const url = `http://127.0.0.1:${port}`;
   try {
-    const p = await spawnLogged([SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0' }, log: join(dir, 'server.log'), probe: url + probe, headers });
+    // BENCH_SVC_NODE_ARGS adds Node flags to the kernel process (diagnostics, e.g. --cpu-prof).
+    const nodeArgs = process.env.BENCH_SVC_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    const p = await spawnLogged([...nodeArgs, SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0' }, log: join(dir, 'server.log'), probe: url + probe, headers });
     return { url, pid: p.pid, dir, stop: () => p.stop().finally(() => rmSync(dir, { recursive: true, force: true })) };
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
