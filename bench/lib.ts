@@ -478,6 +478,13 @@ export async function drain(get: () => Promise<number>): Promise<number> {
   return n;
 }
 
+/**
+ * How long a getter waits after an empty get, as a polling consumer does. Without a pause, a
+ * getter that has caught up asks again at once, and the row measures a storm of empty gets
+ * rather than draining (BENCH_POLL_IDLE_MS=0 restores that).
+ */
+const POLL_IDLE_MS = Number(process.env.BENCH_POLL_IDLE_MS ?? 5);
+
 /** One getter looping get() until stop(); taken() counts the messages so far. */
 export function getterLoop(get: () => Promise<number>): { taken: () => number; stop: () => Promise<void> } {
   let running = true;
@@ -486,7 +493,7 @@ export function getterLoop(get: () => Promise<number>): { taken: () => number; s
     while (running) {
       const n = await get();
       taken += n;
-      if (n === 0) await new Promise((r) => setImmediate(r));
+      if (n === 0) await new Promise((r) => (POLL_IDLE_MS > 0 ? setTimeout(r, POLL_IDLE_MS) : setImmediate(r)));
     }
   })();
   return {
