@@ -104,7 +104,7 @@ async function compileServices(dir: string, config: SvcConfig | undefined): Prom
   try {
     for (const file of files) {
       const compiled = transpile(file, readFileSync(join(dir, file), 'utf8'));
-      const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await pool.deploy(serviceName(file), file, compiled.code);
+      const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await pool.deploy(serviceName(file), file, compiled.code, compiled.map);
       if (outcome.ok) metas.set(serviceName(file), outcome.meta);
       else errors.push(outcome.error);
     }
