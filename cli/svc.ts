@@ -11,6 +11,7 @@ import { startServiceRunner } from '../kernel/sandbox/runner.ts';
 import { buildSdkBundle, isServiceFile, serviceName, transpile } from '../kernel/services/registry.ts';
 import { initDirectory } from './init.ts';
 import { devLogger, type DevLog } from './dev.ts';
+import { runTests } from './testing/run.ts';
 import { openApiFragments, type CliCommand, type CliEnv, type Plugin } from '../kernel/plugin.ts';
 import type { ServiceMeta } from '../kernel/sandbox/protocol.ts';
 import { EXIT_OK, EXIT_RUNTIME, serveUntilSignalled } from './lifecycle.ts';
@@ -204,6 +205,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (command === 'start') return start(configPathOf(config));
   if (command === 'dev') return start(configPathOf(config), true);
+  if (command === 'test') {
+    const io = { out: (line: string) => void process.stdout.write(line + '\n'), err: (line: string) => void process.stderr.write(line + '\n'), color: !!process.stdout.isTTY };
+    return runTests(words.slice(1), config, io);
+  }
   if (command === 'check') return check(configPathOf(words[1] ?? config));
   if (command === 'init') {
     if (words.length !== 2) {
