@@ -1,10 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, extname, join, relative, resolve } from 'node:path';
+import pino from 'pino';
 import { compileModel, type InputChecker } from '../../kernel/model.ts';
+import { sandboxSchema } from '../../kernel/config/schema.ts';
 import { SvcError } from '../../kernel/errors.ts';
-import type { ServiceRunner } from '../../kernel/sandbox/runner.ts';
+import { startServiceRunner, type ServiceRunner } from '../../kernel/sandbox/runner.ts';
 import type { InvokeRequest, InvokeResult } from '../../kernel/sandbox/protocol.ts';
-import { transpile } from '../../kernel/services/registry.ts';
+import { buildSdkBundle, transpile } from '../../kernel/services/registry.ts';
 import type { Params } from '../../plugins/outgoing/rest/url.ts';
 import { ServiceError } from '../../sdk/errors.ts';
 import { fromBase64 } from '../../sdk/internal/bytes.ts';
@@ -57,6 +59,26 @@ export class TestEngine implements TestingEngine {
   get pool(): ServiceRunner {
     return this.runner();
   }
+}
+
+/**
+ * An engine over a sandbox runner of its own: one sandbox process with the default limits of
+ * `server.sandbox` (a service's own `limits` apply as in production), isolates kept while in use.
+ */
+export async function startTestEngine(pathOf: TestEngine['pathOf']): Promise<{ engine: TestEngine; close: () => Promise<void> }> {
+  const sandbox = sandboxSchema.parse(undefined);
+  let runner: ServiceRunner | undefined;
+  const engine = new TestEngine(() => runner!, pathOf);
+  runner = await startServiceRunner(
+    {
+      processes: 1,
+      caps: { spillAt: sandbox.spill_at, defaultMemoryMb: sandbox.memory_mb, maxMemoryMb: sandbox.max_memory_mb, defaultTimeoutMs: sandbox.timeout_ms, maxTimeoutMs: sandbox.max_timeout_ms, maxOutputBytes: sandbox.max_output_bytes, idleMs: 0 },
+      log: pino({ level: 'silent' }),
+      hostCall: engine.hostCall,
+    },
+    buildSdkBundle(),
+  );
+  return { engine, close: () => runner.close() };
 }
 
 interface Deployed {

@@ -2,16 +2,12 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { register } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import pino from 'pino';
 import { readSource } from '../../kernel/config/store.ts';
-import { sandboxSchema } from '../../kernel/config/schema.ts';
 import { resolveDir } from '../../kernel/kernel.ts';
-import { startServiceRunner, type ServiceRunner } from '../../kernel/sandbox/runner.ts';
-import { buildSdkBundle } from '../../kernel/services/registry.ts';
 import { show } from '../../sdk/testing/expect.ts';
 import type { TestRegistry } from '../../sdk/testing/index.ts';
 import { outgoingPaths } from './fakes.ts';
-import { TestEngine, shown } from './harness.ts';
+import { shown, startTestEngine } from './harness.ts';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -124,18 +120,7 @@ export async function runTests(args: string[], configPath: string | undefined, i
   }
 
   const paint = (code: number, text: string) => (io.color ? `\x1b[${code}m${text}\x1b[0m` : text);
-  const sandbox = sandboxSchema.parse(undefined);
-  let runner: ServiceRunner | undefined;
-  const engine = new TestEngine(() => runner!, outgoingPaths(project.connections));
-  runner = await startServiceRunner(
-    {
-      processes: 1,
-      caps: { spillAt: sandbox.spill_at, defaultMemoryMb: sandbox.memory_mb, maxMemoryMb: sandbox.max_memory_mb, defaultTimeoutMs: sandbox.timeout_ms, maxTimeoutMs: sandbox.max_timeout_ms, maxOutputBytes: sandbox.max_output_bytes, idleMs: 0 },
-      log: pino({ level: 'silent' }),
-      hostCall: engine.hostCall,
-    },
-    buildSdkBundle(),
-  );
+  const { engine, close } = await startTestEngine(outgoingPaths(project.connections));
   provideSdk();
   const registry = ((globalThis as unknown as Record<symbol, TestRegistry>)[Symbol.for('svc.testing')] ??= { tests: [], prefix: [] });
   registry.engine = engine;
@@ -175,7 +160,7 @@ export async function runTests(args: string[], configPath: string | undefined, i
       }
     }
   } finally {
-    await runner.close();
+    await close();
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   io.out('');
