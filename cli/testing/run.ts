@@ -127,6 +127,10 @@ export async function runTests(args: string[], configPath: string | undefined, i
 
   let passed = 0;
   let failed = 0;
+  // A promise a test forgot to await fails that test (or the next one), not the whole run.
+  let unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
   try {
     for (const file of files) {
       io.out(shown(file));
@@ -145,7 +149,10 @@ export async function runTests(args: string[], configPath: string | undefined, i
         engine.exceptions = [];
         const began = Date.now();
         try {
+          unhandled = [];
           await withTimeout(t.fn);
+          await new Promise((r) => setImmediate(r));
+          if (unhandled.length) throw unhandled[0];
           passed++;
           io.out(`  ${paint(32, '✓')} ${t.name} ${paint(2, `(${Date.now() - began} ms)`)}`);
         } catch (err) {
@@ -160,6 +167,7 @@ export async function runTests(args: string[], configPath: string | undefined, i
       }
     }
   } finally {
+    process.off('unhandledRejection', onUnhandled);
     await close();
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
