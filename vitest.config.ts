@@ -8,6 +8,8 @@ export default defineConfig({
     alias: [{ find: /^svc\/sdk\/plugin$/, replacement: fileURLToPath(new URL('./sdk/plugin/index.ts', import.meta.url)) }],
   },
   test: {
+    // Only the repository's own tests: services/*.test.ts are services' tests, run by `svc test`
+    // (test/e2e/svc-test.test.ts runs them that way).
     include: ['test/**/*.test.ts'],
     pool: 'forks',
     // Some suites load isolated-vm in the test process itself, which needs this on every Node line.
