@@ -148,18 +148,22 @@ export class RedisCounterStore implements CounterStore {
   }
 
   /**
-   * Starts connecting; resolves once connected or after the connect timeout, whichever comes
-   * first (an unreachable Redis must not hold the server's start: it keeps retrying meanwhile).
+   * Starts connecting; resolves once connected, refused, or after the connect timeout, whichever
+   * comes first (an unreachable Redis must not hold the server's start: it keeps retrying).
    */
   async connect(): Promise<void> {
-    const connected = this.client.connect().then(
-      () => undefined,
-      () => undefined,
-    );
     let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.connectTimeoutMs)));
-    await Promise.race([connected, waited]);
+    let settle: () => void = () => undefined;
+    const first = new Promise<void>((resolve) => {
+      settle = resolve;
+      timer = setTimeout(resolve, this.options.connectTimeoutMs);
+      this.client.once('ready', resolve);
+      this.client.once('error', resolve);
+    });
+    this.client.connect().catch(() => undefined);
+    await first;
     clearTimeout(timer);
+    this.client.off('ready', settle).off('error', settle);
   }
 
   get ready(): boolean {
@@ -255,8 +259,14 @@ export class RedisCounterStore implements CounterStore {
     return dropped;
   }
 
+  /** Waits a moment for commands in flight, then lets go of the connection whatever Redis does. */
   async close(): Promise<void> {
-    if (this.client.isReady) await this.client.close().catch(() => this.client.destroy());
-    else if (this.client.isOpen) this.client.destroy();
+    if (!this.client.isOpen) return;
+    if (!this.client.isReady) return this.client.destroy();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)));
+    await Promise.race([this.client.close().catch(() => undefined), late]);
+    clearTimeout(timer);
+    if (this.client.isOpen) this.client.destroy();
   }
 }
