@@ -182,7 +182,7 @@ describe.skipIf(!run)('redis policy store', () => {
       let holding = false;
       const held: Array<() => void> = [];
       const proxy = createServer((client) => {
-        const upstream = connect(new URL(TEST_REDIS_URL).port || 6379, new URL(TEST_REDIS_URL).hostname);
+        const upstream = connect(Number(new URL(TEST_REDIS_URL).port || 6379), new URL(TEST_REDIS_URL).hostname);
         client.pipe(upstream);
         upstream.on('data', (chunk: Buffer) => void (holding ? held.push(() => client.write(chunk)) : client.write(chunk)));
         const end = () => (client.destroy(), upstream.destroy());
