@@ -43,7 +43,7 @@ test('refuses a name that is too long', async () => {
 });
 `;
 
-const SAMPLE_CONFIG = `# svc configuration of this directory: \`svc start --config svc.yaml\` from here.
+const SAMPLE_CONFIG = `# svc configuration of this directory: \`svc start\` (or \`svc dev\`) from here.
 # Relative paths are relative to the directory svc starts in.
 server:
   host: 127.0.0.1
@@ -111,7 +111,7 @@ export function initDirectory(target: string, out: (line: string) => void): numb
   }
   out('');
   out(`Open ${dir} in your editor: services get the types of svc/sdk from tsconfig.json.`);
-  out(`Develop: cd ${dir} && svc dev --config svc.yaml (saving a file deploys it), then curl http://127.0.0.1:17010/hello/Ada`);
-  out(`Test: svc test (runs services/*.test.ts against the services in the sandbox); serve: svc start --config svc.yaml`);
+  out(`Develop: cd ${dir} && svc dev (saving a file deploys it), then curl http://127.0.0.1:17010/hello/Ada`);
+  out(`Test: svc test (runs services/*.test.ts against the services in the sandbox); serve: svc start`);
   return 0;
 }

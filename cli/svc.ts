@@ -20,7 +20,7 @@ const EXIT_USAGE = 2;
 
 const USAGE = `usage: svc <command> [options]
 
-  svc start [--config FILE]      serve channels (default config: $SVC_CONFIG or config/svc.yaml)
+  svc start [--config FILE]      serve channels (default config: $SVC_CONFIG, config/svc.yaml, or svc.yaml)
   svc dev [--config FILE]        serve for development: readable logs, errors at the service's file:line:col
   svc test [FILE...]             run services' tests (services/**/*.test.ts) against them in the sandbox
   svc check [FILE]               validate a config file and the services it uses; exit 2 on any error
@@ -46,8 +46,11 @@ function parseArgs(argv: string[]): Parsed {
   return { words, config };
 }
 
+/** --config, else $SVC_CONFIG, else config/svc.yaml (a repository), else svc.yaml (a directory made by `svc init`). */
 function configPathOf(explicit: string | undefined): string {
-  return resolve(explicit ?? process.env.SVC_CONFIG ?? 'config/svc.yaml');
+  const given = explicit ?? process.env.SVC_CONFIG;
+  if (given !== undefined) return resolve(given);
+  return resolve(!existsSync('config/svc.yaml') && existsSync('svc.yaml') ? 'svc.yaml' : 'config/svc.yaml');
 }
 
 function printConfigError(err: unknown): number {

@@ -57,6 +57,10 @@ describe('svc init', () => {
 
   it('serves the sample service from that directory', async () => {
     writeFileSync(join(dir, 'services', 'broken.ts'), `import { service } from 'svc/sdk';\nexport default service({ handle: () => 'fixed' });\n`);
+    // Without --config, a directory with svc.yaml and no config/svc.yaml uses svc.yaml.
+    const checked = runCli(['check'], dir);
+    expect(checked.status, checked.stderr).toBe(0);
+    expect(runCli(['check'], outside).stderr).toContain(join(outside, 'config', 'svc.yaml'));
     server = await startCli(dir, { SVC_PORT: '0' }, { config: 'svc.yaml' });
     const res = await fetch(`${server.url}/hello/Ada?greeting=Hi`);
     expect(res.status).toBe(200);
