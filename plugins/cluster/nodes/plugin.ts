@@ -29,7 +29,7 @@ export default definePlugin<NodesOptions, NodeRegistry>({
     kernel.provide('cluster.node', registry.self);
     const list: ControlOp = { op: 'cluster.nodes', readOnly: true, args: listArgsSchema, handler: async () => ({ self: registry.self.id, nodes: await registry.list() }) };
     kernel.addControl(list);
-    kernel.log.info({ node: registry.self.id, name }, 'nodes: this node registered');
+    kernel.log.info({ node: registry.self.id, node_name: name }, 'nodes: this node registered');
     return registry;
   },
   stop: (registry) => registry.stop(),
