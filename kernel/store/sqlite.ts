@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sqliteDriver } from './sqlite-driver.ts';
-import type { DataStore, Migration, Queryable, RunResult } from './types.ts';
+import type { DataStore, Migration, Queryable, RunResult } from '../../sdk/plugin/store.ts';
 
 /**
  * The embedded store: one SQLite file in WAL mode at synchronous=NORMAL, so a commit is a
