@@ -170,6 +170,7 @@ export class PgStore implements DataStore {
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    // pg refuses a second end(); close() may come twice (a failed start, then shutdown).
+    if (!this.pool.ended) await this.pool.end();
   }
 }
