@@ -1,22 +1,72 @@
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { defineConfig } from 'vitest/config';
 
-export default defineConfig({
-  resolve: {
-    // What kernel/plugin-sdk-resolve.ts does under `svc start`: vitest resolves imports of the
-    // files it runs itself, past Node's resolve hooks, so third-party plugins get the same SDK here.
-    alias: [{ find: /^svc\/sdk\/plugin$/, replacement: fileURLToPath(new URL('./sdk/plugin/index.ts', import.meta.url)) }],
-  },
-  test: {
-    // Only the repository's own tests: services/*.test.ts are services' tests, run by `svc test`
-    // (test/e2e/svc-test.test.ts runs them that way).
-    include: ['test/**/*.test.ts'],
-    pool: 'forks',
-    // Some suites load isolated-vm in the test process itself, which needs this on every Node line.
-    execArgv: ['--no-node-snapshot'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    // Each file starts its own sandbox processes; two at a time fit two cores.
-    maxWorkers: 2,
-  },
+/**
+ * Suites that run a second time on PostgreSQL (the `postgres` project): together they apply every
+ * plugin's migrations and run every plugin's SQL statements there. The store contract suite
+ * (test/kernel/store/contract.test.ts) covers both stores in the default project.
+ */
+const POSTGRES_SUITES = [
+  'test/plugins/pubsub/engine/engine.test.ts',
+  'test/plugins/pubsub/engine/control.test.ts',
+  'test/plugins/pubsub/crash.test.ts',
+  'test/plugins/delivery/use-queue/accept.test.ts',
+  'test/plugins/delivery/use-queue/control.test.ts',
+  'test/plugins/delivery/use-queue/restart.test.ts',
+  'test/plugins/delivery/use-queue/retries.test.ts',
+  'test/plugins/admin/api/auth.test.ts',
+  'test/plugins/admin/api/persistence.test.ts',
+  'test/plugins/admin/api/resources.test.ts',
+  'test/plugins/secrets/shared/vault.test.ts',
+  'test/plugins/secrets/named/secret-store.test.ts',
+  'test/plugins/secrets/named/restart.test.ts',
+  'test/plugins/security/shared/secret-manager.test.ts',
+  'test/plugins/observe/health/health.test.ts',
+];
+
+const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+async function pgAnswers(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 1_000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export default defineConfig(async () => {
+  // Names this run's PostgreSQL schemas (test/helpers/store.ts), so its global teardown drops its own only.
+  process.env.SVC_TEST_RUN ??= `${process.pid.toString(36)}${Date.now().toString(36)}`;
+  // On CI the PostgreSQL suites always run (and fail if it is down); elsewhere they need it up.
+  const withPostgres = process.env.CI === 'true' || (await pgAnswers());
+  if (!withPostgres) process.stderr.write(`PostgreSQL does not answer at ${PG_URL}: the postgres project (store suites on PostgreSQL) is skipped\n`);
+  return {
+    resolve: {
+      // What kernel/plugin-sdk-resolve.ts does under `svc start`: vitest resolves imports of the
+      // files it runs itself, past Node's resolve hooks, so third-party plugins get the same SDK here.
+      alias: [{ find: /^svc\/sdk\/plugin$/, replacement: fileURLToPath(new URL('./sdk/plugin/index.ts', import.meta.url)) }],
+    },
+    test: {
+      // Some suites load isolated-vm in the test process itself, which needs this on every Node line.
+      execArgv: ['--no-node-snapshot'],
+      testTimeout: 30_000,
+      hookTimeout: 60_000,
+      pool: 'forks',
+      // Each file starts its own sandbox processes; two at a time fit two cores.
+      maxWorkers: 2,
+      env: { SVC_TEST_RUN: process.env.SVC_TEST_RUN },
+      globalSetup: ['test/helpers/pg-global.ts'],
+      projects: [
+        // Only the repository's own tests: services/*.test.ts are services' tests, run by `svc test`
+        // (test/e2e/svc-test.test.ts runs them that way).
+        { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
+        ...(withPostgres ? [{ extends: true, test: { name: 'postgres', include: POSTGRES_SUITES, env: { SVC_TEST_STORE: 'postgres' } } }] : []),
+      ],
+    },
+  };
 });

@@ -5,7 +5,8 @@ import { Kernel, loadConfig, resolveDir } from '../kernel/kernel.ts';
 import { ConfigError, readSource } from '../kernel/config/store.ts';
 import { NativeModuleError } from '../kernel/platform/native.ts';
 import { sandboxSchema, type SvcConfig } from '../kernel/config/schema.ts';
-import { SqliteStore } from '../kernel/store/sqlite.ts';
+import { openStore } from '../kernel/store/open.ts';
+import { StoreUnavailableError } from '../sdk/plugin/store.ts';
 import { sendControl } from '../kernel/control.ts';
 import { startServiceRunner } from '../kernel/sandbox/runner.ts';
 import { buildSdkBundle, isServiceFile, serviceName, transpile } from '../kernel/services/registry.ts';
@@ -58,7 +59,7 @@ function printConfigError(err: unknown): number {
     for (const issue of err.issues) process.stderr.write(`config error: ${issue}\n`);
     return EXIT_USAGE;
   }
-  if (err instanceof NativeModuleError) {
+  if (err instanceof NativeModuleError || err instanceof StoreUnavailableError) {
     process.stderr.write(`error: ${err.message}\n`);
     return EXIT_RUNTIME;
   }
@@ -160,7 +161,7 @@ function cliEnv(configPath: string, config: CliEnv['config'], plugins: readonly 
     contributions: () => plugins.map((p) => p.contributes ?? {}),
     serviceMetas: async () => (await compileServices(resolveDir(config.server.services_dir), config)).metas,
     configPath,
-    openStore: async () => new SqliteStore(join(dataDir, 'svc.db')),
+    openStore: () => openStore(config.server.store, dataDir, plugins, pino({ level: 'silent' })),
     control: (op, args) => sendControl(join(dataDir, 'control.sock'), op, args),
     readStdin: async () => {
       const chunks: Buffer[] = [];

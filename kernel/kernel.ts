@@ -9,11 +9,10 @@ import type { Channel, SvcConfig } from './config/schema.ts';
 import type { ConfigIssue, RawConfig } from './plugin.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
 import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type PluginRoute } from './plugin.ts';
-import { SqliteStore } from './store/sqlite.ts';
-import { sqliteDriver } from './store/sqlite-driver.ts';
+import { openStore } from './store/open.ts';
 import { isolatedVmEntry } from './sandbox/ivm.ts';
 import { accessLogVia, serverLoggers, type AccessLog } from './platform/log.ts';
-import type { DataStore } from './store/types.ts';
+import type { DataStore } from '../sdk/plugin/store.ts';
 import { startServiceRunner, type ServiceRunner } from './sandbox/runner.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
 import { serviceControls } from './services/control.ts';
@@ -126,11 +125,10 @@ export class Kernel {
     const { log, access } = opts.logger ? { log: opts.logger, access: accessLogVia(opts.logger) } : serverLoggers(config.server.log_level, logRedactPaths(plugins));
     // A node_modules built for another Node is a clear error here, before anything is opened.
     isolatedVmEntry();
-    sqliteDriver();
     const dataDir = resolveDir(config.server.data_dir);
     // The store holds secret hashes and the control socket lives here: owner only.
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const store = new SqliteStore(join(dataDir, 'svc.db'));
+    const store = await openStore(config.server.store, dataDir, plugins, log);
     const hostCalls = new HostCalls(log);
     const sb = config.server.sandbox;
     const pool = await startServiceRunner(

@@ -44,6 +44,13 @@ export const serverSchema = z
     host: z.string().min(1).default('127.0.0.1').describe('Address the channel listener binds to.'),
     port: z.number().int().min(0).max(65535).default(17010).describe('Port of the channel listener; SVC_PORT overrides it.'),
     data_dir: z.string().min(1).default('./data').describe('Directory of the SQLite store and other state; relative to the working directory.'),
+    store: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "The data store: absent, the SQLite file svc.db under data_dir (one node); a file path (relative to the working directory), that SQLite file; a postgres:// or postgresql:// URL, PostgreSQL (several nodes on one database; plugins/store/postgres). Put the password in PGPASSWORD or ${VARIABLE}, not in the file; it is never logged. SVC_STORE overrides it.",
+      ),
     services_dir: z.string().min(1).default('./services').describe('Directory of service files; relative to the working directory.'),
     timezone: z
       .string()

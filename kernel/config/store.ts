@@ -62,6 +62,8 @@ export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.P
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError([`SVC_PORT: not a port number: ${env.SVC_PORT}`]);
     config.server.port = port;
   }
+  // Empty counts as unset: a deployment template often defines the variable whether or not it uses it.
+  if (env.SVC_STORE) config.server.store = env.SVC_STORE;
   const issues = crossCheck(config, plugins);
   if (issues.length) throw new ConfigError(issues.map(formatIssue), issues);
   return config;

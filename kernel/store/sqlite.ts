@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sqliteDriver } from './sqlite-driver.ts';
-import type { DataStore, Migration, Queryable, RunResult } from './types.ts';
+import type { DataStore, Migration, Queryable, RunResult } from '../../sdk/plugin/store.ts';
 
 /**
  * The embedded store: one SQLite file in WAL mode at synchronous=NORMAL, so a commit is a
@@ -198,6 +198,11 @@ export class SqliteStore implements DataStore {
       await this.serial(async () => {
         this.db.exec('BEGIN IMMEDIATE');
         try {
+          // Checked again under the write lock: another process on this file (the CLI) may have applied it meanwhile.
+          if (this.prepare('SELECT 1 FROM svc_migrations WHERE owner = ? AND version = ?').get(owner, m.version)) {
+            this.db.exec('COMMIT');
+            return;
+          }
           this.db.exec(m.up);
           this.prepare('INSERT INTO svc_migrations (owner, version) VALUES (?, ?)').run(owner, m.version);
           this.db.exec('COMMIT');

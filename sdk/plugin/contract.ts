@@ -4,7 +4,7 @@ import type { Capabilities, CapabilityName } from './capabilities.ts';
 import type { Exchange } from './exchange.ts';
 import type { HookName } from '../../kernel/hooks.ts';
 import type { Channel, SvcConfig, ServerConfig } from '../../kernel/config/schema.ts';
-import type { DataStore } from '../../kernel/store/types.ts';
+import type { DataStore, StoreStrategy } from './store.ts';
 import type { Clock } from '../../kernel/clock.ts';
 import type { InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
 import type { SandboxStats } from '../../kernel/sandbox/runner.ts';
@@ -14,7 +14,7 @@ import type { SandboxStats } from '../../kernel/sandbox/runner.ts';
  * The kernel implements these; plugins see them through svc/sdk/plugin.
  */
 
-export const PLUGIN_KINDS = ['format', 'security', 'limit', 'pubsub', 'outgoing', 'delivery', 'other'] as const;
+export const PLUGIN_KINDS = ['format', 'security', 'limit', 'pubsub', 'outgoing', 'delivery', 'store', 'other'] as const;
 export type PluginKind = (typeof PLUGIN_KINDS)[number];
 
 /** A per-request step. Small, named and allocation-light: heavy work belongs in the factory. */
@@ -121,6 +121,8 @@ export interface Contributions {
   openapi?: () => OpenApiFragment;
   /** Its part in the channels' OpenAPI document (formats, security targets, extra answers). */
   channelOpenApi?: ChannelOpenApi;
+  /** A data store it opens for `server.store` URLs of its schemes (SDK 1.2). */
+  dataStore?: StoreStrategy;
 }
 
 /** A plugin is plain data. The kernel validates it, runs setup once, then builds hooks per channel. */
@@ -178,7 +180,7 @@ export interface CliEnv {
    */
   serviceMetas: () => Promise<Map<string, ServiceMeta>>;
   configPath: string;
-  /** Opens the data store (the same file the server uses). */
+  /** Opens the data store (the same one the server uses: `server.store`, SVC_STORE). */
   openStore: () => Promise<DataStore>;
   /** Sends a control op to the running server; undefined when no server is running. */
   control: (op: string, args: unknown) => Promise<{ ok: boolean; value?: unknown; error?: string } | undefined>;

@@ -38,7 +38,8 @@ export type { AuthInfo, ChannelFields, ConfigSections, ServerFields } from './ex
 export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors.ts';
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
 export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';
-export type { DataStore, Migration, Queryable, RunResult } from '../../kernel/store/types.ts';
+export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy } from './store.ts';
+export { StoreUnavailableError, isUniqueViolation, redactStoreUrl, sqlTypes } from './store.ts';
 export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
 export type { SandboxStats } from '../../kernel/sandbox/runner.ts';
 export { systemClock, type Clock } from '../../kernel/clock.ts';

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { Kernel } from '../../kernel/kernel.ts';
 import type { Clock } from '../../kernel/clock.ts';
 import type { Plugin } from '../../kernel/plugin.ts';
+import { testStoreEnv } from './store.ts';
 
 export interface TestKernel {
   app: FastifyInstance;
@@ -51,7 +52,9 @@ export async function startKernel(opts: StartOptions): Promise<TestKernel> {
   const logger = logs
     ? pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) })
     : pino({ level: 'silent' });
-  const kernel = await Kernel.create({ configPath, clock: opts.clock, logger, watch: true, env: { SVC_ADMIN_PORT: '0', ...process.env, ...opts.env }, extraPlugins: opts.extraPlugins });
+  // Under SVC_TEST_STORE=postgres the store is the data directory's schema (test/helpers/store.ts).
+  const storeEnv = await testStoreEnv(join(dir, 'data'));
+  const kernel = await Kernel.create({ configPath, clock: opts.clock, logger, watch: true, env: { SVC_ADMIN_PORT: '0', ...process.env, ...storeEnv, ...opts.env }, extraPlugins: opts.extraPlugins });
   let url: string | undefined;
   if (opts.listen) url = await kernel.listen();
   else await kernel.app.ready();

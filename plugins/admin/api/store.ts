@@ -1,43 +1,46 @@
-import type { DataStore, Migration, Queryable } from '../../../sdk/plugin/index.ts';
+import { sqlTypes, type DataStore, type Dialect, type Migration, type Queryable } from '../../../sdk/plugin/index.ts';
 
 const OWNER = 'admin';
-const MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    up: `CREATE TABLE admin_user (
-      username TEXT PRIMARY KEY,
-      password_hash TEXT NOT NULL,
-      updated_at INTEGER NOT NULL
-    );
-    CREATE TABLE admin_key (
-      id TEXT PRIMARY KEY,
-      name TEXT NOT NULL UNIQUE,
-      digest TEXT NOT NULL,
-      created_at INTEGER NOT NULL
-    );
-    CREATE TABLE admin_override (
-      section TEXT NOT NULL,
-      name TEXT NOT NULL,
-      action TEXT NOT NULL,
-      entry TEXT,
-      updated_at INTEGER NOT NULL,
-      updated_by TEXT NOT NULL,
-      PRIMARY KEY (section, name)
-    );
-    CREATE TABLE admin_audit (
-      id INTEGER PRIMARY KEY AUTOINCREMENT,
-      at INTEGER NOT NULL,
-      actor TEXT NOT NULL,
-      action TEXT NOT NULL,
-      section TEXT,
-      name TEXT,
-      detail TEXT
-    )`,
-  },
-];
+function migrations(dialect: Dialect): Migration[] {
+  const t = sqlTypes(dialect);
+  return [
+    {
+      version: 1,
+      up: `CREATE TABLE admin_user (
+        username TEXT PRIMARY KEY,
+        password_hash TEXT NOT NULL,
+        updated_at ${t.int} NOT NULL
+      );
+      CREATE TABLE admin_key (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        digest TEXT NOT NULL,
+        created_at ${t.int} NOT NULL
+      );
+      CREATE TABLE admin_override (
+        section TEXT NOT NULL,
+        name TEXT NOT NULL,
+        action TEXT NOT NULL,
+        entry TEXT,
+        updated_at ${t.int} NOT NULL,
+        updated_by TEXT NOT NULL,
+        PRIMARY KEY (section, name)
+      );
+      CREATE TABLE admin_audit (
+        id ${t.autoId},
+        at ${t.int} NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        section TEXT,
+        name TEXT,
+        detail TEXT
+      )`,
+    },
+  ];
+}
 
 export function migrateAdmin(store: DataStore): Promise<void> {
-  return store.migrate(OWNER, MIGRATIONS);
+  return store.migrate(OWNER, migrations(store.dialect));
 }
 
 /**

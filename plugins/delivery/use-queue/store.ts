@@ -1,31 +1,34 @@
-import type { DataStore, InvokeRequest, Migration } from '../../../sdk/plugin/index.ts';
+import { sqlTypes, type DataStore, type Dialect, type InvokeRequest, type Migration } from '../../../sdk/plugin/index.ts';
 
 /**
  * The events table. One row per event accepted and not yet processed: 'pending' (waiting for
  * its first attempt or a retry), 'running' (an attempt in flight), 'dead' (the dead-letter
  * queue). A processed event's row is deleted. Times are milliseconds since the epoch.
  */
-export const QUEUE_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    up: `
-      CREATE TABLE use_queue_event (
-        id INTEGER PRIMARY KEY,
-        channel TEXT,
-        service TEXT NOT NULL,
-        state TEXT NOT NULL,
-        cid TEXT NOT NULL,
-        attempts INTEGER NOT NULL,
-        first_received_at INTEGER NOT NULL,
-        next_attempt_at INTEGER NOT NULL,
-        running_cid TEXT,
-        request TEXT NOT NULL,
-        errors TEXT NOT NULL
-      );
-      CREATE INDEX use_queue_event_state ON use_queue_event (state, id)
-    `,
-  },
-];
+export function queueMigrations(dialect: Dialect): Migration[] {
+  const t = sqlTypes(dialect);
+  return [
+    {
+      version: 1,
+      up: `
+        CREATE TABLE use_queue_event (
+          id ${t.int} PRIMARY KEY,
+          channel TEXT,
+          service TEXT NOT NULL,
+          state TEXT NOT NULL,
+          cid TEXT NOT NULL,
+          attempts INTEGER NOT NULL,
+          first_received_at ${t.int} NOT NULL,
+          next_attempt_at ${t.int} NOT NULL,
+          running_cid TEXT,
+          request TEXT NOT NULL,
+          errors TEXT NOT NULL
+        );
+        CREATE INDEX use_queue_event_state ON use_queue_event (state, id)
+      `,
+    },
+  ];
+}
 
 export type EventState = 'pending' | 'running' | 'dead';
 
@@ -114,7 +117,7 @@ export class QueueTable {
   constructor(private readonly store: DataStore) {}
 
   static async open(store: DataStore): Promise<QueueTable> {
-    await store.migrate('use-queue', QUEUE_MIGRATIONS);
+    await store.migrate('use-queue', queueMigrations(store.dialect));
     return new QueueTable(store);
   }
 

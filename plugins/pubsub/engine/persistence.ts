@@ -1,10 +1,10 @@
-import type { Migration, Queryable } from '../../../sdk/plugin/index.ts';
+import { sqlTypes, type Dialect, type Migration, type Queryable } from '../../../sdk/plugin/index.ts';
 import { FIELDS } from '../shared/projection.ts';
 import type { Message, Subscription, SubscriptionSource } from './model.ts';
 
 /**
- * The engine's tables. Times are milliseconds since the epoch (a PostgreSQL store maps
- * INTEGER to BIGINT). Only persistent records are stored: GD messages on non-ephemeral
+ * The engine's tables. Times are milliseconds since the epoch (64-bit: `t.int` is BIGINT on
+ * PostgreSQL). Only persistent records are stored: GD messages on non-ephemeral
  * topics, and subscriptions to non-ephemeral topics.
  *
  * Version 2 keys messages and queue rows by `seq` (unique, as msg_id is): a GD publish writes
@@ -12,7 +12,8 @@ import type { Message, Subscription, SubscriptionSource } from './model.ts';
  * delivered message deletes two. On SQLite the queue is a WITHOUT ROWID table: its primary key
  * is the row.
  */
-export function pubsubMigrations(dialect: 'sqlite' | 'postgres'): Migration[] {
+export function pubsubMigrations(dialect: Dialect): Migration[] {
+  const t = sqlTypes(dialect);
   const clustered = dialect === 'sqlite' ? ' WITHOUT ROWID' : '';
   return [
     {
@@ -20,16 +21,16 @@ export function pubsubMigrations(dialect: 'sqlite' | 'postgres'): Migration[] {
       up: `
       CREATE TABLE pubsub_message (
         msg_id TEXT PRIMARY KEY,
-        seq INTEGER NOT NULL,
+        seq ${t.int} NOT NULL,
         topic TEXT NOT NULL,
         data TEXT NOT NULL,
-        size INTEGER NOT NULL,
+        size ${t.int} NOT NULL,
         mime_type TEXT NOT NULL,
-        priority INTEGER NOT NULL,
-        expiration INTEGER,
-        expires_at INTEGER,
-        pub_time INTEGER NOT NULL,
-        recv_time INTEGER NOT NULL,
+        priority ${t.int} NOT NULL,
+        expiration ${t.int},
+        expires_at ${t.int},
+        pub_time ${t.int} NOT NULL,
+        recv_time ${t.int} NOT NULL,
         correl_id TEXT,
         in_reply_to TEXT,
         ext_client_id TEXT,
@@ -41,14 +42,14 @@ export function pubsubMigrations(dialect: 'sqlite' | 'postgres'): Migration[] {
         endpoint TEXT NOT NULL,
         topic TEXT NOT NULL,
         source TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
+        created_at ${t.int} NOT NULL,
         UNIQUE (endpoint, topic)
       );
       CREATE TABLE pubsub_queue (
         sub_key TEXT NOT NULL,
         msg_id TEXT NOT NULL,
-        delivery_count INTEGER NOT NULL,
-        enqueued_at INTEGER NOT NULL,
+        delivery_count ${t.int} NOT NULL,
+        enqueued_at ${t.int} NOT NULL,
         PRIMARY KEY (sub_key, msg_id)
       );
       CREATE INDEX pubsub_queue_msg ON pubsub_queue (msg_id)
@@ -58,17 +59,17 @@ export function pubsubMigrations(dialect: 'sqlite' | 'postgres'): Migration[] {
       version: 2,
       up: `
       CREATE TABLE pubsub_message_v2 (
-        seq INTEGER PRIMARY KEY,
+        seq ${t.int} PRIMARY KEY,
         msg_id TEXT NOT NULL,
         topic TEXT NOT NULL,
         data TEXT NOT NULL,
-        size INTEGER NOT NULL,
+        size ${t.int} NOT NULL,
         mime_type TEXT NOT NULL,
-        priority INTEGER NOT NULL,
-        expiration INTEGER,
-        expires_at INTEGER,
-        pub_time INTEGER NOT NULL,
-        recv_time INTEGER NOT NULL,
+        priority ${t.int} NOT NULL,
+        expiration ${t.int},
+        expires_at ${t.int},
+        pub_time ${t.int} NOT NULL,
+        recv_time ${t.int} NOT NULL,
         correl_id TEXT,
         in_reply_to TEXT,
         ext_client_id TEXT,
@@ -77,10 +78,10 @@ export function pubsubMigrations(dialect: 'sqlite' | 'postgres'): Migration[] {
       );
       INSERT INTO pubsub_message_v2 (${V1_MESSAGE_COLUMNS}) SELECT ${V1_MESSAGE_COLUMNS} FROM pubsub_message;
       CREATE TABLE pubsub_queue_v2 (
-        seq INTEGER NOT NULL,
+        seq ${t.int} NOT NULL,
         sub_key TEXT NOT NULL,
-        delivery_count INTEGER NOT NULL,
-        enqueued_at INTEGER NOT NULL,
+        delivery_count ${t.int} NOT NULL,
+        enqueued_at ${t.int} NOT NULL,
         PRIMARY KEY (seq, sub_key)
       )${clustered};
       INSERT INTO pubsub_queue_v2 (seq, sub_key, delivery_count, enqueued_at)

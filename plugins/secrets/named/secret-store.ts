@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { DataStore, Migration } from '../../../sdk/plugin/index.ts';
+import { sqlTypes, type DataStore, type Dialect, type Migration } from '../../../sdk/plugin/index.ts';
 import type { Vault } from '../../capabilities.ts';
 
 /** This plugin's owner name: of its table's migrations, and in the vault, of the values in use. */
@@ -7,16 +7,18 @@ const OWNER = 'secrets';
 /** Vault owner of the config file's value as last applied: an edit is a value that differs from it. */
 const CONFIG_OWNER = 'secrets.config';
 
-const MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    up: `CREATE TABLE named_secret (
-      name TEXT PRIMARY KEY,
-      source TEXT NOT NULL,
-      updated_at INTEGER NOT NULL
-    )`,
-  },
-];
+function migrations(dialect: Dialect): Migration[] {
+  return [
+    {
+      version: 1,
+      up: `CREATE TABLE named_secret (
+        name TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        updated_at ${sqlTypes(dialect).int} NOT NULL
+      )`,
+    },
+  ];
+}
 
 /** Where the value in use came from. */
 export type SecretSource = 'config' | 'cli';
@@ -53,7 +55,7 @@ export class NamedSecretStore {
   ) {}
 
   static async open(store: DataStore, vault: Vault, now: () => number): Promise<NamedSecretStore> {
-    await store.migrate(OWNER, MIGRATIONS);
+    await store.migrate(OWNER, migrations(store.dialect));
     return new NamedSecretStore(store, vault, now);
   }
 
@@ -126,7 +128,7 @@ export class NamedSecretStore {
 
 /** Where each stored secret's value came from; needs no vault key (`svc secret list`). */
 export async function secretStates(store: DataStore): Promise<Map<string, SecretState>> {
-  await store.migrate(OWNER, MIGRATIONS);
+  await store.migrate(OWNER, migrations(store.dialect));
   const rows = await store.all<{ name: string; source: SecretSource; updated_at: number }>('SELECT name, source, updated_at FROM named_secret');
   return new Map(rows.map((r) => [r.name, { source: r.source, updatedAt: r.updated_at }]));
 }

@@ -1,21 +1,23 @@
-import type { DataStore, Migration } from '../../../sdk/plugin/index.ts';
+import { sqlTypes, type DataStore, type Dialect, type Migration } from '../../../sdk/plugin/index.ts';
 import type { Vault } from '../../capabilities.ts';
 import { open, seal } from './cipher.ts';
 
 const OWNER = 'vault';
-const MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    up: `CREATE TABLE vault_secret (
-      owner TEXT NOT NULL,
-      name TEXT NOT NULL,
-      nonce TEXT NOT NULL,
-      box TEXT NOT NULL,
-      updated_at INTEGER NOT NULL,
-      PRIMARY KEY (owner, name)
-    )`,
-  },
-];
+function migrations(dialect: Dialect): Migration[] {
+  return [
+    {
+      version: 1,
+      up: `CREATE TABLE vault_secret (
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        box TEXT NOT NULL,
+        updated_at ${sqlTypes(dialect).int} NOT NULL,
+        PRIMARY KEY (owner, name)
+      )`,
+    },
+  ];
+}
 
 interface Row {
   nonce: string;
@@ -36,7 +38,7 @@ export class SqlVault implements Vault {
   ) {}
 
   static async open(store: DataStore, key: Buffer, now: () => number): Promise<SqlVault> {
-    await store.migrate(OWNER, MIGRATIONS);
+    await store.migrate(OWNER, migrations(store.dialect));
     return new SqlVault(store, key, now);
   }
 

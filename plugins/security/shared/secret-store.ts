@@ -1,4 +1,4 @@
-import type { DataStore, Migration, Queryable } from '../../../sdk/plugin/index.ts';
+import { sqlTypes, type DataStore, type Dialect, type Migration, type Queryable } from '../../../sdk/plugin/index.ts';
 
 /**
  * Persisted secrets of security definitions, one row per definition, hashed only.
@@ -22,20 +22,22 @@ export interface SecretRow {
 
 export const SECRET_STORE_OWNER = 'security';
 
-const MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    up: `CREATE TABLE security_secret (
-      definition TEXT NOT NULL PRIMARY KEY,
-      type TEXT NOT NULL,
-      secret_hash TEXT NOT NULL,
-      source TEXT NOT NULL,
-      config_hash TEXT,
-      updated_at INTEGER NOT NULL
-    )`,
-  },
-  { version: 2, up: 'ALTER TABLE security_secret ADD COLUMN builtin INTEGER NOT NULL DEFAULT 0' },
-];
+function migrations(dialect: Dialect): Migration[] {
+  return [
+    {
+      version: 1,
+      up: `CREATE TABLE security_secret (
+        definition TEXT NOT NULL PRIMARY KEY,
+        type TEXT NOT NULL,
+        secret_hash TEXT NOT NULL,
+        source TEXT NOT NULL,
+        config_hash TEXT,
+        updated_at ${sqlTypes(dialect).int} NOT NULL
+      )`,
+    },
+    { version: 2, up: 'ALTER TABLE security_secret ADD COLUMN builtin INTEGER NOT NULL DEFAULT 0' },
+  ];
+}
 
 const migrated = new WeakMap<DataStore, Promise<void>>();
 
@@ -43,7 +45,7 @@ const migrated = new WeakMap<DataStore, Promise<void>>();
 export function migrateSecretStore(store: DataStore): Promise<void> {
   let done = migrated.get(store);
   if (done === undefined) {
-    done = store.migrate(SECRET_STORE_OWNER, MIGRATIONS);
+    done = store.migrate(SECRET_STORE_OWNER, migrations(store.dialect));
     migrated.set(store, done);
     done.catch(() => migrated.delete(store));
   }

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
+import { openTestStore } from '../../../helpers/store.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 import { errorsOf, rows, thrown, until } from './support.ts';
 
@@ -83,7 +83,7 @@ export default service({ handle: () => { const end = Date.now() + 700; while (Da
     await k.close();
     k = undefined;
     // Read the table without starting the plugin (which would resume the second event at once).
-    const store = new SqliteStore(join(dir, 'data', 'svc.db'));
+    const store = await openTestStore(join(dir, 'data', 'svc.db'));
     const left = await store.all<{ cid: string; state: string; attempts: number }>('SELECT cid, state, attempts FROM use_queue_event');
     await store.close();
     expect(left).toEqual([{ cid: second, state: 'pending', attempts: 0 }]);

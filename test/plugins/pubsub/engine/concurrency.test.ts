@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SqliteStore } from '../../../../kernel/store/sqlite.ts';
 import { openEngine, msg, type EngineFixture } from './helpers.ts';
 
 let fx: EngineFixture;
@@ -72,14 +73,14 @@ describe('concurrency', () => {
       commits++;
       return realTransaction(fn, opts);
     }) as typeof fx.store.transaction;
-    const flushesBefore = fx.store.flushCount;
+    const flushesBefore = (fx.store as SqliteStore).flushCount;
     await Promise.all(Array.from({ length: 500 }, (_, i) => fx.engine.publish(msg('/orders/new', i, { hasGd: true }))));
     const rows = await fx.store.one<{ n: number }>('SELECT COUNT(*) AS n FROM pubsub_queue');
     expect(rows?.n).toBe(500);
     expect(commits).toBeGreaterThan(0);
     expect(commits).toBeLessThanOrEqual(2);
     // Every publish resolved after a flush of the WAL that began after its commit.
-    const flushes = fx.store.flushCount - flushesBefore;
+    const flushes = (fx.store as SqliteStore).flushCount - flushesBefore;
     expect(flushes).toBeGreaterThan(0);
     expect(flushes).toBeLessThanOrEqual(2);
   });

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
+import { openTestStore } from '../../../helpers/store.ts';
 import { pubsubMigrations } from '../../../../plugins/pubsub/engine/persistence.ts';
 import { openEngine, msg, RESOURCES, type EngineFixture } from './helpers.ts';
 
@@ -307,8 +307,8 @@ describe('persistence', () => {
 
   it('a data store of schema version 1 is migrated with its messages, queues and delivery counts', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-pubsub-v1-'));
-    const old = new SqliteStore(join(dir, 'svc.db'));
-    await old.migrate('pubsub', pubsubMigrations('sqlite').slice(0, 1));
+    const old = await openTestStore(join(dir, 'svc.db'));
+    await old.migrate('pubsub', pubsubMigrations(old.dialect).slice(0, 1));
     const subKey = 'svcpsk.v1v1v1v1v1v1v1v1v1v1v1v1v1v1v1v1';
     await old.run("INSERT INTO pubsub_subscription VALUES (?, 'ep.a', '/orders/new', 'api', 1)", [subKey]);
     const insert = 'INSERT INTO pubsub_message (msg_id, seq, topic, data, size, mime_type, priority, pub_time, recv_time, publisher, retained) VALUES (?, ?, ?, ?, 1, ?, 5, 1, 1, ?, ?)';

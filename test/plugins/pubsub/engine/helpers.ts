@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { ManualClock } from '../../../../kernel/clock.ts';
-import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
+import type { DataStore } from '../../../../sdk/plugin/store.ts';
+import { openTestStore } from '../../../helpers/store.ts';
 import { PubSubEngine, type ResourceSet } from '../../../../plugins/pubsub/engine/engine.ts';
 import type { PubSubPublishRequest } from '../../../../plugins/capabilities.ts';
 
@@ -18,7 +19,7 @@ export const RESOURCES: ResourceSet = {
 
 export interface EngineFixture {
   engine: PubSubEngine;
-  store: SqliteStore;
+  store: DataStore;
   clock: ManualClock;
   file: string;
   reopen(resources?: ResourceSet): Promise<EngineFixture>;
@@ -28,7 +29,7 @@ export interface EngineFixture {
 export async function openEngine(resources: ResourceSet = RESOURCES, dir?: string, clock = new ManualClock()): Promise<EngineFixture> {
   const base = dir ?? mkdtempSync(join(tmpdir(), 'svc-pubsub-'));
   const file = join(base, 'svc.db');
-  const store = new SqliteStore(file);
+  const store = await openTestStore(file);
   const engine = await PubSubEngine.open({ store, clock, log: pino({ level: 'silent' }), defaultMaxDepth: 10_000, sweepIntervalMs: 0 });
   await engine.applyConfig(resources);
   const fixture: EngineFixture = {

@@ -3,11 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
+import type { DataStore } from '../../../../sdk/plugin/store.ts';
+import { openTestStore } from '../../../helpers/store.ts';
 import { NamedSecretStore, secretStates } from '../../../../plugins/secrets/named/secret-store.ts';
 import { SqlVault } from '../../../../plugins/secrets/shared/sql-vault.ts';
 
-const stores: SqliteStore[] = [];
+const stores: DataStore[] = [];
 afterEach(async () => {
   for (const s of stores.splice(0)) await s.close();
 });
@@ -15,8 +16,8 @@ afterEach(async () => {
 const KEY = randomBytes(32);
 
 /** A store over a fresh vault instance each time, as a restart (or the CLI's own process) would open it. */
-async function open(dir: string, key = KEY, now = 1): Promise<{ secrets: NamedSecretStore; store: SqliteStore }> {
-  const store = new SqliteStore(join(dir, 'svc.db'));
+async function open(dir: string, key = KEY, now = 1): Promise<{ secrets: NamedSecretStore; store: DataStore }> {
+  const store = await openTestStore(join(dir, 'svc.db'));
   stores.push(store);
   const vault = await SqlVault.open(store, key, () => now);
   return { secrets: await NamedSecretStore.open(store, vault, () => now), store };
