@@ -69,6 +69,25 @@ export async function load(url: string, opts: Partial<Omit<CannonOptions, 'url'>
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, ...(cost ? { cost } : {}) };
 }
 
+/**
+ * The same load spread over several servers (nodes behind a load balancer): `connections` split
+ * evenly, one autocannon per URL, all at once; req/s summed, CPU metered over every node's processes.
+ */
+export async function loadSpread(urls: string[], opts: Partial<Omit<CannonOptions, 'url'>>, pids: number[]): Promise<Load> {
+  const per = Math.max(1, Math.round((opts.connections ?? CONNECTIONS) / urls.length));
+  const run = (duration: number) => Promise.all(urls.map((url) => autocannon({ ...opts, url, connections: per, duration })));
+  await run(1);
+  const { result: rs, cost } = await metered(pids, () => run(opts.duration ?? SECONDS), (all) => all.reduce((n, r) => n + r.requests.total, 0));
+  return {
+    rps: rs.reduce((n, r) => n + r.requests.average, 0),
+    p50: median(rs.map((r) => r.latency.p50)),
+    p99: Math.max(...rs.map((r) => r.latency.p99)),
+    non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+    errors: rs.reduce((n, r) => n + r.errors, 0),
+    cost,
+  };
+}
+
 /** Runs work and meters it: CPU of `pids` (from /proc) and of this process, peak RSS of `pids`. */
 export async function metered<T>(pids: number[], work: () => Promise<T>, count: (r: T) => number): Promise<{ result: T; cost: Cost }> {
   let rss = 0;

@@ -66,6 +66,11 @@ export interface NodeIdentity {
   readonly name: string;
   /** Milliseconds since the epoch. */
   readonly startedAt: number;
+  /**
+   * Ids of the nodes up now on the data store (heartbeat on time, not stopped), this one
+   * included: work a node left behind (queued events it owned) is taken over once it is not.
+   */
+  liveNodes(): Promise<ReadonlySet<string>>;
 }
 
 /** A node as the `cluster.nodes` control op lists it. */

@@ -26,7 +26,7 @@ export default definePlugin<NodesOptions, NodeRegistry>({
       else kernel.log.warn({ node: registry.self.id, err: error }, 'nodes: heartbeat failed');
     });
     await registry.start();
-    kernel.provide('cluster.node', registry.self);
+    kernel.provide('cluster.node', { ...registry.self, liveNodes: () => registry.liveIds() });
     const list: ControlOp = { op: 'cluster.nodes', readOnly: true, args: listArgsSchema, handler: async () => ({ self: registry.self.id, nodes: await registry.list() }) };
     kernel.addControl(list);
     kernel.log.info({ node: registry.self.id, node_name: name }, 'nodes: this node registered');

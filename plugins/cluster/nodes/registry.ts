@@ -1,7 +1,13 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { sqlTypes, type Clock, type DataStore, type Dialect, type Migration } from '../../../sdk/plugin/index.ts';
-import type { NodeIdentity, NodeInfo } from '../../capabilities.ts';
+import type { NodeInfo } from '../../capabilities.ts';
+
+interface NodeIdentity {
+  readonly id: string;
+  readonly name: string;
+  readonly startedAt: number;
+}
 
 const OWNER = 'nodes';
 function migrations(dialect: Dialect): Migration[] {
@@ -105,6 +111,14 @@ export class NodeRegistry {
       state: r.stopped_at !== null ? 'stopped' : now - Number(r.heard_at) > this.timing.downAfterMs ? 'down' : 'up',
       self: r.id === this.self.id,
     }));
+  }
+
+  /** Ids of the nodes up now (heartbeat on time, not stopped), this one included. */
+  async liveIds(): Promise<ReadonlySet<string>> {
+    const rows = await this.store.all<{ id: string }>('SELECT id FROM svc_node WHERE stopped_at IS NULL AND heard_at >= ?', [this.clock.now() - this.timing.downAfterMs]);
+    const ids = new Set(rows.map((r) => r.id));
+    ids.add(this.self.id);
+    return ids;
   }
 
   /** Says this node stopped (a clean shutdown), so others do not wait for it to turn down. */

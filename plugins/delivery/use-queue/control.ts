@@ -59,7 +59,7 @@ export function queueControls(store: DataStore, table: QueueTable, scheduler: Sc
     args: selectorArgs,
     handler: async (selector) => {
       const chosen = scheduler.notRunning(await selectEvents(store, selector));
-      const done = new Set(await table.replay(chosen.map((e) => e.id), now()));
+      const done = new Set(await table.replay(chosen.map((e) => e.id), now(), scheduler.node));
       const events = chosen.filter((e) => done.has(e.id));
       scheduler.replayed(events);
       return { replayed: events.length, ids: events.map((e) => e.id) };

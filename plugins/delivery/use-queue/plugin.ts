@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import '../../capabilities.ts';
 import { definePlugin, SvcError, type Channel, type HookFn, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { UseQueueStats } from '../../capabilities.ts';
 import { queueCommands } from './cli.ts';
@@ -78,6 +80,21 @@ async function queueStats(scheduler: Scheduler, table: QueueTable): Promise<UseQ
   return { queues: [...byChannel.values()] };
 }
 
+/**
+ * Which node this is and which are up. One SQLite file serves one node: every other node id in
+ * it is an earlier run of this one. On a shared store the nodes plugin says which are up; without
+ * it nothing is taken over from other nodes while this one runs (logged).
+ */
+// Bundled plugins are set up in path order, so plugins/cluster/nodes has provided 'cluster.node' by now.
+function nodeIdentity(kernel: KernelApi): { node: string; liveNodes: () => Promise<ReadonlySet<string>> } {
+  const cluster = kernel.lookup('cluster.node');
+  const node = cluster?.id ?? randomBytes(6).toString('hex');
+  if (kernel.store.dialect === 'sqlite') return { node, liveNodes: async () => new Set([node]) };
+  if (cluster) return { node, liveNodes: () => cluster.liveNodes() };
+  kernel.log.error('use-queue: the nodes plugin is off, so events of a node that died are not taken over by the others (turn plugins.nodes on)');
+  return { node, liveNodes: async () => new Set(['*all*']) };
+}
+
 export interface UseQueueDeps {
   /** [0, 1), for backoff jitter (tests pass a fixed one). */
   random?: () => number;
@@ -102,6 +119,7 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
     },
     async setup(kernel, options) {
       const table = await QueueTable.open(kernel.store);
+      const identity = nodeIdentity(kernel);
       const scheduler = new Scheduler({
         table,
         invoke: (req) => kernel.invoke(req),
@@ -114,6 +132,8 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
         random: deps.random ?? Math.random,
         // Looked up per run: the tracing plugin is optional.
         tracing: () => kernel.lookup('observe.tracing'),
+        ...identity,
+        adoptEveryMs: kernel.store.dialect === 'sqlite' ? undefined : options.adopt_every_ms,
       });
       await scheduler.load();
       // Shutdown stops new attempts at once, not after the channel listener has drained.

@@ -20,6 +20,12 @@ export interface SchedulerDeps {
   random: () => number;
   /** The tracing capability, when a plugin provides it: each run gets a span in the accepting request's trace. */
   tracing?: () => Tracing | undefined;
+  /** This node's id: the events it accepts and runs are marked with it. */
+  node: string;
+  /** The nodes up now (this one included): events of others are taken over. */
+  liveNodes: () => Promise<ReadonlySet<string>>;
+  /** How often to look for events of nodes that went away (several nodes on one store); undefined: only at load. */
+  adoptEveryMs?: number | undefined;
 }
 
 /** Longest single timer wait (setTimeout's limit); a later due time just wakes once more. */
@@ -34,7 +40,11 @@ const BACKGROUND = '';
 export class Scheduler {
   private readonly lanes = new Map<string, Lane>();
   private channelSettings = new Map<string, DeliverySettings>();
-  private lastId = 0;
+  private nextId: () => number | Promise<number> = () => {
+    throw new Error('queue: load() first');
+  };
+  private adoptTimer: NodeJS.Timeout | undefined;
+  private adopting: Promise<void> | undefined;
   private running = 0;
   private turn = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -47,17 +57,43 @@ export class Scheduler {
 
   constructor(private readonly deps: SchedulerDeps) {}
 
-  /** Reads the table: interrupted attempts back to pending, every pending event into memory. */
+  /**
+   * Reads the table: the events of nodes no longer up (on one node: those of earlier runs) become
+   * this node's, interrupted attempts back to pending; then, with several nodes, looks again
+   * every adoptEveryMs.
+   */
   async load(): Promise<void> {
-    const { table, clock, log } = this.deps;
-    const interrupted = await table.recoverInterrupted(clock.now());
-    if (interrupted) log.warn({ events: interrupted }, 'queue: attempts interrupted by a stop or crash will run again');
-    this.lastId = await table.maxId();
-    for (const row of await table.pendingIndex()) {
-      const lane = this.laneOf(row.channel);
-      if (row.attempts === 0) lane.addFresh(row.id);
-      else lane.addWaiting(row.id, row.next_attempt_at);
+    this.nextId = await this.deps.table.idSource();
+    await this.adopt();
+    const every = this.deps.adoptEveryMs;
+    if (every !== undefined) {
+      this.adoptTimer = setInterval(() => void this.adopt(), every);
+      this.adoptTimer.unref();
     }
+  }
+
+  /** Takes over the events of nodes that are gone; one look at a time, failures logged (the next look tries again). */
+  private adopt(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    this.adopting ??= (async () => {
+      const { table, clock, log, node } = this.deps;
+      try {
+        const { rows, interrupted } = await table.adopt(node, await this.deps.liveNodes(), clock.now());
+        if (interrupted) log.warn({ events: interrupted }, 'queue: attempts interrupted by a stop or crash will run again');
+        if (rows.length > interrupted) log.info({ events: rows.length - interrupted }, 'queue: pending events of a node that is gone taken over');
+        for (const row of rows) {
+          const lane = this.laneOf(row.channel);
+          if (row.attempts === 0) lane.addFresh(row.id);
+          else lane.addWaiting(row.id, row.next_attempt_at);
+        }
+        if (rows.length) this.pump();
+      } catch (err) {
+        if (!this.stopping) log.error({ err }, 'queue: looking for events of nodes that are gone failed');
+      } finally {
+        this.adopting = undefined;
+      }
+    })();
+    return this.adopting;
   }
 
   /** Every accepted config: settings per channel; the first one also starts the work (services are deployed by then). */
@@ -98,16 +134,22 @@ export class Scheduler {
   async accept(channel: string | null, request: InvokeRequest): Promise<number> {
     const lane = this.laneOf(channel);
     if (lane.depth >= lane.settings.max_depth) throw new SvcError('QUEUE_FULL', `Queue is full (${lane.settings.max_depth} events)`);
-    const id = ++this.lastId;
     lane.accepting++;
+    let id: number;
     try {
-      await this.deps.table.insert({ id, channel, request, receivedAt: this.deps.clock.now() });
+      id = await this.nextId();
+      await this.deps.table.insert({ id, channel, request, receivedAt: this.deps.clock.now(), node: this.deps.node });
     } finally {
       lane.accepting--;
     }
     lane.addFresh(id);
     this.pump();
     return id;
+  }
+
+  /** This node's id (events replayed here become its). */
+  get node(): string {
+    return this.deps.node;
   }
 
   /** Starts what may start now, then sleeps until the earliest due retry a free slot could take. */
@@ -153,7 +195,7 @@ export class Scheduler {
     const { table, log, clock } = this.deps;
     const attemptCid = this.deps.newCid();
     try {
-      const row = await table.start(id, attemptCid);
+      const row = await table.start(id, attemptCid, this.deps.node);
       if (!row) return;
       const request = JSON.parse(row.request) as InvokeRequest;
       const delivery = { attempt: row.attempts, firstReceivedAt: new Date(row.first_received_at).toISOString(), cid: row.cid };
@@ -223,6 +265,7 @@ export class Scheduler {
 
   private async drain(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
+    if (this.adoptTimer) clearInterval(this.adoptTimer);
     let timeout: NodeJS.Timeout | undefined;
     const finished = Promise.allSettled([...this.attempts]).then(() => true);
     const waited = new Promise<boolean>((resolve) => (timeout = setTimeout(() => resolve(false), this.deps.stopWaitMs)));

@@ -44,9 +44,16 @@ export const optionsSchema = z
       .optional()
       .describe('Queued calls running at once across all queues; default: server.sandbox.workers − 1 (at least 1), so synchronous channels keep a sandbox process to themselves.'),
     stop_wait_ms: z.number().int().min(0).max(600_000).default(5_000).describe('At shutdown, how long running attempts may finish; those still running are run again after the restart.'),
+    adopt_every_ms: z
+      .number()
+      .int()
+      .min(100)
+      .max(600_000)
+      .default(2_000)
+      .describe('Several nodes on one database: how often each looks for events whose node is no longer up (plugins.nodes down_after_ms) and takes them over.'),
   })
   .strict()
-  .default({ background: DEFAULT_DELIVERY, stop_wait_ms: 5_000 });
+  .default({ background: DEFAULT_DELIVERY, stop_wait_ms: 5_000, adopt_every_ms: 2_000 });
 
 export type UseQueueOptions = z.infer<typeof optionsSchema>;
 

@@ -27,8 +27,22 @@ export function queueMigrations(dialect: Dialect): Migration[] {
         CREATE INDEX use_queue_event_state ON use_queue_event (state, id)
       `,
     },
+    {
+      // The node responsible for the event: the one that accepted it, then the one running or
+      // retrying it. Another node takes it over once that node is no longer up (several nodes on
+      // one database). PostgreSQL ids come from a sequence in blocks, so nodes never collide.
+      version: 2,
+      up:
+        'ALTER TABLE use_queue_event ADD COLUMN node TEXT; CREATE INDEX use_queue_event_node ON use_queue_event (node)' +
+        (dialect === 'postgres'
+          ? `; CREATE SEQUENCE use_queue_event_ids INCREMENT BY ${ID_BLOCK}; SELECT setval('use_queue_event_ids', COALESCE((SELECT MAX(id) FROM use_queue_event), 0) + 1, false)`
+          : ''),
+    },
   ];
 }
+
+/** Ids a node takes from the PostgreSQL sequence at once. */
+export const ID_BLOCK = 64;
 
 export type EventState = 'pending' | 'running' | 'dead';
 
@@ -60,6 +74,7 @@ export interface EventRow {
   running_cid: string | null;
   request: string;
   errors: string;
+  node: string | null;
 }
 
 /** An event as operators see it (control ops, CLI). */
@@ -75,7 +90,7 @@ export interface EventView {
   errors: AttemptError[];
 }
 
-export function viewOf(row: Omit<EventRow, 'request' | 'running_cid'>): EventView {
+export function viewOf(row: Omit<EventRow, 'request' | 'running_cid' | 'node'>): EventView {
   return {
     id: row.id,
     channel: row.channel,
@@ -108,12 +123,19 @@ export interface NewEvent {
   channel: string | null;
   request: InvokeRequest;
   receivedAt: number;
+  /** The accepting node. */
+  node: string;
 }
+
+/** An event a node holds in memory: enough to schedule it. */
+export type PendingRow = Pick<EventRow, 'id' | 'channel' | 'attempts' | 'next_attempt_at'>;
 
 const COLUMNS = 'id, channel, service, state, cid, attempts, first_received_at, next_attempt_at, errors';
 
 /** The statements on the events table; the scheduler keeps memory and table in step. */
 export class QueueTable {
+  private adoptions = 0;
+
   constructor(private readonly store: DataStore) {}
 
   static async open(store: DataStore): Promise<QueueTable> {
@@ -127,8 +149,8 @@ export class QueueTable {
     await this.store.transaction(
       (tx) =>
         tx.run(
-          'INSERT INTO use_queue_event (id, channel, service, state, cid, attempts, first_received_at, next_attempt_at, request, errors) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)',
-          [e.id, e.channel, request.service, 'pending', cid, e.receivedAt, e.receivedAt, JSON.stringify(request), '[]'],
+          'INSERT INTO use_queue_event (id, channel, service, state, cid, attempts, first_received_at, next_attempt_at, request, errors, node) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)',
+          [e.id, e.channel, request.service, 'pending', cid, e.receivedAt, e.receivedAt, JSON.stringify(request), '[]', e.node],
         ),
       { durable: true },
     );
@@ -139,35 +161,74 @@ export class QueueTable {
     return this.store.all<{ channel: string | null; count: number }>("SELECT channel, COUNT(*) AS count FROM use_queue_event WHERE state = 'dead' GROUP BY channel");
   }
 
-  async maxId(): Promise<number> {
-    const row = await this.store.one<{ m: number | null }>('SELECT MAX(id) AS m FROM use_queue_event');
-    return row?.m ?? 0;
-  }
-
-  /** A crash mid-attempt left rows 'running': they go back to 'pending', the attempt recorded as interrupted. */
-  async recoverInterrupted(now: number): Promise<number> {
-    const rows = await this.store.all<Pick<EventRow, 'id' | 'attempts' | 'running_cid' | 'errors'>>("SELECT id, attempts, running_cid, errors FROM use_queue_event WHERE state = 'running'");
-    if (!rows.length) return 0;
-    await this.store.transaction(async (tx) => {
-      for (const r of rows) {
-        const errors = withError(r.errors, { attempt: r.attempts, cid: r.running_cid ?? '', at: new Date(now).toISOString(), kind: 'Interrupted', message: 'the server stopped during this attempt' });
-        await tx.run("UPDATE use_queue_event SET state = 'pending', running_cid = NULL, next_attempt_at = ?, errors = ? WHERE id = ?", [now, errors, r.id]);
+  /**
+   * Ids for new events. On SQLite (one node) they count up from the table's largest; on
+   * PostgreSQL each node takes blocks of ID_BLOCK from a sequence, so ids stay unique across
+   * nodes and rise within one node (not across nodes).
+   */
+  async idSource(): Promise<() => number | Promise<number>> {
+    if (this.store.dialect === 'sqlite') {
+      let last = (await this.store.one<{ m: number | null }>('SELECT MAX(id) AS m FROM use_queue_event'))?.m ?? 0;
+      return () => ++last;
+    }
+    let next = 0;
+    let end = 0;
+    let refill: Promise<void> | undefined;
+    const take = async (): Promise<number> => {
+      while (next >= end) {
+        refill ??= this.store.one<{ n: number }>("SELECT nextval('use_queue_event_ids') AS n").then((r) => {
+          next = Number(r!.n);
+          end = next + ID_BLOCK;
+          refill = undefined;
+        });
+        await refill;
       }
-    });
-    return rows.length;
+      return next++;
+    };
+    return () => (next < end ? next++ : take());
   }
 
-  /** Every pending event, in arrival order: what the scheduler holds in memory. */
-  pendingIndex(): Promise<Array<Pick<EventRow, 'id' | 'channel' | 'attempts' | 'next_attempt_at'>>> {
-    return this.store.all("SELECT id, channel, attempts, next_attempt_at FROM use_queue_event WHERE state = 'pending' ORDER BY id");
+  /**
+   * Takes over the events whose node is not live (a crash, another node gone): attempts left
+   * running are recorded as interrupted and go back to pending. Each row is taken with a
+   * conditional update, so when several nodes take over at once each event goes to one of them.
+   * Returns the events now this node's, pending, to hold in memory, and how many were interrupted.
+   */
+  async adopt(self: string, live: ReadonlySet<string>, now: number): Promise<{ rows: PendingRow[]; interrupted: number }> {
+    const others = [...live].filter((id) => id !== self);
+    const notLive = `COALESCE(node, '') <> ?${others.length ? ` AND COALESCE(node, '') NOT IN (${others.map(() => '?').join(', ')})` : ''}`;
+    const rows: PendingRow[] = [];
+    // Attempts cut short: few, each with its error recorded.
+    const running = await this.store.all<Pick<EventRow, 'id' | 'channel' | 'attempts' | 'running_cid' | 'errors' | 'node'>>(
+      `SELECT id, channel, attempts, running_cid, errors, node FROM use_queue_event WHERE state = 'running' AND ${notLive} ORDER BY id`,
+      [self, ...others],
+    );
+    let interrupted = 0;
+    for (const r of running) {
+      const errors = withError(r.errors, { attempt: r.attempts, cid: r.running_cid ?? '', at: new Date(now).toISOString(), kind: 'Interrupted', message: 'the server stopped during this attempt' });
+      const taken = await this.store.run("UPDATE use_queue_event SET state = 'pending', running_cid = NULL, next_attempt_at = ?, errors = ?, node = ? WHERE id = ? AND state = 'running' AND COALESCE(node, '') = ?", [now, errors, self, r.id, r.node ?? '']);
+      if (!taken.changes) continue;
+      interrupted++;
+      rows.push({ id: r.id, channel: r.channel, attempts: r.attempts, next_attempt_at: now });
+    }
+    // Pending events, possibly many: claimed in one statement under a token only this call uses,
+    // read back by it, then given this node's id.
+    const token = `${self}~${now}~${++this.adoptions}`;
+    const claimed = await this.store.run(`UPDATE use_queue_event SET node = ? WHERE state = 'pending' AND ${notLive}`, [token, self, ...others]);
+    if (claimed.changes) {
+      rows.push(...(await this.store.all<PendingRow>("SELECT id, channel, attempts, next_attempt_at FROM use_queue_event WHERE node = ? AND state = 'pending' ORDER BY id", [token])));
+      await this.store.run('UPDATE use_queue_event SET node = ? WHERE node = ?', [self, token]);
+    }
+    rows.sort((x, y) => x.id - y.id);
+    return { rows, interrupted };
   }
 
   /**
    * Marks an attempt started and returns what it needs, or undefined when the event is no longer
    * pending (deleted or replayed meanwhile by an operator): the update decides, not an earlier read.
    */
-  async start(id: number, attemptCid: string): Promise<Pick<EventRow, 'cid' | 'attempts' | 'first_received_at' | 'request' | 'errors'> | undefined> {
-    const r = await this.store.run("UPDATE use_queue_event SET state = 'running', attempts = attempts + 1, running_cid = ? WHERE id = ? AND state = 'pending'", [attemptCid, id]);
+  async start(id: number, attemptCid: string, node: string): Promise<Pick<EventRow, 'cid' | 'attempts' | 'first_received_at' | 'request' | 'errors'> | undefined> {
+    const r = await this.store.run("UPDATE use_queue_event SET state = 'running', attempts = attempts + 1, running_cid = ?, node = ? WHERE id = ? AND state = 'pending'", [attemptCid, node, id]);
     if (!r.changes) return undefined;
     return this.store.one('SELECT cid, attempts, first_received_at, request, errors FROM use_queue_event WHERE id = ?', [id]);
   }
@@ -202,11 +263,11 @@ export class QueueTable {
   }
 
   /** Back to pending with its attempts reset, due at `now`; the errors are kept. Not a running event. */
-  async replay(ids: readonly number[], now: number): Promise<number[]> {
+  async replay(ids: readonly number[], now: number, node: string): Promise<number[]> {
     return this.store.transaction(async (tx) => {
       const done: number[] = [];
       for (const id of ids) {
-        const r = await tx.run("UPDATE use_queue_event SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE id = ? AND state <> 'running'", [now, id]);
+        const r = await tx.run("UPDATE use_queue_event SET state = 'pending', attempts = 0, next_attempt_at = ?, node = ? WHERE id = ? AND state <> 'running'", [now, node, id]);
         if (r.changes) done.push(id);
       }
       return done;
