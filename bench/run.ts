@@ -19,6 +19,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   peers: () => import('./suites/peers.ts'),
   tracing: () => import('./suites/tracing.ts'),
   memory: () => import('./suites/memory.ts'),
+  cluster: () => import('./suites/cluster.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

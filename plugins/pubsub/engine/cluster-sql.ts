@@ -9,9 +9,22 @@ import type { Message, SubscriptionSource } from './model.ts';
  */
 
 const ARRAY_TYPE: Record<string, string> = { text: 'text[]', 'text?': 'text[]', int: 'bigint[]', 'int?': 'bigint[]', json: 'text[]' };
-const MESSAGE_INSERT_COLUMNS = [...MESSAGE_COLUMNS, 'has_gd'];
-const MESSAGE_ARRAY_TYPES = [...STORED.map((f) => ARRAY_TYPE[f.sql.kind]!), 'int[]', 'int[]'];
-const INSERT_MESSAGES = `INSERT INTO pubsub_message (${MESSAGE_INSERT_COLUMNS.join(', ')}) SELECT * FROM unnest(${MESSAGE_ARRAY_TYPES.map((t) => `?::${t}`).join(', ')})`;
+/** The message columns a publish sends (all but seq, which the sequence assigns) and their array types. */
+const SENT = [...STORED.filter((f) => f.sql.column !== 'seq').map((f) => ({ column: f.sql.column, type: ARRAY_TYPE[f.sql.kind]! })), { column: 'retained', type: 'int[]' }, { column: 'has_gd', type: 'int[]' }];
+const INSERTED = [...MESSAGE_COLUMNS, 'has_gd'];
+/**
+ * A batch of messages and their queue rows in one statement: the messages get their seq from the
+ * sequence, in the order sent, and the queue rows find it by msg_id.
+ */
+const INSERT_PUBLISHES = `WITH msgs AS (
+    INSERT INTO pubsub_message (${INSERTED.join(', ')})
+    SELECT ${INSERTED.map((c) => (c === 'seq' ? "nextval('pubsub_seq')" : `u.${c}`)).join(', ')}
+    FROM unnest(${SENT.map((c) => `?::${c.type}`).join(', ')}) WITH ORDINALITY AS u(${SENT.map((c) => c.column).join(', ')}, ord)
+    ORDER BY u.ord
+    RETURNING seq, msg_id
+  )
+  INSERT INTO pubsub_queue (seq, sub_key, delivery_count, enqueued_at, priority, expires_at)
+  SELECT msgs.seq, r.k, 0, ?, r.p, r.e FROM unnest(?::text[], ?::text[], ?::int[], ?::bigint[]) AS r(id, k, p, e) JOIN msgs ON msgs.msg_id = r.id`;
 const INSERT_QUEUE_ROWS =
   'INSERT INTO pubsub_queue (seq, sub_key, delivery_count, enqueued_at, priority, expires_at) SELECT s, k, 0, ?, p, e FROM unnest(?::bigint[], ?::text[], ?::int[], ?::bigint[]) AS r(s, k, p, e)';
 const SELECT_MESSAGE = MESSAGE_COLUMNS.map((c) => `m.${c}`).join(', ') + ', m.has_gd';
@@ -57,12 +70,17 @@ export async function subscribersOf(tx: Queryable, topics: readonly string[]): P
   return tx.all('SELECT sub_key, topic FROM pubsub_subscription WHERE topic = ANY(?::text[]) ORDER BY created_at, sub_key', [topics]);
 }
 
-/** Queued entries per subscription, those in flight left out (they leave the queue once answered). */
-export async function queueDepths(tx: Queryable, subKeys: readonly string[], now: number): Promise<Map<string, number>> {
+/**
+ * Queued entries per subscription, those in flight left out (they leave the queue once answered),
+ * counted up to `cap` at most: a publish only needs to know whether max_depth is reached, and the
+ * count then costs at most max_depth index entries however long the queue.
+ */
+export async function queueDepths(tx: Queryable, subKeys: readonly string[], now: number, cap = 2 ** 31 - 1): Promise<Map<string, number>> {
   if (subKeys.length === 0) return new Map();
   const rows = await tx.all<{ sub_key: string; n: number }>(
-    'SELECT sub_key, count(*) AS n FROM pubsub_queue WHERE sub_key = ANY(?::text[]) AND (lease_until IS NULL OR lease_until <= ?) GROUP BY sub_key',
-    [subKeys, now],
+    `SELECT k AS sub_key, (SELECT count(*) FROM (SELECT 1 FROM pubsub_queue q WHERE q.sub_key = k AND (q.lease_until IS NULL OR q.lease_until <= ?) LIMIT ?) AS c) AS n
+     FROM unnest(?::text[]) AS k`,
+    [now, cap, subKeys],
   );
   return new Map(rows.map((r) => [r.sub_key, Number(r.n)]));
 }
@@ -73,30 +91,26 @@ export async function retainedCounts(tx: Queryable, topics: readonly string[]): 
   return new Map(rows.map((r) => [r.topic, Number(r.n)]));
 }
 
-export async function nextSeqs(tx: Queryable, n: number): Promise<number[]> {
-  const rows = await tx.all<{ seq: number }>("SELECT nextval('pubsub_seq') AS seq FROM generate_series(1, ?::int)", [n]);
-  return rows.map((r) => Number(r.seq));
-}
-
-/** Messages (each with its retained flag) and their queue rows, two statements for the whole batch. */
+/** Messages (each with its retained flag) and their queue rows, one statement for the whole batch. */
 export async function insertMessages(tx: Queryable, items: ReadonlyArray<{ msg: Message; subKeys: readonly string[] }>, now: number): Promise<void> {
-  const columns: unknown[][] = MESSAGE_INSERT_COLUMNS.map(() => []);
-  const seqs: number[] = [];
+  const columns: unknown[][] = SENT.map(() => []);
+  const seqAt = INSERTED.indexOf('seq');
+  const ids: string[] = [];
   const keys: string[] = [];
   const priorities: number[] = [];
   const expiries: Array<number | null> = [];
   for (const { msg, subKeys } of items) {
     const values = [...messageValues(msg, subKeys.length === 0), msg.hasGd ? 1 : 0];
+    values.splice(seqAt, 1);
     values.forEach((v, i) => columns[i]!.push(v));
     for (const key of subKeys) {
-      seqs.push(msg.seq);
+      ids.push(msg.msgId);
       keys.push(key);
       priorities.push(msg.priority);
       expiries.push(msg.expiresAt ?? null);
     }
   }
-  await tx.run(INSERT_MESSAGES, columns);
-  if (seqs.length > 0) await tx.run(INSERT_QUEUE_ROWS, [now, seqs, keys, priorities, expiries]);
+  await tx.run(INSERT_PUBLISHES, [...columns, now, ids, keys, priorities, expiries]);
 }
 
 export interface ClaimRow extends ClusterMessageRow {

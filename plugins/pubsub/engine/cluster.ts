@@ -45,6 +45,10 @@ export const CLAIM_LIMIT = 1_000;
 const PUBLISH_CONCURRENCY = 4;
 /** Sweeps between two searches for messages no queue holds (see sql.deleteUnreferenced). */
 const ORPHAN_SWEEP_EVERY = 10;
+/** How old a queue's depth may be before a publish counts it again. */
+const DEPTH_FRESH_MS = 200;
+/** A queue this close to max_depth (a fraction of it) is counted at every publish. */
+const DEPTH_MARGIN = 0.1;
 const EMPTY: ResourceSet = { topics: [], endpoints: [], subscriptions: [] };
 
 /**
@@ -71,6 +75,8 @@ export class ClusterEngine implements PubSubStrategy {
   private settleScheduled = false;
   private idleWaiters: Array<() => void> = [];
   private sweeps = 0;
+  /** Per queue (sub_key) or topic's retained set (retainedKey): the last count, and when it was made. */
+  private readonly depthSeen = new Map<string, { depth: number; at: number }>();
   private timer: NodeJS.Timeout | undefined;
 
   private constructor(private readonly opts: ClusterEngineOptions) {}
@@ -140,6 +146,7 @@ export class ClusterEngine implements PubSubStrategy {
     for (const def of this.ephemeral.topics) topicDefs.set(def.name, { def, ephemeral: true });
     for (const def of this.configured.topics) topicDefs.set(def.name, { def, ephemeral: false });
     this.topics.clear();
+    this.depthSeen.clear();
     for (const [name, { def, ephemeral }] of topicDefs) this.topics.set(name, { name, maxDepth: def.max_depth ?? this.opts.defaultMaxDepth, ephemeral });
 
     this.endpoints.clear();
@@ -258,14 +265,13 @@ export class ClusterEngine implements PubSubStrategy {
       if (list) list.push(row.sub_key);
       else subsByTopic.set(row.topic, [row.sub_key]);
     }
-    const depths = await sql.queueDepths(tx, [...subsByTopic.values()].flat(), now);
-    const retained = await sql.retainedCounts(tx, topicNames.filter((t) => !subsByTopic.has(t)));
-
+    const depths = await this.depthsFor(tx, batch, subsByTopic, now);
     const outcome = new Map<PendingPublish, SvcError | undefined>();
     const accepted: Array<{ msg: Message; subKeys: readonly string[] }> = [];
     for (const p of batch) {
       const subKeys = subsByTopic.get(p.topic.name) ?? [];
-      const counts = subKeys.length > 0 ? subKeys.map((k) => depths.get(k) ?? 0) : [retained.get(p.topic.name) ?? 0];
+      const counted = subKeys.length > 0 ? subKeys : [retainedKey(p.topic.name)];
+      const counts = counted.map((k) => depths.get(k) ?? 0);
       const full = counts.findIndex((n) => n >= p.topic.maxDepth);
       if (full >= 0) {
         this.opts.log.warn(
@@ -275,17 +281,56 @@ export class ClusterEngine implements PubSubStrategy {
         outcome.set(p, new SvcError('QUEUE_FULL', 'Queue is full'));
         continue;
       }
-      if (subKeys.length > 0) for (const k of subKeys) depths.set(k, (depths.get(k) ?? 0) + 1);
-      else retained.set(p.topic.name, (retained.get(p.topic.name) ?? 0) + 1);
+      for (const k of counted) {
+        depths.set(k, (depths.get(k) ?? 0) + 1);
+        const seen = this.depthSeen.get(k);
+        if (seen) seen.depth++;
+      }
       accepted.push({ msg: p.msg, subKeys });
       outcome.set(p, undefined);
     }
-    if (accepted.length > 0) {
-      const seqs = await sql.nextSeqs(tx, accepted.length);
-      accepted.forEach((a, i) => (a.msg.seq = seqs[i]!));
-      await sql.insertMessages(tx, accepted, now);
-    }
+    if (accepted.length > 0) await sql.insertMessages(tx, accepted, now);
     return outcome;
+  }
+
+  /**
+   * The depth of every queue (or retained set) the batch publishes to. Counting a queue costs an
+   * index entry per message, so each node keeps the last count per queue, raised by its own
+   * publishes, and counts again in the batch when that count is older than DEPTH_FRESH_MS or
+   * within DEPTH_MARGIN of max_depth (docs/decisions/cluster.md, Pub/sub).
+   */
+  private async depthsFor(tx: Queryable, batch: readonly PendingPublish[], subsByTopic: ReadonlyMap<string, readonly string[]>, now: number): Promise<Map<string, number>> {
+    const limits = new Map<string, { max: number; adding: number; topic?: string }>();
+    for (const p of batch) {
+      const subs = subsByTopic.get(p.topic.name);
+      for (const k of subs ?? [retainedKey(p.topic.name)]) {
+        const l = limits.get(k);
+        if (l) l.adding++;
+        else limits.set(k, { max: p.topic.maxDepth, adding: 1, ...(subs ? {} : { topic: p.topic.name }) });
+      }
+    }
+    const depths = new Map<string, number>();
+    const recountQueues: string[] = [];
+    const recountTopics: string[] = [];
+    let cap = 0;
+    for (const [k, l] of limits) {
+      const seen = this.depthSeen.get(k);
+      if (seen && now - seen.at < DEPTH_FRESH_MS && seen.depth + l.adding < l.max * (1 - DEPTH_MARGIN)) {
+        depths.set(k, seen.depth);
+        continue;
+      }
+      if (l.topic === undefined) recountQueues.push(k);
+      else recountTopics.push(l.topic);
+      cap = Math.max(cap, l.max);
+    }
+    const counted = await sql.queueDepths(tx, recountQueues, now, cap);
+    for (const [topic, n] of await sql.retainedCounts(tx, recountTopics)) counted.set(retainedKey(topic), n);
+    for (const k of [...recountQueues, ...recountTopics.map(retainedKey)]) {
+      const n = counted.get(k) ?? 0;
+      depths.set(k, n);
+      this.depthSeen.set(k, { depth: n, at: now });
+    }
+    return depths;
   }
 
   // ---- subscriptions -------------------------------------------------------------------------
@@ -453,6 +498,10 @@ export class ClusterEngine implements PubSubStrategy {
     const rows = await sql.depthsBySubscription(this.opts.store, this.opts.clock.now());
     return { subscriptions: rows.map((r) => ({ endpoint: r.endpoint, topic: r.topic, depth: r.depth })) };
   }
+}
+
+function retainedKey(topic: string): string {
+  return `retained:${topic}`;
 }
 
 class ClusterDelivery implements PubSubDelivery {
