@@ -49,7 +49,7 @@ export const serverSchema = z
       .min(1)
       .optional()
       .describe(
-        "The data store: absent, the SQLite file svc.db under data_dir (one node); a file path, that SQLite file; a postgres:// or postgresql:// URL, PostgreSQL (several nodes on one database; plugins/store/postgres). Put the password in PGPASSWORD or ${VARIABLE}, not in the file; it is never logged. SVC_STORE overrides it.",
+        "The data store: absent, the SQLite file svc.db under data_dir (one node); a file path (relative to the working directory), that SQLite file; a postgres:// or postgresql:// URL, PostgreSQL (several nodes on one database; plugins/store/postgres). Put the password in PGPASSWORD or ${VARIABLE}, not in the file; it is never logged. SVC_STORE overrides it.",
       ),
     services_dir: z.string().min(1).default('./services').describe('Directory of service files; relative to the working directory.'),
     timezone: z
