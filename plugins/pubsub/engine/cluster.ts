@@ -87,7 +87,13 @@ export class ClusterEngine implements PubSubStrategy {
     const engine = new ClusterEngine(opts);
     if (opts.sweepIntervalMs > 0) {
       engine.timer = setInterval(() => {
-        Promise.resolve(engine.sweep()).catch((err: unknown) => opts.log.warn({ err }, 'pubsub: sweep failed'));
+        // Tracked with the acks, so close() waits for a sweep under way before the store closes.
+        const task = engine.sweep().then(
+          () => undefined,
+          (err: unknown) => opts.log.warn({ err }, 'pubsub: sweep failed'),
+        );
+        engine.settling.add(task);
+        void task.finally(() => engine.settling.delete(task));
       }, opts.sweepIntervalMs);
       engine.timer.unref();
     }
