@@ -20,6 +20,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   tracing: () => import('./suites/tracing.ts'),
   memory: () => import('./suites/memory.ts'),
   nodes: () => import('./suites/nodes.ts'),
+  cluster: () => import('./suites/cluster.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

@@ -52,7 +52,7 @@ declare module '../sdk/plugin/capabilities.ts' {
     'rate-limit.stats': () => RateLimitStats;
     'outgoing-rest.stats': () => OutgoingStats;
     'bearer-token.stats': () => TokenStats;
-    'pubsub.stats': () => PubSubStats;
+    'pubsub.stats': () => PubSubStats | Promise<PubSubStats>;
     /** The OpenAPI 3.1 document of the channels, built from the config in force (plugins/observe/channels-openapi). */
     'openapi.channels': ChannelsOpenApi;
     /** This node's identity among those sharing the data store (plugins/cluster/nodes); /ready shows it. */
@@ -344,13 +344,18 @@ export interface PubSubEngineApi {
   subscribe(endpoint: string, topic: string): Promise<{ subKey: string; created: boolean; queueDepth: number }>;
   /** Resolves whether a subscription existed. */
   unsubscribe(endpoint: string, topic: string): Promise<boolean>;
-  subscriptionKey(endpoint: string, topic: string): string | undefined;
-  /** Keys of every subscription of the endpoint (variant B: one queue per user). */
-  subscriptionKeys(endpoint: string): string[];
   /**
-   * Takes messages from the given subscriptions, synchronously (concurrent getters never share one).
+   * The three below answer at once from memory on a single node (SQLite) and by a promise when the
+   * queues live in PostgreSQL, shared by several nodes: callers await them.
+   */
+  subscriptionKey(endpoint: string, topic: string): string | undefined | Promise<string | undefined>;
+  /** Keys of every subscription of the endpoint (variant B: one queue per user). */
+  subscriptionKeys(endpoint: string): string[] | Promise<string[]>;
+  /**
+   * Takes messages from the given subscriptions; concurrent getters never share one (in memory the
+   * take is synchronous; in PostgreSQL rows are claimed with FOR UPDATE SKIP LOCKED).
    * 'lifo': most recently published first; 'priority': highest priority first, oldest first within one.
    * Messages whose data would push the total past maxBytes are left for a later get.
    */
-  take(subKeys: readonly string[], options: { order: 'lifo' | 'priority'; maxMessages: number; maxBytes: number }): PubSubDelivery;
+  take(subKeys: readonly string[], options: { order: 'lifo' | 'priority'; maxMessages: number; maxBytes: number }): PubSubDelivery | Promise<PubSubDelivery>;
 }

@@ -87,7 +87,7 @@ export class SvcMetrics {
       rateLimit: k.lookup('rate-limit.stats')?.(),
       outgoing: k.lookup('outgoing-rest.stats')?.(),
       tokens: k.lookup('bearer-token.stats')?.(),
-      pubsub: k.lookup('pubsub.stats')?.(),
+      pubsub: await k.lookup('pubsub.stats')?.(),
     };
     // Every collect below is synchronous: one scrape's series all come from this snapshot.
     const own = await this.registry.metrics();

@@ -2,8 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { SvcError, type ControlOp } from '../../../sdk/plugin/index.ts';
 import { isTopicName } from '../shared/patterns.ts';
-import type { PubSubEngine } from './engine.ts';
-import type { Subscription } from './model.ts';
+import type { PubSubStrategy, SubscriptionInfo } from './strategy.ts';
 
 /**
  * The operators' view of pub/sub as control ops (admin API, Dashboard, control socket): topics,
@@ -59,20 +58,20 @@ export const subscribeArgs = z.object({ endpoint: endpointField, topic: topicFie
 
 export const unsubscribeArgs = z.object(selector).strict().refine(oneSubscription, ONE_SUBSCRIPTION);
 
-export function subscriptionView(engine: PubSubEngine, sub: Subscription) {
+export async function subscriptionView(engine: PubSubStrategy, sub: SubscriptionInfo) {
   return {
     id: subscriptionId(sub.subKey),
     endpoint: sub.endpoint,
     topic: sub.topic,
     sub_key: maskSubKey(sub.subKey),
     source: sub.source,
-    queue_depth: engine.queueDepth(sub.subKey),
+    queue_depth: await engine.queueDepth(sub.subKey),
     creation_time_iso: new Date(sub.createdAt).toISOString(),
   };
 }
 
-function find(engine: PubSubEngine, s: { id?: string | undefined; endpoint?: string | undefined; topic?: string | undefined }): Subscription {
-  const sub = engine.subscriptionList().find((x) => (s.id !== undefined ? subscriptionId(x.subKey) === s.id : x.endpoint === s.endpoint && x.topic === s.topic));
+async function find(engine: PubSubStrategy, s: { id?: string | undefined; endpoint?: string | undefined; topic?: string | undefined }): Promise<SubscriptionInfo> {
+  const sub = (await engine.subscriptionList()).find((x) => (s.id !== undefined ? subscriptionId(x.subKey) === s.id : x.endpoint === s.endpoint && x.topic === s.topic));
   if (!sub) throw new SvcError('NOT_FOUND', s.id !== undefined ? `no subscription with id ${s.id}` : `endpoint '${s.endpoint}' has no subscription to '${s.topic}'`);
   return sub;
 }
@@ -83,15 +82,14 @@ function preview(text: string): { data_preview: string; truncated: boolean } {
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
-export function pubsubControls(engine: PubSubEngine): ControlOp[] {
+export function pubsubControls(engine: PubSubStrategy): ControlOp[] {
   return [
     {
       op: 'pubsub.topics',
       readOnly: true,
       args: topicsArgs,
       handler: async () =>
-        engine
-          .topicList()
+        (await engine.topicList())
           .sort((a, b) => a.name.localeCompare(b.name))
           .map((t) => ({ name: t.name, max_depth: t.maxDepth, in_memory_only: t.ephemeral, subscriptions: t.subscriptions, retained: t.retained, queued: t.queued })),
     },
@@ -100,19 +98,20 @@ export function pubsubControls(engine: PubSubEngine): ControlOp[] {
       readOnly: true,
       args: subscriptionsArgs,
       handler: async ({ topic, endpoint }: z.infer<typeof subscriptionsArgs>) =>
-        engine
-          .subscriptionList()
-          .filter((s) => (topic === undefined || s.topic === topic) && (endpoint === undefined || s.endpoint === endpoint))
-          .sort((a, b) => a.endpoint.localeCompare(b.endpoint) || a.topic.localeCompare(b.topic))
-          .map((s) => subscriptionView(engine, s)),
+        Promise.all(
+          (await engine.subscriptionList())
+            .filter((s) => (topic === undefined || s.topic === topic) && (endpoint === undefined || s.endpoint === endpoint))
+            .sort((a, b) => a.endpoint.localeCompare(b.endpoint) || a.topic.localeCompare(b.topic))
+            .map((s) => subscriptionView(engine, s)),
+        ),
     },
     {
       op: 'pubsub.messages',
       readOnly: true,
       args: messagesArgs,
       handler: async (args: z.infer<typeof messagesArgs>) => {
-        const sub = find(engine, args);
-        const messages = engine.peek(sub.subKey, args.limit).map(({ msg, deliveryCount }) => ({
+        const sub = await find(engine, args);
+        const messages = (await engine.peek(sub.subKey, args.limit)).map(({ msg, deliveryCount }) => ({
           msg_id: msg.msgId,
           ...preview(typeof msg.data === 'string' ? msg.data : msg.dataJson),
           size: msg.size,
@@ -126,7 +125,7 @@ export function pubsubControls(engine: PubSubEngine): ControlOp[] {
           correl_id: msg.correlId ?? null,
           publisher: msg.publisher,
         }));
-        return { subscription: subscriptionView(engine, sub), messages };
+        return { subscription: await subscriptionView(engine, sub), messages };
       },
     },
     {
@@ -139,17 +138,17 @@ export function pubsubControls(engine: PubSubEngine): ControlOp[] {
         if (!ep.canSubscribe(topic)) throw new SvcError('FORBIDDEN', `endpoint '${endpoint}' has no subscription permission for '${topic}'`);
         if (!engine.hasTopic(topic)) throw new SvcError('NOT_FOUND', `no topic '${topic}'`);
         const { subKey, created } = await engine.subscribe(endpoint, topic);
-        const sub = engine.subscriptionList().find((s) => s.subKey === subKey);
+        const sub = (await engine.subscriptionList()).find((s) => s.subKey === subKey);
         if (!sub) throw new SvcError('CONFLICT', 'the subscription was removed while it was being made (a config reload?)');
-        return { created, ...subscriptionView(engine, sub) };
+        return { created, ...(await subscriptionView(engine, sub)) };
       },
     },
     {
       op: 'pubsub.unsubscribe',
       args: unsubscribeArgs,
       handler: async (args: z.infer<typeof unsubscribeArgs>) => {
-        const sub = find(engine, args);
-        const queued = engine.queueDepth(sub.subKey);
+        const sub = await find(engine, args);
+        const queued = await engine.queueDepth(sub.subKey);
         await engine.unsubscribe(sub.endpoint, sub.topic);
         return { unsubscribed: true, id: subscriptionId(sub.subKey), endpoint: sub.endpoint, topic: sub.topic, messages_deleted: queued };
       },

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Capabilities } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
-import type { PubSubEngine, ResourceSet } from './engine.ts';
+import type { ResourceSet } from './engine.ts';
+import type { PubSubStrategy } from './strategy.ts';
 
 /** `svc demo`: demo credentials and topics for trying variant B, in memory only (spec C: they do not survive restarts). */
 export const DEMO_TOPICS = ['/demo/orders', '/demo/invoices', '/demo/alerts'] as const;
@@ -38,7 +39,7 @@ export class Demo {
   private imported: Promise<DemoImport> | undefined;
 
   constructor(
-    private readonly engine: PubSubEngine,
+    private readonly engine: PubSubStrategy,
     private readonly register: () => Capabilities['security.basic.register'] | undefined,
   ) {}
 

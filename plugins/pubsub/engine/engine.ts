@@ -5,7 +5,6 @@ import { SvcError } from '../../../sdk/plugin/index.ts';
 import type {
   PubSubDelivery,
   PubSubEndpointView,
-  PubSubEngineApi,
   PubSubMessageView,
   PubSubPublishRequest,
 } from '../../capabilities.ts';
@@ -15,6 +14,7 @@ import { EntryQueue, PRIORITY_LEVELS, type Entry, type Message, type Subscriptio
 import { compilePatterns, type TopicMatcher } from '../shared/patterns.ts';
 import { toView } from '../shared/projection.ts';
 import * as db from './persistence.ts';
+import type { PubSubStrategy } from './strategy.ts';
 
 /** Resources as the engine takes them (config, built-ins, `svc demo`). */
 export interface TopicDef {
@@ -72,7 +72,7 @@ export interface TopicInfo {
   queued: number;
 }
 
-interface EndpointState extends PubSubEndpointView {
+export interface EndpointState extends PubSubEndpointView {
   security: string | undefined;
   services: ReadonlySet<string>;
 }
@@ -89,7 +89,7 @@ const EMPTY: ResourceSet = { topics: [], endpoints: [], subscriptions: [] };
  * server runs (a get is synchronous, so concurrent getters never share a message); the store keeps
  * the persistent part for restarts. Every store write goes through one ordered group committer.
  */
-export class PubSubEngine implements PubSubEngineApi {
+export class PubSubEngine implements PubSubStrategy {
   private readonly topics = new Map<string, TopicState>();
   private readonly endpoints = new Map<string, EndpointState>();
   private readonly endpointsBySecurity = new Map<string, EndpointState>();
@@ -667,19 +667,19 @@ class Delivery implements PubSubDelivery {
   }
 }
 
-function isExpired(msg: Message, now: number): boolean {
+export function isExpired(msg: Message, now: number): boolean {
   return msg.expiresAt !== undefined && msg.expiresAt <= now;
 }
 
-function clampPriority(p: number): number {
+export function clampPriority(p: number): number {
   return Math.min(PRIORITY_LEVELS - 1, Math.max(0, Math.trunc(p)));
 }
 
-function subId(endpoint: string, topic: string): string {
+export function subId(endpoint: string, topic: string): string {
   return `${endpoint}\u0000${topic}`;
 }
 
-function endpointState(def: EndpointDef): EndpointState {
+export function endpointState(def: EndpointDef): EndpointState {
   const pub: TopicMatcher = compilePatterns(def.pub);
   const sub: TopicMatcher = compilePatterns(def.sub);
   return {

@@ -92,8 +92,28 @@ export function pubsubMigrations(dialect: Dialect): Migration[] {
       ALTER TABLE pubsub_queue_v2 RENAME TO pubsub_queue
     `,
     },
+    // Version 3 is PostgreSQL's alone (the next version is 4 on both).
+    ...(dialect === 'postgres' ? [{ version: 3, up: CLUSTER_V3 }] : []),
   ];
 }
+
+/**
+ * On PostgreSQL the database holds the queues for every node (cluster.ts): sequence numbers come
+ * from a sequence; a queue row carries its message's priority and expiry, so a get claims rows in
+ * delivery order from one index, and the lease of the node that delivers it.
+ */
+const CLUSTER_V3 = `
+  CREATE SEQUENCE pubsub_seq;
+  SELECT setval('pubsub_seq', COALESCE((SELECT MAX(seq) FROM pubsub_message), 0) + 1, false);
+  ALTER TABLE pubsub_message ADD COLUMN has_gd INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE pubsub_queue ADD COLUMN priority INTEGER NOT NULL DEFAULT 5, ADD COLUMN expires_at BIGINT, ADD COLUMN lease_node TEXT, ADD COLUMN lease_until BIGINT;
+  UPDATE pubsub_queue q SET priority = m.priority, expires_at = m.expires_at FROM pubsub_message m WHERE m.seq = q.seq;
+  CREATE INDEX pubsub_queue_priority ON pubsub_queue (sub_key, priority DESC, seq);
+  CREATE INDEX pubsub_queue_lifo ON pubsub_queue (sub_key, seq);
+  CREATE INDEX pubsub_queue_expiry ON pubsub_queue (expires_at) WHERE expires_at IS NOT NULL;
+  CREATE INDEX pubsub_message_retained ON pubsub_message (topic, seq) WHERE retained = 1;
+  CREATE INDEX pubsub_message_expiry ON pubsub_message (expires_at) WHERE expires_at IS NOT NULL
+`;
 
 const V1_MESSAGE_COLUMNS =
   'seq, msg_id, topic, data, size, mime_type, priority, expiration, expires_at, pub_time, recv_time, correl_id, in_reply_to, ext_client_id, publisher, retained';
@@ -109,15 +129,15 @@ type JsValue<K> = K extends 'int' ? number : K extends 'int?' ? number | undefin
 
 /** What pubsub_message holds of a message: the columns of shared/projection.ts, and whether it is retained. */
 export type MessageRow = { [F in Stored as F['sql']['column']]: SqlValue<F['sql']['kind']> } & { retained: number };
-type StoredMessage = { [F in Stored as F['prop']]: JsValue<F['sql']['kind']> } & {
+export type StoredMessage = { [F in Stored as F['prop']]: JsValue<F['sql']['kind']> } & {
   [F in Stored as F['sql'] extends { text: infer T extends string } ? T : never]: string;
 };
 
-const STORED = FIELDS.filter((f): f is Stored => 'sql' in f);
-const MESSAGE_COLUMNS = [...STORED.map((f) => f.sql.column), 'retained'];
+export const STORED = FIELDS.filter((f): f is Stored => 'sql' in f);
+export const MESSAGE_COLUMNS = [...STORED.map((f) => f.sql.column), 'retained'];
 const INSERT_MESSAGE = `INSERT INTO pubsub_message (${MESSAGE_COLUMNS.join(', ')}) VALUES (${marks(MESSAGE_COLUMNS.length)})`;
 
-function messageValues(m: StoredMessage, retained: boolean): unknown[] {
+export function messageValues(m: StoredMessage, retained: boolean): unknown[] {
   const values: unknown[] = STORED.map((f) => ('text' in f.sql ? m[f.sql.text] : m[f.prop] ?? null));
   values.push(retained ? 1 : 0);
   return values;

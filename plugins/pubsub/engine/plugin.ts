@@ -8,7 +8,9 @@ import { assembleOpenApi, OPENAPI_PATH } from '../shared/openapi.ts';
 import { BUILTIN } from './builtin.ts';
 import { Demo, type DemoImport } from './demo.ts';
 import { pubsubControls } from './control.ts';
+import { ClusterEngine } from './cluster.ts';
 import { PubSubEngine } from './engine.ts';
+import type { PubSubStrategy } from './strategy.ts';
 import { isTopicName } from '../shared/patterns.ts';
 import { DEFAULT_MAX_DEPTH, pubsubSections, resourcesOf, validatePubsub } from './schema.ts';
 
@@ -24,15 +26,22 @@ const optionsSchema = z
       .default(DEFAULT_MAX_DEPTH)
       .describe('Queue depth limit of topics that set no max_depth.'),
     sweep_interval_ms: z.number().int().min(100).max(3_600_000).default(1_000).describe('How often expired messages are swept.'),
+    lease_ms: z
+      .number()
+      .int()
+      .min(100)
+      .max(3_600_000)
+      .default(30_000)
+      .describe('On PostgreSQL (several nodes): how long the messages of a get stay reserved for the node answering it; if that node dies, any node delivers them again after this.'),
   })
   .strict()
-  .default({ default_max_depth: DEFAULT_MAX_DEPTH, sweep_interval_ms: 1_000 });
+  .default({ default_max_depth: DEFAULT_MAX_DEPTH, sweep_interval_ms: 1_000, lease_ms: 30_000 });
 
 type Options = z.infer<typeof optionsSchema>;
 
 interface PubSubState {
   kernel: KernelApi;
-  engine: PubSubEngine;
+  engine: PubSubStrategy;
   builtinRegistered: boolean;
 }
 
@@ -56,7 +65,7 @@ export const publishArgs = z
   })
   .strict();
 
-function publishHostCall(engine: PubSubEngine): HostCall<z.infer<typeof publishArgs>> {
+function publishHostCall(engine: PubSubStrategy): HostCall<z.infer<typeof publishArgs>> {
   return {
     op: 'pubsub.publish',
     args: publishArgs,
@@ -145,15 +154,25 @@ export default definePlugin<Options, PubSubState>({
     validateConfig: validatePubsub,
   },
   async setup(kernel, options) {
-    const engine = await PubSubEngine.open({
+    const common = {
       store: kernel.store,
       clock: kernel.clock,
       log: kernel.log.child({ plugin: 'pubsub' }),
       defaultMaxDepth: options.default_max_depth,
       sweepIntervalMs: options.sweep_interval_ms,
-    });
+    };
+    // On PostgreSQL the database is authoritative, so that several nodes share the queues (README.md).
+    let engine: PubSubStrategy;
+    if (kernel.store.dialect === 'postgres') {
+      const cluster = await ClusterEngine.open({ ...common, leaseMs: options.lease_ms });
+      kernel.provide('pubsub.stats', () => cluster.stats());
+      engine = cluster;
+    } else {
+      const memory = await PubSubEngine.open(common);
+      kernel.provide('pubsub.stats', () => ({ subscriptions: memory.subscriptionList().map((s) => ({ endpoint: s.endpoint, topic: s.topic, depth: s.queue.count })) }));
+      engine = memory;
+    }
     kernel.provide('pubsub.engine', engine);
-    kernel.provide('pubsub.stats', () => ({ subscriptions: engine.subscriptionList().map((s) => ({ endpoint: s.endpoint, topic: s.topic, depth: s.queue.count })) }));
     kernel.addHostCall(publishHostCall(engine));
     const demo = new Demo(engine, () => kernel.lookup('security.basic.register'));
     kernel.addControl({ op: 'pubsub.demo', args: z.object({}).strict(), handler: () => demo.run() });

@@ -56,16 +56,16 @@ export function routesA(ctx: PubSubContext, plugin: string): PluginRoute[] {
     ex.reply(200, { msg_id: msgId });
   }
 
-  function getMessages(ex: Exchange): void {
+  async function getMessages(ex: Exchange): Promise<void> {
     const endpoint = ctx.endpointOf(ex);
     const topic = topicOf(ex);
-    const subKey = ctx.engine.subscriptionKey(endpoint.name, topic);
+    const subKey = await ctx.engine.subscriptionKey(endpoint.name, topic);
     if (subKey === undefined) {
       ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: get messages without a subscription, returning an empty list');
       ex.reply(200, []);
       return;
     }
-    const delivery = ctx.engine.take([subKey], { order: 'lifo', maxMessages: Infinity, maxBytes: MAX_GET_BYTES_A });
+    const delivery = await ctx.engine.take([subKey], { order: 'lifo', maxMessages: Infinity, maxBytes: MAX_GET_BYTES_A });
     replyWithDelivery(ex, delivery.messages.map(toMessageA) satisfies MessageA[], delivery, { endpoint: endpoint.name, topic });
   }
 

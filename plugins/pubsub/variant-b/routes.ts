@@ -62,13 +62,13 @@ export function routesB(ctx: PubSubContext, plugin: string, now: () => number): 
     ex.reply(200, { is_ok: true, cid: ex.cid, msg_id: msgId, status: OK });
   }
 
-  function getMessages(ex: Exchange): void {
+  async function getMessages(ex: Exchange): Promise<void> {
     const endpoint = ctx.endpointOf(ex);
     const parsed = getRequestB.safeParse(objectBody(ex.payload, 'get messages'));
     if (!parsed.success) throw new PubSubRefusal('INVALID_INPUT', `get messages: ${parsed.error.message}`, undefined, INVALID);
-    const subKeys = ctx.engine.subscriptionKeys(endpoint.name);
+    const subKeys = await ctx.engine.subscriptionKeys(endpoint.name);
     if (subKeys.length === 0) throw new PubSubRefusal('UNAUTHORIZED', `endpoint '${endpoint.name}' has no subscription`, undefined, NO_SUBSCRIPTION);
-    const delivery = ctx.engine.take(subKeys, { order: 'priority', maxMessages: parsed.data.max_messages, maxBytes: parsed.data.max_len });
+    const delivery = await ctx.engine.take(subKeys, { order: 'priority', maxMessages: parsed.data.max_messages, maxBytes: parsed.data.max_len });
     const t = now();
     const messages = delivery.messages.map((m) => ({ data: m.data, meta: toMetaB(m, t) satisfies MetaB }));
     const body: Record<string, unknown> = { is_ok: true, cid: ex.cid, messages, message_count: messages.length, status: OK };

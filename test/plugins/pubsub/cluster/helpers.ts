@@ -1,0 +1,31 @@
+import { pgAnswers, PG_URL } from '../../../helpers/store.ts';
+
+/**
+ * Whether the cluster suites run: always on CI (they fail there if PostgreSQL is down), elsewhere
+ * when PostgreSQL answers; a skip says why.
+ */
+export async function clusterSuitesRun(file: string): Promise<boolean> {
+  if (process.env.CI === 'true') return true;
+  if (await pgAnswers()) return true;
+  process.stderr.write(`${file}: PostgreSQL does not answer at ${PG_URL}, the pub/sub cluster tests are skipped\n`);
+  return false;
+}
+
+export type Body = Record<string, unknown>;
+export interface Caller {
+  call(method: string, url: string, auth: string | undefined, body?: unknown): Promise<{ statusCode: number; body: string }>;
+}
+
+/** Variant B get of up to `max` messages: their msg_ids and data. */
+export async function getB(node: Caller, auth: string, max = 100): Promise<Array<{ data: unknown; meta: Body }>> {
+  const res = await node.call('POST', '/pubsub/messages/get', auth, { max_messages: max });
+  if (res.statusCode !== 200) throw new Error(`get answered ${res.statusCode}: ${res.body}`);
+  return (JSON.parse(res.body) as { messages: Array<{ data: unknown; meta: Body }> }).messages;
+}
+
+/** Variant A get (every queued message, last published first). */
+export async function getA(node: Caller, auth: string, topic: string): Promise<Body[]> {
+  const res = await node.call('PATCH', `/svc/pubsub/topic${topic}`, auth);
+  if (res.statusCode !== 200) throw new Error(`get answered ${res.statusCode}: ${res.body}`);
+  return JSON.parse(res.body) as Body[];
+}
