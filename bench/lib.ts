@@ -371,7 +371,9 @@ export async function startSvcCli(config: Record<string, unknown>, services: Rec
   writeFileSync(join(dir, 'svc.yaml'), stringify({ ...config, server }));
   const url = `http://127.0.0.1:${port}`;
   try {
-    const p = await spawnLogged([SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0' }, log: join(dir, 'server.log'), probe: url + probe, headers });
+    // BENCH_SVC_NODE_ARGS adds Node flags to the kernel process (diagnostics, e.g. --cpu-prof).
+    const nodeArgs = process.env.BENCH_SVC_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    const p = await spawnLogged([...nodeArgs, SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0' }, log: join(dir, 'server.log'), probe: url + probe, headers });
     return { url, pid: p.pid, dir, stop: () => p.stop().finally(() => rmSync(dir, { recursive: true, force: true })) };
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
@@ -476,6 +478,13 @@ export async function drain(get: () => Promise<number>): Promise<number> {
   return n;
 }
 
+/**
+ * How long a getter waits after an empty get, as a polling consumer does. Without a pause, a
+ * getter that has caught up asks again at once, and the row measures a storm of empty gets
+ * rather than draining (BENCH_POLL_IDLE_MS=0 restores that).
+ */
+const POLL_IDLE_MS = Number(process.env.BENCH_POLL_IDLE_MS ?? 5);
+
 /** One getter looping get() until stop(); taken() counts the messages so far. */
 export function getterLoop(get: () => Promise<number>): { taken: () => number; stop: () => Promise<void> } {
   let running = true;
@@ -484,7 +493,7 @@ export function getterLoop(get: () => Promise<number>): { taken: () => number; s
     while (running) {
       const n = await get();
       taken += n;
-      if (n === 0) await new Promise((r) => setImmediate(r));
+      if (n === 0) await new Promise((r) => (POLL_IDLE_MS > 0 ? setTimeout(r, POLL_IDLE_MS) : setImmediate(r)));
     }
   })();
   return {

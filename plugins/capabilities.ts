@@ -55,7 +55,33 @@ declare module '../sdk/plugin/capabilities.ts' {
     'pubsub.stats': () => PubSubStats;
     /** The OpenAPI 3.1 document of the channels, built from the config in force (plugins/observe/channels-openapi). */
     'openapi.channels': ChannelsOpenApi;
+    /** This node's identity among those sharing the data store (plugins/cluster/nodes); /ready shows it. */
+    'cluster.node': NodeIdentity;
   }
+}
+
+/** See 'cluster.node'. `id` is new at every start; `name` is the operator's (or host:port). */
+export interface NodeIdentity {
+  readonly id: string;
+  readonly name: string;
+  /** Milliseconds since the epoch. */
+  readonly startedAt: number;
+}
+
+/** A node as the `cluster.nodes` control op lists it. */
+export interface NodeInfo {
+  id: string;
+  name: string;
+  host: string;
+  pid: number;
+  /** svc's version and the Node.js version it runs on. */
+  version: string;
+  runtime: string;
+  started_at: string;
+  heard_at: string;
+  /** up: heartbeat on time; down: heartbeat late (it died without stopping); stopped: shut down cleanly. */
+  state: 'up' | 'down' | 'stopped';
+  self: boolean;
 }
 
 /** See 'observe.tracing'. Both methods are cheap when nothing is exported (no span is made). */

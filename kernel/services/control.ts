@@ -67,6 +67,7 @@ export function serviceControls(registry: ServiceRegistry, config: () => SvcConf
 
   const list: ControlOp<z.infer<typeof listArgs>> = {
     op: 'services.list',
+    readOnly: true,
     args: listArgs,
     handler: async () => {
       const names = new Set([...registry.names(), ...registry.errors.keys(), ...files().map(serviceName)]);
@@ -76,6 +77,7 @@ export function serviceControls(registry: ServiceRegistry, config: () => SvcConf
 
   const source: ControlOp<z.infer<typeof nameArgs>> = {
     op: 'services.source',
+    readOnly: true,
     args: nameArgs,
     handler: async ({ name }) => {
       const file = fileOf(name);

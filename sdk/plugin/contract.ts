@@ -161,6 +161,11 @@ export interface ControlOp<A = any> {
   op: string;
   args: z.ZodType<A>;
   handler: (args: A) => Promise<unknown>;
+  /**
+   * It only reads (lists, shows, exports): the admin API then leaves it out of the audit log,
+   * which the Dashboard's polling pages would otherwise fill. SDK 1.2.
+   */
+  readOnly?: boolean;
 }
 
 export interface CliEnv {

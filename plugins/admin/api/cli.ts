@@ -49,7 +49,7 @@ export function adminControls(kernel: KernelApi, auth: AdminAuth, resources: Adm
         return { name };
       },
     },
-    { op: 'config.export', args: z.object({}).strict(), handler: async () => exportConfig(kernel, resources.catalogue()) },
+    { op: 'config.export', readOnly: true, args: z.object({}).strict(), handler: async () => exportConfig(kernel, resources.catalogue()) },
     {
       op: 'config.import',
       args: importArgs,

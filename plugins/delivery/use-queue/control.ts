@@ -52,8 +52,8 @@ export async function showEvent(table: QueueTable, id: number): Promise<unknown>
 }
 
 export function queueControls(store: DataStore, table: QueueTable, scheduler: Scheduler, now: () => number): ControlOp[] {
-  const list: ControlOp<z.infer<typeof listArgs>> = { op: 'queue.list', args: listArgs, handler: (args) => listEvents(table, args) };
-  const show: ControlOp<z.infer<typeof showArgs>> = { op: 'queue.show', args: showArgs, handler: ({ id }) => showEvent(table, id) };
+  const list: ControlOp<z.infer<typeof listArgs>> = { op: 'queue.list', readOnly: true, args: listArgs, handler: (args) => listEvents(table, args) };
+  const show: ControlOp<z.infer<typeof showArgs>> = { op: 'queue.show', readOnly: true, args: showArgs, handler: ({ id }) => showEvent(table, id) };
   const replay: ControlOp<Selector> = {
     op: 'queue.replay',
     args: selectorArgs,

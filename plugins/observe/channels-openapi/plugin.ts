@@ -80,7 +80,7 @@ export default definePlugin<Options, ChannelsOpenApi>({
   setup(kernel, options) {
     const live = liveDocument(kernel);
     kernel.provide('openapi.channels', live);
-    kernel.addControl({ op: 'openapi.channels', args: z.object({}).strict(), handler: async () => live.document() });
+    kernel.addControl({ op: 'openapi.channels', readOnly: true, args: z.object({}).strict(), handler: async () => live.document() });
     if (options.channel_listener) kernel.addRoute({ name: 'channels openapi', method: 'GET', url: OPENAPI_PATH, handler: (ex) => ex.reply(200, live.document()) });
     return live;
   },

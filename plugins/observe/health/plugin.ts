@@ -7,7 +7,8 @@ const NO_STORE = { 'cache-control': 'no-store' };
 const LIVE = { status: 'ok' };
 
 function readyBody(cid: string, r: Readiness): Record<string, unknown> {
-  return r.ready ? { status: 'ready', checks: r.checks } : { ...errorBody(cid, notReadyDetails(r)), checks: r.checks };
+  const node = r.node && { node: r.node };
+  return r.ready ? { status: 'ready', checks: r.checks, ...node } : { ...errorBody(cid, notReadyDetails(r)), checks: r.checks, ...node };
 }
 
 /** The options as config gives them (validateConfig sees the whole config, not the parsed options). */

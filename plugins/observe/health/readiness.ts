@@ -1,4 +1,5 @@
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import '../../capabilities.ts';
 
 export interface Check {
   name: 'startup' | 'store' | 'shutdown';
@@ -10,6 +11,8 @@ export interface Check {
 export interface Readiness {
   ready: boolean;
   checks: Check[];
+  /** Which node answered (when the nodes plugin runs): behind a load balancer, the probe says whose it is. */
+  node?: { id: string; name: string } | undefined;
 }
 
 /** Resolves with whether the store answered `SELECT 1` in time; never rejects. */
@@ -58,7 +61,8 @@ export class ReadinessProbe {
       else this.kernel.log.warn({ failing, store: store.ok ? undefined : store.why }, 'readiness: not ready');
       this.last = ready;
     }
-    return { ready, checks };
+    const node = this.kernel.lookup('cluster.node');
+    return { ready, checks, node: node && { id: node.id, name: node.name } };
   }
 }
 

@@ -6,11 +6,13 @@ import { recentArgsSchema, statsArgsSchema, type RecentArgs, type StatsArgs } fr
 export function trafficControls(recorder: TrafficRecorder): ControlOp[] {
   const recent: ControlOp<RecentArgs> = {
     op: 'traffic.recent',
+    readOnly: true,
     args: recentArgsSchema,
     handler: async (args) => recorder.recent(args),
   };
   const stats: ControlOp<StatsArgs> = {
     op: 'traffic.stats',
+    readOnly: true,
     args: statsArgsSchema,
     handler: async (args) => recorder.stats(args),
   };

@@ -87,6 +87,7 @@ export function pubsubControls(engine: PubSubEngine): ControlOp[] {
   return [
     {
       op: 'pubsub.topics',
+      readOnly: true,
       args: topicsArgs,
       handler: async () =>
         engine
@@ -96,6 +97,7 @@ export function pubsubControls(engine: PubSubEngine): ControlOp[] {
     },
     {
       op: 'pubsub.subscriptions',
+      readOnly: true,
       args: subscriptionsArgs,
       handler: async ({ topic, endpoint }: z.infer<typeof subscriptionsArgs>) =>
         engine
@@ -106,6 +108,7 @@ export function pubsubControls(engine: PubSubEngine): ControlOp[] {
     },
     {
       op: 'pubsub.messages',
+      readOnly: true,
       args: messagesArgs,
       handler: async (args: z.infer<typeof messagesArgs>) => {
         const sub = find(engine, args);

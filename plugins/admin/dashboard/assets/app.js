@@ -59,6 +59,7 @@ function renderNav() {
     ['#/services', 'Services', 'services.list'],
     ['#/pubsub', 'Pub/sub', 'pubsub.subscriptions'],
     ['#/queue', 'Queued events', 'queue.list'],
+    ['#/nodes', 'Nodes', 'cluster.nodes'],
   ].filter(([, , op]) => ops.has(op));
   nav().replaceChildren(
     el('h2', { text: 'Resources' }),
@@ -100,6 +101,7 @@ async function route() {
     if (page === 'services') return await servicesPage(rest[0]);
     if (page === 'pubsub') return await pubsubPage(rest[0]);
     if (page === 'queue') return await queuePage();
+    if (page === 'nodes') return await nodesPage();
     if (page === 'audit') return await auditPage();
     if (page === 'downloads') return downloadsPage();
     return overviewPage();
@@ -364,6 +366,28 @@ async function queuePage() {
   show(seq, 
     h1('Queued events'),
     el('table', { class: 'list', id: 'events' }, el('tr', {}, ['id', 'channel', 'state', 'attempts', 'last error', ''].map((t) => el('th', { text: t }))), events.map(row)),
+  );
+}
+
+async function nodesPage() {
+  const seq = routeSeq;
+  const { nodes } = await api.op('cluster.nodes', {});
+  const row = (n) =>
+    el(
+      'tr',
+      { class: n.state },
+      el('td', { text: n.name + (n.self ? ' (this one)' : '') }),
+      el('td', { text: n.state }),
+      el('td', { text: `${n.host} pid ${n.pid}` }),
+      el('td', { text: `svc ${n.version}, Node ${n.runtime}` }),
+      el('td', { text: n.started_at }),
+      el('td', { text: n.heard_at }),
+      el('td', {}, el('code', { text: n.id })),
+    );
+  show(seq,
+    h1('Nodes'),
+    el('p', { class: 'help', text: 'Every node on this data store: up while its heartbeat is on time, down when it is late (the node died), stopped after a clean shutdown.' }),
+    el('table', { class: 'list', id: 'nodes' }, el('tr', {}, ['name', 'state', 'where', 'runs', 'started', 'last heard', 'id'].map((t) => el('th', { text: t }))), nodes.map(row)),
   );
 }
 

@@ -161,6 +161,10 @@ describe('ops, audit, OpenAPI', () => {
     expect(bad.body.issues.map((i: any) => i.path)).toEqual(expect.arrayContaining([['kind'], ['name']]));
     expect((await admin.post('/admin/api/ops/no.such', {})).status).toBe(404);
     expect((await admin.post('/admin/api/ops/secrets.set', { name: 'hook', value: 'rotated-value', configValue: 'hook-secret' })).status).toBe(200);
+    expect(ops.body.items.find((o: any) => o.op === 'config.export').readOnly).toBe(true);
+    expect(ops.body.items.find((o: any) => o.op === 'limits.clear').readOnly).toBeUndefined();
+    expect((await admin.post('/admin/api/ops/config.export', {})).status).toBe(200);
+    expect((await admin.post('/admin/api/ops/cluster.nodes', {})).body.result.nodes).toContainEqual(expect.objectContaining({ self: true, state: 'up' }));
   });
 
   it('audits who did what and when, never secret values', async () => {
@@ -170,6 +174,9 @@ describe('ops, audit, OpenAPI', () => {
     expect(r.body.items).toContainEqual(expect.objectContaining({ actor: 'admin', action: 'update', section: 'security', name: 'partner', detail: { keys: ['type', 'username'], secretsChanged: ['password'] } }));
     expect(r.body.items).toContainEqual(expect.objectContaining({ action: 'op', name: 'secrets.set', detail: { args: { name: 'hook', value: '[redacted]', configValue: '[redacted]' } } }));
     expect(r.body.items[0].at).toMatch(/^\d{4}-\d\d-\d\dT/);
+    // Reading ops (the Dashboard polls some) are not audited; ops that change things are.
+    expect(r.body.items.filter((i: any) => i.name === 'config.export' || i.name === 'cluster.nodes')).toEqual([]);
+    expect(r.body.items).toContainEqual(expect.objectContaining({ action: 'op', name: 'limits.clear' }));
     for (const secret of ['first-secret', 'second-secret', 's3cret-value', 'hook-secret', 'rotated-value', 'k-123456']) expect(r.text).not.toContain(secret);
   });
 

@@ -177,6 +177,13 @@ describe('the Dashboard in Chromium', () => {
       .toBe(2);
   });
 
+  it('lists this node on the nodes page', async () => {
+    await step(page, 'nodes', async () => {
+      await go('#/nodes', 'Nodes');
+      await page.locator('#nodes tr.up').filter({ hasText: '(this one)' }).waitFor();
+    });
+  });
+
   it('subscribes an endpoint and browses its queued messages without consuming them', async () => {
     await step(page, 'pubsub', async () => {
       await go('#/pubsub', 'Pub/sub subscriptions');

@@ -25,6 +25,9 @@ async function ask(url: string, init?: RequestInit): Promise<Answer> {
   return { status: res.status, cid: res.headers.get('x-svc-cid'), cacheControl: res.headers.get('cache-control'), body: text ? JSON.parse(text) : undefined };
 }
 
+/** The node that answered (plugins/cluster/nodes). */
+const NODE = { id: expect.stringMatching(/^[0-9a-f]{12}$/), name: expect.any(String) };
+
 const ALL_OK = [
   { name: 'startup', ok: true },
   { name: 'store', ok: true },
@@ -104,6 +107,7 @@ describe('startup', () => {
           cid: answer.cid,
           details: 'Not ready: starting',
           checks: [{ name: 'startup', ok: false, reason: 'starting' }, ALL_OK[1], ALL_OK[2]],
+          node: NODE,
         });
       }
       expect((await ask(`${k.url}/ready`)).status).toBe(200);
@@ -134,7 +138,7 @@ describe('shutdown', () => {
       const closing = k.kernel.close();
       const ready = await ask(`${k.admin}/ready`);
       expect(ready.status).toBe(503);
-      expect(ready.body).toEqual({ result: 'Error', cid: ready.cid, details: 'Not ready: draining', checks: [ALL_OK[0], ALL_OK[1], { name: 'shutdown', ok: false, reason: 'draining' }] });
+      expect(ready.body).toEqual({ result: 'Error', cid: ready.cid, details: 'Not ready: draining', checks: [ALL_OK[0], ALL_OK[1], { name: 'shutdown', ok: false, reason: 'draining' }], node: NODE });
       // Still live: a draining server must not be killed for it.
       expect((await ask(`${k.admin}/health`)).status).toBe(200);
       release();
@@ -157,7 +161,7 @@ describe('the store', () => {
       for (const base of [k.url, k.admin]) {
         const ready = await ask(`${base}/ready`);
         expect(ready.status).toBe(503);
-        expect(ready.body).toEqual({ result: 'Error', cid: ready.cid, details: 'Not ready: store unreachable', checks: [ALL_OK[0], { name: 'store', ok: false, reason: 'store unreachable' }, ALL_OK[2]] });
+        expect(ready.body).toEqual({ result: 'Error', cid: ready.cid, details: 'Not ready: store unreachable', checks: [ALL_OK[0], { name: 'store', ok: false, reason: 'store unreachable' }, ALL_OK[2]], node: NODE });
       }
       expect(k.logs.some((l) => l.msg === 'readiness: not ready' && String(l.store).length > 0)).toBe(true);
     } finally {
