@@ -1,25 +1,29 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { Clock, DataStore, Migration } from '../../../sdk/plugin/index.ts';
+import { sqlTypes, type Clock, type DataStore, type Dialect, type Migration } from '../../../sdk/plugin/index.ts';
 import type { NodeIdentity, NodeInfo } from '../../capabilities.ts';
 
 const OWNER = 'nodes';
-const MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    up: `CREATE TABLE svc_node (
-      id TEXT PRIMARY KEY,
-      name TEXT NOT NULL,
-      host TEXT NOT NULL,
-      pid INTEGER NOT NULL,
-      version TEXT NOT NULL,
-      runtime TEXT NOT NULL,
-      started_at INTEGER NOT NULL,
-      heard_at INTEGER NOT NULL,
-      stopped_at INTEGER
-    )`,
-  },
-];
+/** Times in ms need 64 bits: PostgreSQL's INTEGER has 32 (sqlTypes). */
+function migrations(dialect: Dialect): Migration[] {
+  const t = sqlTypes(dialect);
+  return [
+    {
+      version: 1,
+      up: `CREATE TABLE svc_node (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        started_at ${t.int} NOT NULL,
+        heard_at ${t.int} NOT NULL,
+        stopped_at ${t.int}
+      )`,
+    },
+  ];
+}
 
 interface NodeRow {
   id: string;
@@ -62,7 +66,7 @@ export class NodeRegistry {
   }
 
   async start(): Promise<void> {
-    await this.store.migrate(OWNER, MIGRATIONS);
+    await this.store.migrate(OWNER, migrations(this.store.dialect));
     const now = this.clock.now();
     await this.store.run('INSERT INTO svc_node (id, name, host, pid, version, runtime, started_at, heard_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [this.self.id, this.self.name, hostname(), process.pid, this.version, process.version, this.self.startedAt, now]);
     await this.store.run('DELETE FROM svc_node WHERE heard_at < ?', [now - this.timing.forgetAfterMs]);
