@@ -20,6 +20,7 @@ security:
   - { name: partner, type: basic_auth, username: partner, password: first-secret }
 channel_rest:
   - { name: orders, url_path: /orders, service: echo, security: partner }
+  - { name: hello, url_path: /hello, service: hello, security: none }
   - name: capped
     url_path: /capped
     service: echo
@@ -30,10 +31,11 @@ channel_rest:
 let a: AdminKernel;
 let b: AdminKernel;
 let adminA: AdminClient;
+let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
   if (!pgRuns) return;
-  const env = { SVC_STORE: await pgSchemaUrl(`${SUITE}nodes`), SVC_VAULT_KEY: randomBytes(32).toString('base64') };
+  env = { SVC_STORE: await pgSchemaUrl(`${SUITE}nodes`), SVC_VAULT_KEY: randomBytes(32).toString('base64') };
   a = await startAdmin({ config: CONFIG, env });
   b = await startAdmin({ config: CONFIG, env });
   adminA = new AdminClient(a.admin);
@@ -81,6 +83,28 @@ describe.skipIf(!pgRuns)('two nodes on one PostgreSQL', () => {
     expect(await status(b, '/capped')).toBe(429);
     await a.kernel.runControl('limits.clear', { kind: 'channel', name: 'capped' });
     await until(async () => (await status(b, '/capped')) === 200, 2_000, 'the counter on B cleared');
+  });
+
+  it('a service uploaded on A serves on B once compiled there; a failing upload changes nothing on B; a node started later has it; a delete reaches B', async () => {
+    const hello = (word: string) => `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ word: '${word}' }) });\n`;
+    const body = async (k: AdminKernel) => (await callChannel(k, '/hello')).body as { word?: string };
+    const up = (await a.kernel.runControl('services.upload', { file: 'hello.ts', source: hello('one') })) as { serving: string };
+    expect(up.serving).toBe('this version');
+    await until(async () => (await body(b)).word === 'one', 3_000, 'hello on B');
+    const broken = (await a.kernel.runControl('services.upload', { file: 'hello.ts', source: 'export default service({ handle: ( => 1 });' })) as { serving: string };
+    expect(broken.serving).toBe('previous version');
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await body(b)).word).toBe('one');
+    await a.kernel.runControl('services.upload', { file: 'hello.ts', source: hello('two') });
+    await until(async () => (await body(b)).word === 'two', 3_000, 'hello two on B');
+    const c = await startAdmin({ config: CONFIG, env });
+    try {
+      expect((await body(c)).word).toBe('two');
+    } finally {
+      await c.close();
+    }
+    await a.kernel.runControl('services.delete', { name: 'hello' });
+    await until(() => b.kernel.services.get('hello') === undefined, 3_000, 'hello undeployed on B');
   });
 
   it('a node whose LISTEN connection was terminated reloads on reconnect and sees a change it was not told of', async () => {
