@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PgStore } from '../../../../plugins/store/postgres/store.ts';
 import { hashSecret } from '../../../../sdk/plugin/index.ts';
@@ -21,12 +21,18 @@ security:
 channel_rest:
   - { name: orders, url_path: /orders, service: echo, security: partner }
   - { name: hello, url_path: /hello, service: hello, security: none }
+  - { name: signer, url_path: /sign, service: signer, method: POST, data_format: none, security: none }
   - name: capped
     url_path: /capped
     service: echo
     security: none
     rate_limiting: [{ cidr_list: [], time_range: [{ is_all_day: true, limit: 1, limit_unit: hour }] }]
+secrets:
+  - { name: hook, value: hook-value-from-the-config, services: [signer] }
 `;
+const SERVICES = {
+  'signer.ts': `import { secret, service } from 'svc/sdk';\nexport default service({ POST: async (ctx) => ({ sig: await secret('hook').hmacSha256Hex(ctx.rawBody) }) });\n`,
+};
 
 let a: AdminKernel;
 let b: AdminKernel;
@@ -36,8 +42,8 @@ let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
   if (!pgRuns) return;
   env = { SVC_STORE: await pgSchemaUrl(`${SUITE}nodes`), SVC_VAULT_KEY: randomBytes(32).toString('base64') };
-  a = await startAdmin({ config: CONFIG, env });
-  b = await startAdmin({ config: CONFIG, env });
+  a = await startAdmin({ config: CONFIG, env, services: SERVICES });
+  b = await startAdmin({ config: CONFIG, env, services: SERVICES });
   adminA = new AdminClient(a.admin);
   expect((await adminA.login()).status).toBe(200);
 });
@@ -76,6 +82,16 @@ describe.skipIf(!pgRuns)('two nodes on one PostgreSQL', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(await status(b, '/orders', basic('partner', 'rotated-secret'))).toBe(200);
     expect(await status(a, '/orders', old)).toBe(401);
+  });
+
+  it('a named secret set on A (svc secret set) signs on B within 1 s', async () => {
+    const sign = async (k: AdminKernel) => ((await (await fetch(`${k.url}/sign`, { method: 'POST', body: 'payload' })).json()) as { sig: string }).sig;
+    const hmacHex = (key: string) => createHmac('sha256', key).update('payload').digest('hex');
+    expect(await sign(b)).toBe(hmacHex('hook-value-from-the-config'));
+    const started = Date.now();
+    await a.kernel.runControl('secrets.set', { name: 'hook', value: 'hook-value-set-on-a', configValue: 'hook-value-from-the-config' });
+    await until(async () => (await sign(b)) === hmacHex('hook-value-set-on-a'), 1_000, 'the new value on B');
+    expect(Date.now() - started).toBeLessThan(1_000);
   });
 
   it('`limits clear` on A clears the counters on B too', async () => {
