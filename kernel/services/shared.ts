@@ -115,7 +115,8 @@ export class SharedServices {
   }
 
   private serial(fn: () => Promise<void>): Promise<void> {
-    const run = this.queue.then(fn, fn);
+    const guarded = () => (this.registry.closed ? Promise.resolve() : fn());
+    const run = this.queue.then(guarded, guarded);
     this.queue = run.catch((err: unknown) => this.log.error({ err }, 'shared services: taking up a change failed'));
     return run;
   }

@@ -51,8 +51,8 @@ export class AdminResources {
   }
 
   private async reload(): Promise<void> {
-    // Before the first load, that load reads the latest records anyway.
-    if (!this.loaded) return;
+    // Before the first load, that load reads the latest records anyway; a node shutting down applies nothing more.
+    if (!this.loaded || this.kernel.lifecycle() === 'draining') return;
     const before = fingerprint(this.records);
     await this.load();
     if (fingerprint(this.records) === before) return;
