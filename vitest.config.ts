@@ -62,6 +62,8 @@ export default defineConfig(async () => {
       env: { SVC_TEST_RUN: process.env.SVC_TEST_RUN },
       globalSetup: ['test/helpers/pg-global.ts'],
       projects: [
+        // Only the repository's own tests: services/*.test.ts are services' tests, run by `svc test`
+        // (test/e2e/svc-test.test.ts runs them that way).
         { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
         ...(withPostgres ? [{ extends: true, test: { name: 'postgres', include: POSTGRES_SUITES, env: { SVC_TEST_STORE: 'postgres' } } }] : []),
       ],

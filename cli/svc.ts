@@ -11,6 +11,8 @@ import { sendControl } from '../kernel/control.ts';
 import { startServiceRunner } from '../kernel/sandbox/runner.ts';
 import { buildSdkBundle, isServiceFile, serviceName, transpile } from '../kernel/services/registry.ts';
 import { initDirectory } from './init.ts';
+import { devLogger, type DevLog } from './dev.ts';
+import { runTests } from './testing/run.ts';
 import { openApiFragments, type CliCommand, type CliEnv, type Plugin } from '../kernel/plugin.ts';
 import type { ServiceMeta } from '../kernel/sandbox/protocol.ts';
 import { EXIT_OK, EXIT_RUNTIME, serveUntilSignalled } from './lifecycle.ts';
@@ -20,6 +22,8 @@ const EXIT_USAGE = 2;
 const USAGE = `usage: svc <command> [options]
 
   svc start [--config FILE]      serve channels (default config: $SVC_CONFIG or config/svc.yaml)
+  svc dev [--config FILE]        serve for development: readable logs, errors at the service's file:line:col
+  svc test [FILE...]             run services' tests (services/**/*.test.ts) against them in the sandbox
   svc check [FILE]               validate a config file and the services it uses; exit 2 on any error
   svc init DIR                   a service directory anywhere: editor types for svc/sdk, a sample service, a config
   svc help                       this text, plus the commands of enabled plugins
@@ -60,14 +64,17 @@ function printConfigError(err: unknown): number {
   return EXIT_RUNTIME;
 }
 
-async function start(configPath: string): Promise<number> {
+/** `svc start`, and `svc dev` with its human-readable log and banner (cli/dev.ts). */
+async function start(configPath: string, dev = false): Promise<number> {
   if (!existsSync(configPath)) {
     process.stderr.write(`config error: no config file at ${configPath}\n`);
     return EXIT_USAGE;
   }
   let kernel: Kernel;
+  let devLog: DevLog | undefined;
   try {
-    kernel = await Kernel.create({ configPath, watch: true });
+    devLog = dev ? await devLogger(configPath) : undefined;
+    kernel = await Kernel.create({ configPath, watch: true, logger: devLog?.log });
   } catch (err) {
     return printConfigError(err);
   }
@@ -79,7 +86,8 @@ async function start(configPath: string): Promise<number> {
     await kernel.close();
     return EXIT_RUNTIME;
   }
-  kernel.log.info({ address, config: configPath }, 'svc listening');
+  if (devLog) process.stdout.write(devLog.banner(address) + '\n');
+  else kernel.log.info({ address, config: configPath }, 'svc listening');
   return serveUntilSignalled(kernel);
 }
 
@@ -105,7 +113,7 @@ async function compileServices(dir: string, config: SvcConfig | undefined): Prom
   try {
     for (const file of files) {
       const compiled = transpile(file, readFileSync(join(dir, file), 'utf8'));
-      const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await pool.deploy(serviceName(file), file, compiled.code);
+      const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await pool.deploy(serviceName(file), file, compiled.code, compiled.map);
       if (outcome.ok) metas.set(serviceName(file), outcome.meta);
       else errors.push(outcome.error);
     }
@@ -197,6 +205,11 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT_USAGE;
   }
   if (command === 'start') return start(configPathOf(config));
+  if (command === 'dev') return start(configPathOf(config), true);
+  if (command === 'test') {
+    const io = { out: (line: string) => void process.stdout.write(line + '\n'), err: (line: string) => void process.stderr.write(line + '\n'), color: !!process.stdout.isTTY };
+    return runTests(words.slice(1), config, io);
+  }
   if (command === 'check') return check(configPathOf(words[1] ?? config));
   if (command === 'init') {
     if (words.length !== 2) {

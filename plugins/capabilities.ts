@@ -158,6 +158,8 @@ export interface RateLimitStats {
   denials: Array<{ channel: string; count: number }>;
   /** Connections dropped by a `disallowed` range, by channel. */
   drops: Array<{ channel: string; count: number }>;
+  /** Decisions on_redis_error took because Redis could not (redis policy), by what it did: allow or deny. */
+  redisErrors?: Array<{ outcome: string; count: number }>;
 }
 export interface OutgoingStats {
   /** Calls services made, by connection and final status: the HTTP status, or why there was none (timeout, connection, budget, cancelled, too_large, refused). */

@@ -70,7 +70,7 @@ export function invokeService(channel: Channel, invoke: (req: InvokeRequest) => 
     if (result.error) {
       const code = ERROR_CODES[result.error.kind];
       if (code === 'SERVICE_FAILED') {
-        ex.log.error({ service, error: result.error.message }, 'service raised an exception');
+        ex.log.error({ service, error: result.error.message, stack: result.error.stack }, 'service raised an exception');
         throw new SvcError(code);
       }
       throw new SvcError(code, result.error.message, { headers: result.headers });

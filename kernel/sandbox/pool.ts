@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { SvcError } from '../errors.ts';
 import { isolatedVmEntry } from './ivm.ts';
 import { Wire } from './wire.ts';
+import { ServicePositions } from './source-map.ts';
 import { parseInvokeResult, readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
 
 export interface PoolCaps extends SandboxCaps {
@@ -132,6 +133,7 @@ interface ServiceCode {
   timeoutMs: number;
   /** The memory limit it declared, so a process can build its isolate once, not twice. */
   memoryMb: number | undefined;
+  positions: ServicePositions;
 }
 
 /** One sandbox process: a home slot, or a probation process that runs one service alone. */
@@ -365,6 +367,7 @@ export class SandboxPool {
         if (message.fail) this.settle(call, new SvcError(message.fail, message.message));
         else {
           const result = parseInvokeResult(body);
+          if (!('invalid' in result) && result.error?.stack) result.error.stack = this.services.get(call.request.service)?.positions.rewrite(result.error.stack) ?? result.error.stack;
           this.settle(call, 'invalid' in result ? new SvcError('SERVICE_OUTPUT_INVALID', `Invalid service output: ${result.invalid}`) : result);
         }
         if (worker.retiring && worker.inflight.size === 0) worker.child.kill('SIGTERM');
@@ -463,13 +466,14 @@ export class SandboxPool {
    * Compiles on one process first; only a service that compiled replaces the running version
    * everywhere. A failure leaves the last good version in place. A new version lifts a quarantine.
    */
-  async deploy(name: string, file: string, code: string): Promise<DeployOutcome> {
+  async deploy(name: string, file: string, code: string, sourceMap?: string): Promise<DeployOutcome> {
     let probe: SandboxWorker | undefined;
     await this.whenReady(READY_WAIT_MS, () => !!(probe = this.homes.find((w) => w.state === 'ready')));
+    const positions = new ServicePositions(file, sourceMap);
     const outcome = await this.deployOn(probe!, name, { file, code }, 'probe');
-    if (!outcome.ok) return outcome;
+    if (!outcome.ok) return { ok: false, error: positions.rewrite(outcome.error) };
     const limits = outcome.meta.limits;
-    const s: ServiceCode = { file, code, version: ++this.version, timeoutMs: limits.timeoutMs ?? this.caps.defaultTimeoutMs, memoryMb: limits.memoryMb };
+    const s: ServiceCode = { file, code, version: ++this.version, timeoutMs: limits.timeoutMs ?? this.caps.defaultTimeoutMs, memoryMb: limits.memoryMb, positions };
     this.services.set(name, s);
     probe!.holds.set(name, s.version);
     if (this.quarantined.delete(name)) this.log.info({ service: name }, 'quarantine lifted: a new version was deployed');

@@ -35,8 +35,11 @@ export interface InvokeResult {
   /** The service's return value; bytes arrive as base64 with bodyEncoding 'base64'. */
   body?: unknown;
   bodyEncoding?: 'base64';
-  /** Set when the service threw. */
-  error?: { kind: ResultErrorKind; message: string };
+  /**
+   * Set when the service threw. `stack`: for an exception that is not an SDK error class, the
+   * stack frames in service files (`at fn (file:///services/x.ts:line:col)`, source positions).
+   */
+  error?: { kind: ResultErrorKind; message: string; stack?: string };
   /** Log lines the service wrote during the call, with their levels. */
   logs?: Array<[level: LogLevel, message: string]>;
 }
@@ -207,6 +210,7 @@ export function parseInvokeResult(text: string): InvokeResult | { invalid: strin
     if (!isPlainObject(e) || typeof e.kind !== 'string' || !RESULT_KINDS.has(e.kind)) return { invalid: 'invalid service error' };
     const message = typeof e.message === 'string' ? e.message : '';
     result.error = { kind: e.kind as ResultErrorKind, message: message.length > MAX_ERROR_MESSAGE ? message.slice(0, MAX_ERROR_MESSAGE) + '…' : message };
+    if (typeof e.stack === 'string' && e.stack) result.error.stack = e.stack.slice(0, MAX_ERROR_MESSAGE);
   }
   if (Array.isArray(raw.logs) && raw.logs.length) {
     const logs: Array<[LogLevel, string]> = [];

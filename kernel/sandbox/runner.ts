@@ -11,8 +11,12 @@ export type { CallInFlight, DeployOutcome, HostCallHandler, PoolCaps };
  * crash attribution) stays in this folder; see README.md.
  */
 export interface ServiceRunner {
-  /** Loads a service's transpiled code into the sandboxes; resolves its metadata or why it was refused. */
-  deploy(name: string, file: string, code: string): Promise<DeployOutcome>;
+  /**
+   * Loads a service's transpiled code into the sandboxes; resolves its metadata or why it was
+   * refused. With the transpiler's source map, positions in deploy errors and in exceptions'
+   * stack frames are those of the source file.
+   */
+  deploy(name: string, file: string, code: string, sourceMap?: string): Promise<DeployOutcome>;
   undeploy(name: string): void;
   /** Runs one call; resolves the checked result (or a runtime error envelope), rejects with SvcError. */
   invoke(request: InvokeRequest): Promise<InvokeResult>;

@@ -26,19 +26,24 @@ export function buildSdkBundle(): string {
   return out.outputFiles[0]!.text;
 }
 
+/** A service file of the services directory; its tests (`orders.test.ts`, run by `svc test`) are not services. */
 export function isServiceFile(file: string): boolean {
-  return /\.(ts|js|mjs)$/.test(file) && !file.endsWith('.d.ts') && !file.startsWith('.');
+  return /\.(ts|js|mjs)$/.test(file) && !/\.(d|test)\.[a-z]+$/.test(file) && !file.startsWith('.');
 }
 
 export function serviceName(file: string): string {
   return basename(file, extname(file));
 }
 
-/** Strips TypeScript; reports errors as `file:line:col: message`. */
-export function transpile(file: string, source: string): { code: string } | { error: string } {
+/**
+ * Strips TypeScript; reports errors as `file:line:col: message`. The source map lets the sandbox
+ * runner report positions in the isolate (deploy errors, exceptions' stack frames) in the source.
+ */
+export function transpile(file: string, source: string): { code: string; map: string } | { error: string } {
   try {
     const loader = file.endsWith('.ts') ? 'ts' : 'js';
-    return { code: transformSync(source, { loader, format: 'esm', target: 'es2022', sourcefile: file }).code };
+    const out = transformSync(source, { loader, format: 'esm', target: 'es2022', sourcefile: file, sourcemap: 'external', sourcesContent: false });
+    return { code: out.code, map: out.map };
   } catch (err) {
     const errors = (err as { errors?: Message[] }).errors;
     if (errors?.length) return { error: errors.map((e) => `${file}:${e.location?.line ?? 0}:${e.location?.column ?? 0}: ${e.text}`).join('\n') };
@@ -142,7 +147,7 @@ export class ServiceRegistry extends EventEmitter {
     }
     const source = readFileSync(path, 'utf8');
     const compiled = transpile(file, source);
-    const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await this.pool.deploy(name, file, compiled.code);
+    const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await this.pool.deploy(name, file, compiled.code, compiled.map);
     if (!outcome.ok) {
       this.errors.set(name, outcome.error);
       this.log.error({ service: name, file, error: outcome.error }, this.deployed.has(name) ? 'service failed to compile; the last good version stays deployed' : 'service failed to compile');

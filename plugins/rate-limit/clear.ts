@@ -1,11 +1,14 @@
 import { z } from 'zod';
-import type { CliCommand, ControlOp } from '../../sdk/plugin/index.ts';
+import type { CliCommand, CliEnv, ControlOp } from '../../sdk/plugin/index.ts';
+import { ZoneTime } from './calendar.ts';
+import { RedisCounterStore } from './policies/redis.ts';
 import type { RateLimitState } from './state.ts';
-import { ownerKey, type OwnerKind } from './rules.ts';
+import { compileRuleSet, ownerKey, WindowPool, type OwnerKind } from './rules.ts';
+import { optionsOf, type Rule } from './schema.ts';
 
 /**
- * `svc limits clear`: resets counters in the running server (they live in its memory only), and
- * through a store notification in every other node on the same database.
+ * `svc limits clear`: resets counters in the running server (its memory, and the Redis of the
+ * redis policy), and through a store notification those of every other node on the same database.
  */
 
 export const clearArgsSchema = z
@@ -18,7 +21,11 @@ export const clearArgsSchema = z
 
 export type ClearArgs = z.infer<typeof clearArgsSchema>;
 
-/** Both the rate/burst and the cap counters sit under one key, so one prefix drop resets both at once. */
+/**
+ * Both the rate/burst and the cap counters sit under one key, so one prefix drop resets both at
+ * once. Both stores are cleared whatever the set's policy now is: counters a policy change left
+ * behind in the other store would come back with the next change.
+ */
 export async function clearCounters(state: RateLimitState, args: ClearArgs): Promise<{ cleared: number }> {
   const sets = args.kind === 'security' ? state.securities : state.channels;
   const set = sets.get(args.name);
@@ -30,7 +37,9 @@ export async function clearCounters(state: RateLimitState, args: ClearArgs): Pro
     }
     prefix = rule.key;
   }
-  return { cleared: await state.store.clear(prefix) };
+  const local = await state.store.clear(prefix);
+  const shared = state.redis === undefined ? 0 : await state.redis.clear(prefix);
+  return { cleared: local + shared };
 }
 
 /** Notification of a clear (payload: its arguments as JSON): every node resets its own counters. */
@@ -98,10 +107,7 @@ export const clearCommand: CliCommand = {
       return 2;
     }
     const answer = await env.control('limits.clear', args);
-    if (answer === undefined) {
-      env.err('no running server: counters live in its memory only, so there is nothing to clear');
-      return 1;
-    }
+    if (answer === undefined) return clearWithoutServer(args, owners.find((o) => o.name === args.name)!, env);
     if (!answer.ok) {
       env.err(answer.error ?? 'the server refused to clear the counters');
       return 1;
@@ -112,3 +118,46 @@ export const clearCommand: CliCommand = {
     return 0;
   },
 };
+
+/**
+ * No server runs here: the local counters went with it, but those of the redis policy live on
+ * in Redis (other nodes may be counting in them), so they are cleared there directly.
+ */
+async function clearWithoutServer(args: ClearArgs, owner: object, env: CliEnv): Promise<number> {
+  const options = optionsOf(env.config);
+  if (options?.redis === undefined) {
+    env.err('no running server: counters live in its memory only, so there is nothing to clear');
+    return 1;
+  }
+  let prefix = ownerKey(args.kind, args.name);
+  if (args.rule !== undefined) {
+    const rules = ((owner as { rate_limiting?: Rule[] }).rate_limiting ?? []);
+    if (rules.length < args.rule) {
+      env.err(`${args.kind} '${args.name}' has ${rules.length} rate limiting rule(s); there is no rule ${args.rule}`);
+      return 1;
+    }
+    // Rule keys do not depend on the zone: any pool compiles the same keys.
+    prefix = compileRuleSet(args.kind, args.name, rules, new WindowPool(new ZoneTime('UTC'))).rules[args.rule - 1]!.key;
+  }
+  const store = new RedisCounterStore({
+    url: options.redis,
+    keyPrefix: options.redis_key_prefix,
+    connectTimeoutMs: options.redis_connect_timeout_ms,
+    timeoutMs: options.redis_timeout_ms,
+    onError: options.on_redis_error,
+    log: { warn: () => undefined, info: () => undefined },
+  });
+  try {
+    await store.connect();
+    if (!store.ready) {
+      env.err('no running server, and Redis (plugins.rate-limit.config.redis) is unreachable: nothing cleared');
+      return 1;
+    }
+    const cleared = await store.clear(prefix);
+    const what = args.rule === undefined ? 'all rules' : `rule ${args.rule}`;
+    env.out(`no running server: cleared ${cleared} Redis counter(s) of ${args.kind} '${args.name}' (${what}); local counters went with the server`);
+    return 0;
+  } finally {
+    await store.close();
+  }
+}

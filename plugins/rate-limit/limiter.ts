@@ -17,6 +17,7 @@ export class Verdict implements Decision {
   allowed = true;
   remaining = 0;
   retryAtMs = 0;
+  uncounted = false;
   /** Set once a limited range was counted: the tightest level's figures go to the X-RateLimit headers. */
   counted = false;
   headerLimit = 0;
@@ -26,9 +27,9 @@ export class Verdict implements Decision {
   droppedRange: CompiledRange | undefined = undefined;
 }
 
-/** Applies compiled rule sets to requests against a counter store. */
+/** Applies compiled rule sets to requests against the counter store of each set's policy. */
 export class Limiter {
-  /** Read synchronously by the store, so one object serves every request. */
+  /** Read synchronously by the stores (the Redis store too, before it awaits), so one object serves every request. */
   private readonly request: DecisionRequest = {
     rate: 0,
     burst: 0,
@@ -42,6 +43,8 @@ export class Limiter {
   constructor(
     readonly store: CounterStore,
     readonly time: ZoneTime,
+    /** The store of `redis` rule sets; the plugin refuses such sets without one. */
+    readonly redis?: CounterStore,
   ) {}
 
   /**
@@ -81,13 +84,19 @@ export class Limiter {
     req.now = now;
     req.evictable = range.perClient;
     const key = range.perClient ? range.key + client.counterKey : range.key;
-    const decided = this.store.decide(key, req, verdict);
+    const store = set.policy === 'redis' && this.redis !== undefined ? this.redis : this.store;
+    const decided = store.decide(key, req, verdict);
     if (decided instanceof Promise) return decided.then(() => settle(verdict, range.headerLimit));
     return settle(verdict, range.headerLimit);
   }
 }
 
 function settle(verdict: Verdict, headerLimit: number): Verdict {
+  if (verdict.uncounted) {
+    // Admitted without figures (a store failing open): this level sends no headers.
+    verdict.uncounted = false;
+    return verdict;
+  }
   if (!verdict.allowed) verdict.outcome = DENY;
   if (!verdict.counted || verdict.remaining < verdict.headerRemaining) {
     verdict.headerLimit = headerLimit;

@@ -8,27 +8,41 @@ import { ZoneTime } from './calendar.ts';
 import { clearCommand, clearControl, followClears } from './clear.ts';
 import { ALLOW, DENY, DROP, Limiter, Verdict } from './limiter.ts';
 import { MemoryCounterStore } from './policies/memory.ts';
+import { maskRedisUrl, RedisCounterStore } from './policies/redis.ts';
 import { Refusals } from './refusals.ts';
 import { compileRuleSet, WindowPool, type CompiledRange, type RuleSet } from './rules.ts';
 import type { RateLimitState } from './state.ts';
-import { optionsSchema, rateLimitingSchema, validateRateLimiting, type RateLimitOptions, type Rule } from './schema.ts';
+import { optionsSchema, policyOf, policySchema, rateLimitingSchema, validateRateLimiting, type Policy, type RateLimitOptions, type Rule } from './schema.ts';
 
+
+/**
+ * The policy of an entry's rule set. A Redis named in a saved config only after the start
+ * is not connected (plugin options apply after a restart): such a config is refused, not run
+ * with counters that would silently stay local.
+ */
+function policyFor(state: RateLimitState, entry: object, owner: string): Policy {
+  const policy = policyOf(entry, { policy: state.defaultPolicy });
+  if (policy === 'redis' && state.redis === undefined) {
+    throw new Error(`${owner}: rate_limiting_policy redis, but the server started without plugins.rate-limit.config.redis (plugin options apply after a restart)`);
+  }
+  return policy;
+}
 
 function onConfig(state: RateLimitState, config: SvcConfig): void {
   if (state.pool.time.zone !== config.server.timezone) {
     const time = new ZoneTime(config.server.timezone);
     state.pool = new WindowPool(time);
-    state.limiter = new Limiter(state.store, time);
+    state.limiter = new Limiter(state.store, time, state.redis);
   }
   const securities = new Map<string, RuleSet>();
   for (const def of config.security) {
     const rules = def.rate_limiting as Rule[] | undefined;
-    if (rules?.length) securities.set(def.name, compileRuleSet('security', def.name, rules, state.pool));
+    if (rules?.length) securities.set(def.name, compileRuleSet('security', def.name, rules, state.pool, policyFor(state, def, `security '${def.name}'`)));
   }
   const channels = new Map<string, RuleSet>();
   for (const channel of config.channel_rest) {
     const rules = channel.rate_limiting as Rule[] | undefined;
-    if (rules?.length) channels.set(channel.name, compileRuleSet('channel', channel.name, rules, state.pool));
+    if (rules?.length) channels.set(channel.name, compileRuleSet('channel', channel.name, rules, state.pool, policyFor(state, channel, `channel '${channel.name}'`)));
   }
   state.securities = securities;
   state.channels = channels;
@@ -44,7 +58,7 @@ function channelRules(channel: Channel, config: SvcConfig, state: RateLimitState
   if (!rules?.length) return undefined;
   if (config.channel_rest.includes(channel)) return state.channels.get(channel.name);
   // A route's rules come from plugin code, not through the config schema: its defaults are filled here.
-  return compileRuleSet('channel', channel.name, rateLimitingSchema.parse(rules) as Rule[], state.pool);
+  return compileRuleSet('channel', channel.name, rateLimitingSchema.parse(rules) as Rule[], state.pool, policyFor(state, channel, `route '${channel.name}'`));
 }
 
 /** The definitions whose rules may apply on this channel (looked up by ex.auth.definition per request). */
@@ -106,25 +120,42 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
   provides: ['rate-limit.stats'],
   configSchema: optionsSchema,
   contributes: {
-    channelFields: { rate_limiting: rateLimitingSchema },
-    securityFields: { rate_limiting: rateLimitingSchema },
+    channelFields: { rate_limiting: rateLimitingSchema, rate_limiting_policy: policySchema },
+    securityFields: { rate_limiting: rateLimitingSchema, rate_limiting_policy: policySchema },
     validateConfig: validateRateLimiting,
     channelOpenApi: { responses: (channel, config) => (mayLimit(channel, config) ? { 429: 'a rate limit was reached; Retry-After says when to come back (TOO_MANY_REQUESTS)' } : undefined) },
   },
 
-  setup(kernel, options) {
+  async setup(kernel, options) {
     const time = new ZoneTime(kernel.server().timezone);
     const store = new MemoryCounterStore({ maxCounters: options.max_counters });
+    const refusals = new Refusals();
+    let redis: RedisCounterStore | undefined;
+    if (options.redis !== undefined) {
+      redis = new RedisCounterStore({
+        url: options.redis,
+        keyPrefix: options.redis_key_prefix,
+        connectTimeoutMs: options.redis_connect_timeout_ms,
+        timeoutMs: options.redis_timeout_ms,
+        onError: options.on_redis_error,
+        log: kernel.log,
+        onFailure: (outcome) => refusals.redisError(outcome),
+      });
+      await redis.connect();
+      kernel.log.info({ redis: maskRedisUrl(options.redis), connected: redis.ready, on_redis_error: options.on_redis_error }, 'rate-limit: redis policy store');
+    }
     const state: RateLimitState = {
       kernel,
       store,
+      redis,
+      defaultPolicy: options.policy,
       addresses: new AddressCache(),
       pool: new WindowPool(time),
-      limiter: new Limiter(store, time),
+      limiter: new Limiter(store, time, redis),
       channels: new Map(),
       securities: new Map(),
       definitionNames: new Set(),
-      refusals: new Refusals(),
+      refusals,
     };
     kernel.addControl(clearControl(state));
     followClears(state);
@@ -181,6 +212,8 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
       };
     },
   },
+
+  stop: (state) => state.redis?.close(),
 
   cli: [clearCommand],
 });

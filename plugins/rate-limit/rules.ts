@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AddressSet, type ClientAddress } from './addresses.ts';
 import { CalendarWindow, type ZoneTime } from './calendar.ts';
-import type { LimitUnit, Rule, TimeRange } from './schema.ts';
+import type { LimitUnit, Policy, Rule, TimeRange } from './schema.ts';
 
 /**
  * Rules compiled once per config, so that a request costs a few comparisons.
@@ -14,6 +14,8 @@ import type { LimitUnit, Rule, TimeRange } from './schema.ts';
  * owner = `security:<name>` or `channel:<name>` (URI-encoded); rule id = hash of the
  * normalised cidr_list and per_client; range id = `all-day` or `HH:MM-HH:MM`.
  * Rates, limits and disabled/disallowed flags are not part of the key: changing them keeps the counters.
+ * The keys are the same under both policies (the redis policy prefixes them), so every node
+ * sharing a Redis derives the same key from the same config.
  */
 
 export type OwnerKind = 'security' | 'channel';
@@ -59,6 +61,8 @@ export interface RuleSet {
   readonly name: string;
   readonly key: string;
   readonly rules: readonly CompiledRule[];
+  /** Which counter store the set counts in. */
+  readonly policy: Policy;
   /** Some enabled range is `disallowed`: the set can drop connections (the firewall has work to do). */
   readonly disallows: boolean;
 }
@@ -117,7 +121,7 @@ function compileRange(range: TimeRange, index: number, ruleIndex: number, ruleKe
   };
 }
 
-export function compileRuleSet(kind: OwnerKind, name: string, rules: readonly Rule[], pool: WindowPool): RuleSet {
+export function compileRuleSet(kind: OwnerKind, name: string, rules: readonly Rule[], pool: WindowPool, policy: Policy = 'local'): RuleSet {
   const key = ownerKey(kind, name);
   const ruleIds = new Map<string, number>();
   const compiled = rules.map((rule, index): CompiledRule => {
@@ -139,7 +143,7 @@ export function compileRuleSet(kind: OwnerKind, name: string, rules: readonly Ru
     };
   });
   const disallows = compiled.some((rule) => [...rule.specific, rule.allDay].some((r) => r.disallowed && !r.disabled));
-  return { kind, name, key, rules: compiled, disallows };
+  return { kind, name, key, rules: compiled, policy, disallows };
 }
 
 /** The first rule whose cidr_list matches the client; undefined = no limit. */

@@ -96,9 +96,21 @@ export function ruleListIssues(rules: readonly Rule[], owner: string): ConfigIss
   return issues;
 }
 
-/** validateConfig contribution: rule-level checks, naming the owner and the rule (1-based). */
+/** validateConfig contribution: rule-level checks, naming the owner and the rule (1-based), and redis policies without a Redis. */
 export function validateRateLimiting(config: SvcConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
+  const options = optionsOf(config);
+  // Unparsable options are reported by the plugin loader; a redis policy is then not judged.
+  if (options !== undefined && options.redis === undefined) {
+    const check = (kind: string, list: readonly { name: string; rate_limiting_policy?: unknown }[], owner: (name: string) => string) =>
+      list.forEach((entry, i) => {
+        if (entry.rate_limiting_policy === 'redis') {
+          issues.push({ path: [kind, i, 'rate_limiting_policy'], message: `${owner(entry.name)}: rate_limiting_policy redis needs plugins.rate-limit.config.redis (a Redis URL)` });
+        }
+      });
+    check('security', config.security, (name) => `security '${name}'`);
+    check('channel_rest', config.channel_rest, (name) => `channel '${name}'`);
+  }
   config.security.forEach((def, i) => {
     const rules = def.rate_limiting as Rule[] | undefined;
     if (!rules) return;
@@ -116,6 +128,17 @@ export function validateRateLimiting(config: SvcConfig): ConfigIssue[] {
   return issues;
 }
 
+/** Where a rule set's counters live: `local` in this node's memory, `redis` shared by every node using the same Redis. */
+export const POLICIES = ['local', 'redis'] as const;
+export type Policy = (typeof POLICIES)[number];
+
+export const policySchema = z
+  .enum(POLICIES)
+  .optional()
+  .describe(
+    "Where this entry's rate_limiting counters live: local (this node's memory, the default) or redis (one counter per key across every node sharing plugins.rate-limit.config.redis). Absent: the plugin's policy option.",
+  );
+
 /** Options under `plugins.rate-limit.config`. */
 export const optionsSchema = z
   .object({
@@ -125,8 +148,54 @@ export const optionsSchema = z
       .min(100)
       .default(100_000)
       .describe('Most counters kept in memory; past it the idlest per-client counters are evicted (their clients start afresh).'),
+    policy: z
+      .enum(POLICIES)
+      .default('local')
+      .describe('Policy of the rate_limiting rule sets whose entry names no rate_limiting_policy: local (per node, in memory) or redis (cluster-wide).'),
+    redis: z
+      .string()
+      .regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')
+      .optional()
+      .describe(
+        'Redis for the redis policy: redis://[user:password@]host:port[/db], rediss:// for TLS. Give a password through ${ENV}; the URL is logged with its password masked. Changes apply after a restart.',
+      ),
+    redis_connect_timeout_ms: z.number().int().min(100).default(2000).describe('How long one attempt to connect to Redis may take, in ms; it is retried with backoff meanwhile.'),
+    redis_timeout_ms: z
+      .number()
+      .int()
+      .min(10)
+      .default(500)
+      .describe('How long a request waits for its Redis decision, in ms, before on_redis_error decides instead.'),
+    on_redis_error: z
+      .enum(['allow', 'deny'])
+      .default('allow')
+      .describe(
+        'When Redis cannot decide (down, unreachable, too slow): allow admits the request uncounted (fail-open), deny refuses it with 429 and Retry-After one second later (fail-closed). Each use is counted (svc_rate_limit_redis_errors_total) and logged, at most one line per 10 s.',
+      ),
+    redis_key_prefix: z
+      .string()
+      .min(1)
+      .default('svc:rl:')
+      .describe('Prefix of every Redis key of the plugin (several installations may share one Redis with different prefixes).'),
   })
   .strict()
-  .default({ max_counters: 100_000 });
+  .superRefine((options, ctx) => {
+    if (options.policy === 'redis' && options.redis === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['redis'], message: 'required when policy is redis' });
+    }
+  })
+  .default({ max_counters: 100_000, policy: 'local', redis_connect_timeout_ms: 2000, redis_timeout_ms: 500, on_redis_error: 'allow', redis_key_prefix: 'svc:rl:' });
 
 export type RateLimitOptions = z.infer<typeof optionsSchema>;
+
+/** The plugin's options as a config names them (its validateConfig sees the config, not the parsed options). */
+export function optionsOf(config: SvcConfig): RateLimitOptions | undefined {
+  const entry = config.plugins?.['rate-limit'];
+  const parsed = optionsSchema.safeParse(typeof entry === 'object' ? (entry.config ?? {}) : {});
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** The policy of one entry's rule set. */
+export function policyOf(entry: object, options: Pick<RateLimitOptions, 'policy'>): Policy {
+  return ((entry as { rate_limiting_policy?: Policy }).rate_limiting_policy) ?? options.policy;
+}

@@ -232,13 +232,38 @@ function succeeded(ctx: CallContext, out: unknown): string {
   return finish(envelope);
 }
 
+const MAX_FRAMES = 20;
+
+/**
+ * The stack frames of an exception that are in service files (the SDK's own are noise to the
+ * service's author), for the log and `svc test`; undefined when there are none. The kernel maps
+ * their positions to the source.
+ */
+function serviceFrames(err: unknown): string | undefined {
+  try {
+    if (!(err instanceof Error)) return undefined;
+    const stack = toText(err.stack);
+    let frames = '';
+    let count = 0;
+    for (const line of stack.split('\n')) {
+      if (!line.includes('file:///services/') || !line.trimStart().startsWith('at ')) continue;
+      frames += (count ? '\n' : '') + '    ' + line.trim().slice(0, 500);
+      if (++count === MAX_FRAMES) break;
+    }
+    return count ? frames : undefined;
+  } catch {
+    // A stack getter that throws leaves the message alone.
+    return undefined;
+  }
+}
+
 function failed(ctx: CallContext | undefined, err: unknown): string {
   const headers = ctx?.response.headers ?? {};
   const logs = ctx?.logs ?? [];
   try {
     if (err instanceof ServiceError) return finish({ status: statusOf(err.status, 500), headers, error: { kind: err.kind, message: toText(err.message) }, logs });
     const message = err instanceof Error ? `${toText(err.name)}: ${toText(err.message)}` : toText(err);
-    return finish({ status: 500, headers, error: { kind: 'Error', message }, logs });
+    return finish({ status: 500, headers, error: { kind: 'Error', message, stack: serviceFrames(err) }, logs });
   } catch {
     // An error whose name, message or toString throws says nothing more.
     return finish({ status: 500, headers: {}, error: { kind: 'Error', message: 'the service threw a value that cannot be described' }, logs: [] });

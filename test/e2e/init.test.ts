@@ -29,6 +29,7 @@ describe('svc init', () => {
     expect(first.stdout).toContain('created');
     const tsconfig = JSON.parse(readFileSync(join(dir, 'tsconfig.json'), 'utf8')) as { compilerOptions: { paths: Record<string, string[]> } };
     expect(tsconfig.compilerOptions.paths['svc/sdk']![0]).toMatch(/sdk\/index\.ts$/);
+    expect(tsconfig.compilerOptions.paths['svc/sdk/testing']![0]).toMatch(/sdk\/testing\/index\.ts$/);
     writeFileSync(join(dir, 'svc.yaml'), readFileSync(join(dir, 'svc.yaml'), 'utf8').replace('port: 17010', 'port: 0'));
     const again = runCli(['init', dir], outside);
     expect(again.status).toBe(0);
@@ -45,6 +46,13 @@ describe('svc init', () => {
     const bad = typecheck(dir);
     expect(bad.status).not.toBe(0);
     expect(bad.out).toMatch(/broken\.ts.*toUpperCase/s);
+  });
+
+  it("runs the sample service's test there (no package.json, no node_modules): svc test", () => {
+    const r = runCli(['test'], dir);
+    expect(r.stdout).toContain('✓ greets by name, with the default greeting');
+    expect(r.stdout).toContain('2 passed (1 file,');
+    expect(r.status).toBe(0);
   });
 
   it('serves the sample service from that directory', async () => {

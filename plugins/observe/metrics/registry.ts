@@ -63,6 +63,9 @@ export class SvcMetrics {
     this.counter('svc_rate_limit_drops_total', 'Connections dropped by a disallowed range (IP firewall), by channel.', ['channel'], (s) =>
       (s.rateLimit?.drops ?? []).map((d) => ({ labels: { channel: d.channel }, value: d.count })),
     );
+    this.counter('svc_rate_limit_redis_errors_total', 'Rate-limit decisions that on_redis_error took because Redis could not answer (redis policy), by outcome (allow, deny).', ['outcome'], (s) =>
+      (s.rateLimit?.redisErrors ?? []).map((e) => ({ labels: { outcome: e.outcome }, value: e.count })),
+    );
     this.counter('svc_outgoing_requests_total', 'Outgoing calls services made, by connection and final status (HTTP status, or timeout, connection, budget, cancelled, too_large, refused).', ['connection', 'status'], (s) =>
       (s.outgoing?.calls ?? []).map((c) => ({ labels: { connection: c.connection, status: c.status }, value: c.count })),
     );

@@ -2,6 +2,8 @@
  * The counter store: where rate/burst and cap counters live. Narrow on purpose so that a
  * cluster-wide strategy (Redis, one script per decision) can replace the in-memory one:
  * the only operations are "decide for one key, atomically" and "forget keys by prefix".
+ * The in-memory store answers synchronously (no promise per request on the local path); the
+ * Redis store answers with a promise, which the limiter and the hook pass through.
  */
 
 /** What one decision is measured against. The store reads it before returning (callers may reuse the object). */
@@ -31,6 +33,11 @@ export interface Decision {
   remaining: number;
   /** When denied: the earliest instant (ms) at which the same request would be admitted. */
   retryAtMs: number;
+  /**
+   * Set by a store that could not count (Redis down, failing open): the request is admitted
+   * without figures, so its level adds no X-RateLimit headers. The limiter resets it.
+   */
+  uncounted?: boolean;
 }
 
 export interface CounterStore {

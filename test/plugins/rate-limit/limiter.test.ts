@@ -30,6 +30,28 @@ function setup(zone = 'UTC') {
 }
 
 describe('Limiter.check', () => {
+  it('answers synchronously on the local policy (no promise per request)', () => {
+    const { compile, pool } = setup();
+    const store = new MemoryCounterStore();
+    const limiter = new Limiter(store, pool.time);
+    const set = compile([{ time_range: [{ is_all_day: true, rate: 5, limit: 10, limit_unit: 'minute' }] }]);
+    const verdict = limiter.check(set, new AddressCache().get('198.51.100.7'), NOON, new Verdict());
+    expect(verdict).toBeInstanceOf(Verdict);
+    expect(verdict).toMatchObject({ outcome: ALLOW, counted: true, headerLimit: 10, headerRemaining: 4 });
+  });
+
+  it('leaves the headers to the other level when a store could not count (failing open)', async () => {
+    const { compile, pool } = setup();
+    const failing = { decide: (_key: string, _req: unknown, out: Verdict) => Promise.resolve(Object.assign(out, { allowed: true, uncounted: true, remaining: 0 })), clear: () => 0 };
+    const limiter = new Limiter(new MemoryCounterStore(), pool.time, failing);
+    const shared = compileRuleSet('security', 'partner', rateLimitingSchema.parse([{ time_range: [{ is_all_day: true, rate: 1 }] }])!, pool, 'redis');
+    const own = compile([{ time_range: [{ is_all_day: true, rate: 5, burst: 8 }] }]);
+    const client = new AddressCache().get('198.51.100.7');
+    const verdict = await limiter.check(shared, client, NOON, new Verdict());
+    expect(verdict).toMatchObject({ outcome: ALLOW, counted: false, uncounted: false });
+    expect(limiter.check(own, client, NOON, verdict)).toMatchObject({ outcome: ALLOW, counted: true, headerLimit: 8, headerRemaining: 7 });
+  });
+
   it('drops a disallowed client without counting, limits the others', () => {
     const { compile, check } = setup();
     const set = compile([

@@ -4,6 +4,7 @@ import { ManualClock } from '../../../kernel/clock.ts';
 import type { HookName } from '../../../kernel/hooks.ts';
 import type { KernelApi } from '../../../kernel/plugin.ts';
 import rateLimit from '../../../plugins/rate-limit/plugin.ts';
+import { optionsSchema } from '../../../plugins/rate-limit/schema.ts';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12);
@@ -118,7 +119,7 @@ describe('hook factories', () => {
   it('add the firewall (onRequest) only where a channel rule has an enabled disallowed range, counting (limit) where any rule may apply', async () => {
     // A state of its own, built from the running kernel's config (its control op is not re-registered).
     const api: KernelApi = { ...k.kernel.api, addControl: () => undefined };
-    const state = await rateLimit.setup!(api, { max_counters: 1000 });
+    const state = await rateLimit.setup!(api, optionsSchema.parse({ max_counters: 1000 }));
     const config = k.kernel.configStore.current();
     await rateLimit.onConfig!(state, config);
     const hooked = (phase: HookName) =>

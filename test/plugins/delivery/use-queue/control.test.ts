@@ -85,7 +85,8 @@ describe('queue control ops', () => {
     await post('/orders', { why: 'beta' });
     await post('/orders', { why: 'gamma' });
     await post('/later');
-    await until(k, (r) => r.filter((x) => x.state === 'dead').length === 3 && r.some((x) => x.channel === 'later' && x.attempts === 1));
+    // The attempt count rises when an attempt starts; its error is written when it ends: wait for both.
+    await until(k, (r) => r.filter((x) => x.state === 'dead').length === 3 && r.some((x) => x.channel === 'later' && x.state === 'pending' && errorsOf(x).length === 1));
     const all = await rows(k);
     expect(await control(k, 'queue.delete', { error: 'beta' })).toMatchObject({ deleted: 1 });
     expect(await control(k, 'queue.delete', { id: all[0]!.id })).toEqual({ deleted: 1, ids: [all[0]!.id] });

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
+import { isServiceFile } from '../../../../kernel/services/registry.ts';
 import { control, until } from '../../delivery/use-queue/support.ts';
 import { githubSignature, logLine, nowSeconds, post, sampleCode, slackHeaders, stripeSignature, type LogLine } from './support.ts';
 
@@ -17,7 +18,7 @@ const shippedConfig = (): string => {
   return stringify(doc);
 };
 const shippedServices = (): Record<string, string> => {
-  const files = readdirSync(new URL('../../../../services/', import.meta.url)).filter((f) => f.endsWith('.ts'));
+  const files = readdirSync(new URL('../../../../services/', import.meta.url)).filter((f) => isServiceFile(f));
   return Object.fromEntries(files.map((f) => [f, sampleCode(f.replace(/\.ts$/, ''))]));
 };
 

@@ -1,0 +1,148 @@
+import type { z } from 'zod';
+import { hmac, signatureMatches } from '../../sdk/plugin/signature.ts';
+import { SvcError } from '../../kernel/errors.ts';
+import { ServiceError } from '../../sdk/errors.ts';
+import { callArgs } from '../../plugins/outgoing/rest/call.ts';
+import { pathBuilder, type Params } from '../../plugins/outgoing/rest/url.ts';
+import { publishArgs } from '../../plugins/pubsub/engine/plugin.ts';
+import { hmacArgs, verifyArgs } from '../../plugins/secrets/named/host-calls.ts';
+import { invokeAsyncArgs } from '../../plugins/delivery/use-queue/plugin.ts';
+import type { FakeAnswer, FakeConnection, FakeHandler, Fakes, OutgoingRequest, Publication, QueuedCall } from '../../sdk/testing/index.ts';
+
+/**
+ * The host side of a service's host calls under `svc test`: the arguments are checked with the
+ * same schemas as in production, then fakes answer and record. A call nothing fakes is refused
+ * to the service and reported to the test (`problems`), which then fails: a service must not
+ * reach a real system from a test, and a forgotten fake should say so rather than time out.
+ */
+export class FakeHost {
+  readonly requests: OutgoingRequest[] = [];
+  readonly published: Publication[] = [];
+  readonly queued: QueuedCall[] = [];
+  /** What the service asked for that no fake answers, since the last call began. */
+  problems: string[] = [];
+  private count = 0;
+
+  constructor(
+    private readonly service: string,
+    private readonly fakes: Fakes,
+    /** Builds a connection's request path as production does, from the project's config when it names the connection. */
+    private readonly pathOf: (connection: string) => (params: Params | undefined) => string,
+  ) {}
+
+  forget(): void {
+    this.requests.length = 0;
+    this.published.length = 0;
+    this.queued.length = 0;
+    this.problems = [];
+  }
+
+  /** Answers one host call with its reply envelope (JSON), as kernel/services/host-calls.ts does. */
+  async answer(op: string, argsJson: string): Promise<string> {
+    const handler = this.handlers[op];
+    if (!handler) return this.refuse(`${this.service} made the host call '${op.slice(0, 100)}', which svc test does not fake`);
+    let args: unknown;
+    try {
+      args = handler.args.parse(JSON.parse(argsJson));
+    } catch (err) {
+      return fail('Error', 500, `invalid arguments for ${op}: ${(err as Error).message.slice(0, 500)}`);
+    }
+    try {
+      return JSON.stringify({ ok: true, value: (await handler.run(args as never)) ?? null });
+    } catch (err) {
+      if (err instanceof Refused) return this.refuse(err.message);
+      if (err instanceof ServiceError) return fail(err.kind, err.status, err.message);
+      if (err instanceof SvcError) return fail('Error', err.status, err.details);
+      return this.refuse(`a fake of ${this.service} threw: ${(err as Error)?.stack ?? String(err)}`);
+    }
+  }
+
+  private refuse(problem: string): string {
+    this.problems.push(problem);
+    return fail('Error', 500, problem);
+  }
+
+  private readonly handlers: Record<string, { args: z.ZodType; run: (args: never) => Promise<unknown> }> = {
+    'outgoing.call': { args: callArgs, run: (args: z.infer<typeof callArgs>) => this.outgoing(args) },
+    'pubsub.publish': { args: publishArgs, run: async (args: z.infer<typeof publishArgs>) => this.publish(args) },
+    'secrets.hmac': { args: hmacArgs, run: async (a: z.infer<typeof hmacArgs>) => hmac(a.algorithm, this.secret(a.name), a.data).toString(a.encoding) },
+    'secrets.verifyHmac': { args: verifyArgs, run: async (a: z.infer<typeof verifyArgs>) => signatureMatches(hmac(a.algorithm, this.secret(a.name), a.data), a.signature, a.encoding) },
+    'queue.invokeAsync': {
+      args: invokeAsyncArgs,
+      run: async (a: z.infer<typeof invokeAsyncArgs>) => {
+        const cid = `queued-${++this.count}`;
+        this.queued.push({ service: a.service, input: a.input, cid });
+        return { cid };
+      },
+    },
+  };
+
+  private secret(name: string): string {
+    const value = this.fakes.secrets?.[name];
+    if (value === undefined) throw new Refused(`${this.service} used the named secret '${name}', which has no fake value: add secrets: { '${name}': '…' } to testService('${this.service}', …)`);
+    return value;
+  }
+
+  private publish(args: z.infer<typeof publishArgs>): { msg_id: string } {
+    const o = args.opts;
+    const options: Publication['options'] = { priority: o.priority, hasGd: o.has_gd, mimeType: o.mime_type };
+    if (o.expiration !== undefined) options.expiration = o.expiration;
+    if (o.correl_id !== undefined) options.correlId = o.correl_id;
+    if (o.in_reply_to !== undefined) options.inReplyTo = o.in_reply_to;
+    if (o.ext_client_id !== undefined) options.extClientId = o.ext_client_id;
+    const publication: Publication = { topic: args.topic, data: args.data, options };
+    this.fakes.publish?.(publication);
+    this.published.push(publication);
+    return { msg_id: `fake-${++this.count}` };
+  }
+
+  private async outgoing(args: z.infer<typeof callArgs>): Promise<unknown> {
+    const fake = this.fakes.outgoing?.[args.connection];
+    const path = this.pathOf(args.connection)(args.params);
+    const request: OutgoingRequest = { connection: args.connection, method: args.method, path, params: args.params ?? {}, payload: args.payload, headers: args.headers ?? {} };
+    this.requests.push(request);
+    const call = `${args.method} ${path} on '${args.connection}'`;
+    if (fake === undefined) throw new Refused(`${this.service} called ${call}, which has no fake: add outgoing: { '${args.connection}': … } to testService('${this.service}', …)`);
+    const answer = pick(fake, args.method, path.split('?')[0]!);
+    if (!answer) throw new Refused(`${this.service} called ${call}, which no route of its fake answers (routes: ${Object.keys(fake).join(', ')})`);
+    const given = typeof answer === 'function' ? await answer(request) : answer;
+    if ('fail' in given) return { failed: { kind: given.fail, message: given.message ?? `${given.fail} (a fake failure)`, attempts: 1 } };
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(given.headers ?? {})) headers[k.toLowerCase()] = v;
+    const body = given.body;
+    if (body !== undefined && typeof body !== 'string') headers['content-type'] ??= 'application/json';
+    return { status: given.status ?? 200, headers, text: body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body) };
+  }
+}
+
+class Refused extends Error {}
+
+const ANSWER_KEYS = new Set(['status', 'body', 'headers', 'fail', 'message']);
+
+/** The answer of a fake for a call: the fake itself, or its most specific route. */
+function pick(fake: FakeConnection, method: string, path: string): FakeAnswer | FakeHandler | undefined {
+  if (typeof fake === 'function') return fake;
+  const keys = Object.keys(fake);
+  if (keys.every((k) => ANSWER_KEYS.has(k))) return fake as FakeAnswer;
+  const routes = fake as Record<string, FakeAnswer | FakeHandler>;
+  return routes[`${method} ${path}`] ?? routes[method] ?? routes['*'];
+}
+
+function fail(kind: string, status: number, message: string): string {
+  return JSON.stringify({ ok: false, error: { kind, status, message } });
+}
+
+/** Request paths of the project's outgoing connections (by name), as production builds them; `/` plus the query for others. */
+export function outgoingPaths(connections: Array<{ name?: unknown; address?: unknown; url_path?: unknown }>): (connection: string) => (params: Params | undefined) => string {
+  const built = new Map<string, (params: Params | undefined) => string>();
+  for (const c of connections) {
+    if (typeof c.name !== 'string' || typeof c.address !== 'string') continue;
+    try {
+      built.set(c.name, pathBuilder(c.address, typeof c.url_path === 'string' ? c.url_path : ''));
+    } catch {
+      // An address the config check would refuse: the connection gets the default path.
+    }
+  }
+  const bare = pathBuilder('http://fake.invalid', '/');
+  return (connection) => built.get(connection) ?? bare;
+}
