@@ -159,7 +159,7 @@ export class Kernel {
       const state = plugin.setup ? await plugin.setup(this.api, options) : undefined;
       this.active.push({ plugin, state });
     }
-    for (const op of serviceControls(this.services, () => this.configStore.current())) this.api.addControl(op);
+    for (const op of await serviceControls(this.services, () => this.configStore.current(), this.store, this.log)) this.api.addControl(op);
     await this.services.start(watch);
     this.configStore.extraCheck = (config) => this.routeIssues(config);
     await this.configStore.settle();

@@ -1,17 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { DataStore } from '../../sdk/plugin/store.ts';
 import type { SvcConfig } from '../config/schema.ts';
 import { SvcError } from '../errors.ts';
 import type { ControlOp } from '../plugin.ts';
 import { isServiceFile, serviceName, type ServiceRegistry } from './registry.ts';
+import { SharedServices } from './shared.ts';
 
 /**
  * Deployed services as control ops (admin API, Dashboard, control socket): list, read the
  * source, upload (a hot deploy that reports its outcome) and delete. Uploads go through the
  * same registry as files saved by hand: a version that fails to compile is reported and the
- * previous one keeps serving.
+ * previous one keeps serving. On a PostgreSQL store uploads and deletes reach every node
+ * (shared.ts), and the stored services are written into services_dir here before it deploys.
  */
 
 export const MAX_SERVICE_SOURCE = 512 * 1024;
@@ -43,7 +47,8 @@ function positionOf(error: string): { line: number; column: number } | null {
   return m ? { line: Number(m[1]), column: Number(m[2]) } : null;
 }
 
-export function serviceControls(registry: ServiceRegistry, config: () => SvcConfig): ControlOp[] {
+export async function serviceControls(registry: ServiceRegistry, config: () => SvcConfig, store: DataStore, log: Logger): Promise<ControlOp[]> {
+  const shared = await SharedServices.open(store, registry, log);
   const files = () => (existsSync(registry.dir) ? readdirSync(registry.dir).filter(isServiceFile) : []);
   const fileOf = (name: string) => registry.get(name)?.file ?? files().find((f) => serviceName(f) === name);
 
@@ -104,6 +109,8 @@ export function serviceControls(registry: ServiceRegistry, config: () => SvcConf
         rmSync(temp, { force: true });
       }
       await registry.syncNow(file);
+      // Only a version that compiled goes to the other nodes: a failing one stays this node's file.
+      if (!registry.errors.has(name)) await shared?.uploaded(file, text);
       const outcome = describe(name);
       return { ...outcome, serving: registry.errors.has(name) ? (outcome.deployed ? 'previous version' : 'nothing') : 'this version' };
     },
@@ -117,6 +124,7 @@ export function serviceControls(registry: ServiceRegistry, config: () => SvcConf
       if (!file || !existsSync(join(registry.dir, file))) throw new SvcError('NOT_FOUND', `no service file named '${name}' in ${registry.dir}`);
       rmSync(join(registry.dir, file));
       await registry.syncNow(file);
+      await shared?.deleted(file);
       return { name, file, deleted: true, deployed: registry.get(name) !== undefined };
     },
   };

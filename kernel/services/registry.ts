@@ -161,7 +161,11 @@ export class ServiceRegistry extends EventEmitter {
     this.emit('change', name);
   }
 
+  /** Closed with the kernel: changes from other nodes are no longer taken up. */
+  closed = false;
+
   close(): void {
+    this.closed = true;
     this.watcher?.close();
     for (const t of this.timers.values()) clearTimeout(t);
   }

@@ -1,8 +1,11 @@
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { sqliteDriver } from './sqlite-driver.ts';
-import type { DataStore, Migration, Queryable, RunResult } from '../../sdk/plugin/store.ts';
+import { ChangeListeners, MAX_NOTIFY_PAYLOAD, type DataStore, type Migration, type Queryable, type RunResult } from '../../sdk/plugin/store.ts';
+
+/** Open stores by file: notifications reach the other stores of the same file in this process (one node has one). */
+const OPEN = new Map<string, Set<SqliteStore>>();
 
 /**
  * The embedded store: one SQLite file in WAL mode at synchronous=NORMAL, so a commit is a
@@ -30,6 +33,8 @@ export class SqliteStore implements DataStore {
   private flushing: Promise<void> | undefined;
   private nextFlush: Promise<void> | undefined;
   private flushes = 0;
+  private readonly listeners = new ChangeListeners((err, topic) => process.emitWarning(`store listener of '${topic}' failed: ${(err as Error).message}`));
+  private readonly key: string | undefined;
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -42,6 +47,24 @@ export class SqliteStore implements DataStore {
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
     this.db.exec('CREATE TABLE IF NOT EXISTS svc_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (owner, version))');
+    if (file !== ':memory:') {
+      this.key = resolve(file);
+      OPEN.set(this.key, (OPEN.get(this.key) ?? new Set()).add(this));
+    }
+  }
+
+  /** Delivered on a later turn of the loop, as a notification from another process would be. */
+  async notify(topic: string, payload = ''): Promise<void> {
+    if (Buffer.byteLength(topic) + Buffer.byteLength(payload) > MAX_NOTIFY_PAYLOAD) throw new Error(`notification of '${topic}' too large: send ids, not data`);
+    const others = [...(this.key === undefined ? [] : (OPEN.get(this.key) ?? []))].filter((s) => s !== this);
+    setImmediate(() => {
+      for (const store of others) store.listeners.deliver(topic, payload);
+    });
+  }
+
+  /** A file has no connection to lose: onResync never runs. */
+  listen(topic: string, onMessage: (payload: string) => void | Promise<void>, onResync?: () => void | Promise<void>): () => void {
+    return this.listeners.add(topic, onMessage, onResync);
   }
 
   private prepare(sql: string): Database.Statement {
@@ -215,6 +238,9 @@ export class SqliteStore implements DataStore {
   }
 
   async close(): Promise<void> {
+    this.listeners.clear();
+    if (this.key !== undefined) OPEN.get(this.key)?.delete(this);
+    if (OPEN.get(this.key ?? '')?.size === 0) OPEN.delete(this.key!);
     await this.tail;
     await Promise.allSettled([this.flushing, this.nextFlush]);
     this.db.close();

@@ -6,7 +6,10 @@ import type { RateLimitState } from './state.ts';
 import { compileRuleSet, ownerKey, WindowPool, type OwnerKind } from './rules.ts';
 import { optionsOf, type Rule } from './schema.ts';
 
-/** `svc limits clear`: resets counters in the running server (its memory, and the Redis of the redis policy). */
+/**
+ * `svc limits clear`: resets counters in the running server (its memory, and the Redis of the
+ * redis policy), and through a store notification those of every other node on the same database.
+ */
 
 export const clearArgsSchema = z
   .object({
@@ -39,8 +42,29 @@ export async function clearCounters(state: RateLimitState, args: ClearArgs): Pro
   return { cleared: local + shared };
 }
 
+/** Notification of a clear (payload: its arguments as JSON): every node resets its own counters. */
+const CLEARED = 'limits.clear';
+
 export function clearControl(state: RateLimitState): ControlOp<ClearArgs> {
-  return { op: 'limits.clear', args: clearArgsSchema, handler: (args) => clearCounters(state, args) };
+  return {
+    op: 'limits.clear',
+    args: clearArgsSchema,
+    handler: async (args) => {
+      const result = await clearCounters(state, args);
+      await state.kernel.store.notify(CLEARED, JSON.stringify(args));
+      return result;
+    },
+  };
+}
+
+/** Clears here what `limits clear` cleared on another node. The count there is what the CLI reports. */
+export function followClears(state: RateLimitState): () => void {
+  return state.kernel.store.listen(CLEARED, async (payload) => {
+    const args = clearArgsSchema.safeParse(JSON.parse(payload));
+    if (!args.success) return;
+    const { cleared } = await clearCounters(state, args.data);
+    state.kernel.log.info({ ...args.data, cleared }, 'rate limit counters cleared on another node: cleared here too');
+  });
 }
 
 const USAGE = 'svc limits clear (--security NAME | --channel NAME) [--rule N]';

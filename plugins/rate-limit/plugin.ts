@@ -5,7 +5,7 @@ import type { Channel, SvcConfig } from '../../sdk/plugin/index.ts';
 import { SvcError } from '../../sdk/plugin/index.ts';
 import { AddressCache, type ClientAddress } from './addresses.ts';
 import { ZoneTime } from './calendar.ts';
-import { clearCommand, clearControl } from './clear.ts';
+import { clearCommand, clearControl, followClears } from './clear.ts';
 import { ALLOW, DENY, DROP, Limiter, Verdict } from './limiter.ts';
 import { MemoryCounterStore } from './policies/memory.ts';
 import { maskRedisUrl, RedisCounterStore } from './policies/redis.ts';
@@ -158,6 +158,7 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
       refusals,
     };
     kernel.addControl(clearControl(state));
+    followClears(state);
     kernel.provide('rate-limit.stats', () => state.refusals.stats());
     return state;
   },

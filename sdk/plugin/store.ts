@@ -50,7 +50,75 @@ export interface DataStore extends Queryable {
    * writer can commit at once and wait for durability apart, committing more in the meantime.
    */
   sync(): Promise<void>;
+  /**
+   * Tells the other nodes on this database that something under `topic` changed (plugin SDK 1.2).
+   * Call it after the transaction that made the change committed, so a node that reacts reads
+   * the new rows. Delivered to the listeners of every other store opened on the same database
+   * (the other nodes, and a CLI process writing with no server), not to this store's own: the
+   * node that made a change has applied it already. At most once, in the order sent by one
+   * store; a node that was disconnected learns what it missed through `onResync`, not by
+   * replay. `payload` names what changed (ids, kinds), never data: at most
+   * MAX_NOTIFY_PAYLOAD bytes with the topic. On the SQLite store (one node) it reaches other
+   * stores of the same file in this process only.
+   */
+  notify(topic: string, payload?: string): Promise<void>;
+  /**
+   * Calls `onMessage` with the payload of each notification of `topic` from another store, in
+   * arrival order, without waiting for a returned promise (a listener whose calls must not
+   * overlap queues them itself). `onResync` runs after the store reconnected to the
+   * notifications: some may have been missed, so a listener reloads everything it caches from
+   * the store. Returns the unsubscribe. Errors thrown by either are logged and dropped.
+   */
+  listen(topic: string, onMessage: (payload: string) => void | Promise<void>, onResync?: () => void | Promise<void>): () => void;
   close(): Promise<void>;
+}
+
+/** The largest notification: PostgreSQL refuses payloads of 8000 bytes and more; what remains after the envelope. */
+export const MAX_NOTIFY_PAYLOAD = 7000;
+
+/**
+ * Listeners by topic: what every store strategy needs to hand out notifications. Calls are made
+ * in arrival order without waiting for a returned promise, so one slow listener (a service that
+ * compiles) delays no other; a listener whose calls must not overlap queues them itself.
+ */
+export class ChangeListeners {
+  private readonly byTopic = new Map<string, Set<ChangeListener>>();
+
+  constructor(private readonly onError: (err: unknown, topic: string) => void) {}
+
+  add(topic: string, onMessage: ChangeListener['onMessage'], onResync?: ChangeListener['onResync']): () => void {
+    const listener: ChangeListener = { onMessage, onResync };
+    let set = this.byTopic.get(topic);
+    if (set === undefined) this.byTopic.set(topic, (set = new Set()));
+    set.add(listener);
+    return () => void set.delete(listener);
+  }
+
+  deliver(topic: string, payload: string): void {
+    for (const l of [...(this.byTopic.get(topic) ?? [])]) this.call(topic, () => l.onMessage(payload));
+  }
+
+  resync(): void {
+    for (const [topic, set] of this.byTopic) for (const l of [...set]) if (l.onResync) this.call(topic, l.onResync);
+  }
+
+  clear(): void {
+    this.byTopic.clear();
+  }
+
+  private call(topic: string, fn: () => void | Promise<void>): void {
+    try {
+      const result = fn();
+      if (result instanceof Promise) result.catch((err: unknown) => this.onError(err, topic));
+    } catch (err) {
+      this.onError(err, topic);
+    }
+  }
+}
+
+interface ChangeListener {
+  onMessage: (payload: string) => void | Promise<void>;
+  onResync: (() => void | Promise<void>) | undefined;
 }
 
 /**

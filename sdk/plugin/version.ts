@@ -3,6 +3,7 @@
  * it was written for in `sdk` (e.g. '^1.0.0'); one outside the range is refused at load.
  * Bump the major on any change that can break a plugin that type-checked before, the minor on
  * additions (1.1: trace context on the Exchange, the invoke request and host calls; 1.2: the store
- * contract here, store strategies, `sqlTypes`, ControlOp.readOnly).
+ * contract here with its change notifications (notify/listen), store strategies, `sqlTypes`,
+ * ControlOp.readOnly).
  */
 export const PLUGIN_SDK_VERSION = '1.2.0';

@@ -39,6 +39,7 @@ export default definePlugin<AdminOptions, AdminState>({
     const state: AdminState = { app: undefined };
     const resources = new AdminResources(kernel);
     kernel.addConfigLayer(resources.layer());
+    resources.followChanges();
     const auth = new AdminAuth(kernel, () => options);
     const pages = new PageRegistry();
     kernel.provide('admin.pages', pages);

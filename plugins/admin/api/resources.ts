@@ -7,6 +7,8 @@ import { adminLayer, keyOf, LAYER_NAME, nameOf, type Entry, type Records } from 
 import { deleteOverride, readOverrides, writeAudit, writeOverride, type OverrideRecord } from './store.ts';
 
 const VAULT_OWNER = 'admin';
+/** Notification that the admin overrides changed, for the other nodes (no payload: they reload all). */
+const OVERRIDES_CHANGED = 'admin.overrides';
 const vaultName = (section: string, name: string, key: string) => `${section}/${name}/${key}`;
 
 export interface ResourceView {
@@ -34,8 +36,30 @@ export class AdminResources {
   private underlying: RawConfig = {};
   private sections: ResourceSection[] | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  private loaded = false;
 
   constructor(private readonly kernel: KernelApi) {}
+
+  /**
+   * Follows edits made through another node's admin API: reload the overrides (write-only values
+   * from the vault, which dropped its copies first) and apply the config again, so every node
+   * runs the same config. Everything is read again after a reconnect.
+   */
+  followChanges(): () => void {
+    const reload = () => this.serial(() => this.reload());
+    return this.kernel.store.listen(OVERRIDES_CHANGED, reload, reload);
+  }
+
+  private async reload(): Promise<void> {
+    // Before the first load, that load reads the latest records anyway; a node shutting down applies nothing more.
+    if (!this.loaded || this.kernel.lifecycle() === 'draining') return;
+    const before = fingerprint(this.records);
+    await this.load();
+    if (fingerprint(this.records) === before) return;
+    const applied = await this.kernel.reapplyConfig('admin API (another node)');
+    if (applied.ok) this.kernel.log.info('admin overrides changed on another node: config applied');
+    else this.kernel.log.error({ issues: applied.issues }, 'admin overrides changed on another node, and the config they give does not apply here');
+  }
 
   /** The layer registered with the kernel: it reads the records in force at each apply. */
   layer() {
@@ -71,6 +95,7 @@ export class AdminResources {
       records.set(keyOf(r.section, r.name), r);
     }
     this.records = records;
+    this.loaded = true;
   }
 
   catalogue(): ResourceSection[] {
@@ -200,8 +225,11 @@ export class AdminResources {
       this.records = previous;
       await this.persist(changes, previous, now, actor, `${action} (reverted)`, undefined);
       await this.kernel.reapplyConfig('admin API (revert)');
+      // A node that read the rows meanwhile (a reconnect) reads them again.
+      await this.kernel.store.notify(OVERRIDES_CHANGED);
       throw new IssuesError('INVALID_INPUT', 'The change failed to apply and was reverted', this.locate(applied.issues, next));
     }
+    await this.kernel.store.notify(OVERRIDES_CHANGED);
   }
 
   /** Whether the config file itself has the entry. */
@@ -253,6 +281,11 @@ export class AdminResources {
     this.queue = run.catch(() => undefined);
     return run;
   }
+}
+
+/** The records as compared across reloads: write-only values included. */
+function fingerprint(records: Records): string {
+  return JSON.stringify([...records.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 function withKeptSecrets(section: ResourceSection, entry: Entry, existing: Entry | undefined): Entry {

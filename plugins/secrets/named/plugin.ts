@@ -4,7 +4,7 @@ import '../../capabilities.ts';
 import { listCommand, setCommand, setControl } from './cli.ts';
 import { secretHostCalls } from './host-calls.ts';
 import { secretsOf, secretsSectionSchema, validateSecrets } from './schema.ts';
-import { NamedSecretStore } from './secret-store.ts';
+import { NAMED_SECRET_CHANGED, NamedSecretStore } from './secret-store.ts';
 import { SecretsInUse } from './secrets-in-use.ts';
 
 /**
@@ -34,6 +34,11 @@ export default definePlugin<Record<string, never>, SecretsInUse>({
     const secrets = new SecretsInUse(openStore, kernel.log.child({ plugin: 'secrets' }));
     for (const call of secretHostCalls(secrets)) kernel.addHostCall(call);
     kernel.addControl(setControl(secrets));
+    kernel.store.listen(
+      NAMED_SECRET_CHANGED,
+      (name) => secrets.refresh(name),
+      () => secrets.refresh(undefined),
+    );
     return secrets;
   },
   onConfig: (secrets, config) => secrets.apply(secretsOf(config)),

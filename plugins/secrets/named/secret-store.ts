@@ -6,6 +6,8 @@ import type { Vault } from '../../capabilities.ts';
 const OWNER = 'secrets';
 /** Vault owner of the config file's value as last applied: an edit is a value that differs from it. */
 const CONFIG_OWNER = 'secrets.config';
+/** Notification of a named secret whose value changed (payload: its name), for the other nodes. */
+export const NAMED_SECRET_CHANGED = 'secrets.named';
 
 function migrations(dialect: Dialect): Migration[] {
   return [
@@ -117,12 +119,14 @@ export class NamedSecretStore {
         ),
       { durable: true },
     );
+    await this.store.notify(NAMED_SECRET_CHANGED, name);
   }
 
   private async forget(name: string): Promise<void> {
     await this.store.transaction((tx) => tx.run('DELETE FROM named_secret WHERE name = ?', [name]), { durable: true });
     await this.vault.delete(OWNER, name);
     await this.vault.delete(CONFIG_OWNER, name);
+    await this.store.notify(NAMED_SECRET_CHANGED, name);
   }
 }
 

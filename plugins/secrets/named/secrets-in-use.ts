@@ -52,6 +52,28 @@ export class SecretsInUse {
     });
   }
 
+  /**
+   * Takes up values another node (or the CLI with no server) changed: the one named, or all of
+   * them after a reconnect. The vault has dropped its copy by then (its notification comes first).
+   */
+  refresh(name: string | undefined): Promise<void> {
+    return this.serial(async () => {
+      const store = await this.store();
+      for (const granted of name === undefined ? [...this.grants.keys()] : [name]) {
+        if (!this.grants.has(granted)) continue;
+        const value = await this.readValue(store, granted);
+        if (typeof value === 'string') {
+          if (this.values.get(granted) !== value) this.log.info({ secret: granted }, 'value of named secret changed on another node');
+          this.values.set(granted, value);
+          this.warnedUnset.delete(granted);
+        } else if (value === undefined) {
+          this.values.delete(granted);
+          this.warnUnset(granted);
+        }
+      }
+    });
+  }
+
   /** The value, for a service allowed to use it; otherwise an error the service sees (never with the value). */
   use(name: string, service: string): string {
     const grant = this.grants.get(name);

@@ -3,6 +3,8 @@ import type { Vault } from '../../capabilities.ts';
 import { open, seal } from './cipher.ts';
 
 const OWNER = 'vault';
+/** Notification of a changed value (payload: its label): other nodes drop their decrypted copy. */
+const CHANGED = 'vault.changed';
 function migrations(dialect: Dialect): Migration[] {
   return [
     {
@@ -42,6 +44,18 @@ export class SqlVault implements Vault {
     return new SqlVault(store, key, now);
   }
 
+  /**
+   * Drops decrypted values another node (or the CLI) changed, so the next get reads the row;
+   * everything after a reconnect. The running server follows; a CLI process need not.
+   */
+  followChanges(): () => void {
+    return this.store.listen(
+      CHANGED,
+      (label) => void this.cache.delete(label),
+      () => this.cache.clear(),
+    );
+  }
+
   async get(owner: string, name: string): Promise<string | undefined> {
     const label = labelOf(owner, name);
     if (this.cache.has(label)) return this.cache.get(label);
@@ -71,11 +85,13 @@ export class SqlVault implements Vault {
       { durable: true },
     );
     this.cache.set(label, value);
+    await this.store.notify(CHANGED, label);
   }
 
   async delete(owner: string, name: string): Promise<void> {
     await this.store.transaction((tx) => tx.run('DELETE FROM vault_secret WHERE owner = ? AND name = ?', [owner, name]), { durable: true });
     this.cache.set(labelOf(owner, name), undefined);
+    await this.store.notify(CHANGED, labelOf(owner, name));
   }
 
   /**

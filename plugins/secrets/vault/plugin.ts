@@ -16,8 +16,10 @@ export default definePlugin<Record<string, never>, undefined>({
   provides: ['secrets.vault'],
   configSchema: z.object({}).strict().default({}),
   async setup(kernel) {
-    const key = loadVaultKey(kernel.dataDir, process.env);
-    kernel.provide('secrets.vault', await SqlVault.open(kernel.store, key, () => kernel.clock.now()));
+    const key = loadVaultKey(kernel.dataDir, kernel.env);
+    const vault = await SqlVault.open(kernel.store, key, () => kernel.clock.now());
+    vault.followChanges();
+    kernel.provide('secrets.vault', vault);
     return undefined;
   },
   hooks: {},

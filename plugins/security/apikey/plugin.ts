@@ -49,6 +49,7 @@ export default definePlugin<Record<string, never>, ApiKeyState>({
   setup(kernel) {
     const book = new CredentialBook({ type: APIKEY, parse: parseApiKey });
     const manager = new SecretManager(kernel, book, SECDEF.secretWord, `svc secdef ${SECDEF.subcommand}`);
+    manager.followChanges();
     const verifier = bookVerifier(book, { type: APIKEY, header: APIKEY_HEADER, challenge: undefined, token: apiKeyToken });
     kernel.provide(VERIFIER_CAPABILITY.apikey, verifier);
     // Spec, Authentication 7: the key goes unmodified in X-API-Key.

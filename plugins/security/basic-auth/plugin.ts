@@ -54,6 +54,7 @@ export default definePlugin<Record<string, never>, BasicAuthState>({
   setup(kernel) {
     const book = new CredentialBook({ type: BASIC_AUTH, parse: decodeBasic });
     const manager = new SecretManager(kernel, book, SECDEF.secretWord, `svc secdef ${SECDEF.subcommand}`);
+    manager.followChanges();
     const verifier = bookVerifier(book, { type: BASIC_AUTH, header: 'authorization', challenge: BASIC_CHALLENGE, token: basicToken });
     kernel.provide(VERIFIER_CAPABILITY.basic_auth, verifier);
     const authenticateAny: Capabilities['security.basic.authenticate'] = (authorization) => {

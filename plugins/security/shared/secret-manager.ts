@@ -27,6 +27,9 @@ export interface Registration {
   password?: string;
 }
 
+/** Notification that a type's stored secrets changed (payload: the type), for the other nodes. */
+export const SECRETS_CHANGED = 'security.secrets';
+
 export interface SecretManagerDeps {
   store: DataStore;
   clock: Clock;
@@ -105,8 +108,38 @@ export class SecretManager {
         { durable: true },
       );
       this.book.put(this.book.makeRecord(definition, hash, this.usernames.get(definition)));
+      await this.deps.store.notify(SECRETS_CHANGED, this.book.type);
       this.deps.log.info({ definition, type: this.book.type }, `${this.secretWord} of security definition changed with the CLI`);
     });
+  }
+
+  /**
+   * Follows secrets other nodes (or the CLI with no server) store: a rotation there is in force
+   * here as soon as its notification arrives, and everything is read again after a reconnect.
+   */
+  followChanges(): () => void {
+    return this.deps.store.listen(
+      SECRETS_CHANGED,
+      (type) => (type === this.book.type ? this.serial(() => this.refresh()) : undefined),
+      () => this.serial(() => this.refresh()),
+    );
+  }
+
+  /**
+   * Installs the stored hash of every definition in force whose row differs from its record.
+   * Reads only: the config applied here stays as it is, and so do definitions in memory only.
+   */
+  private async refresh(): Promise<void> {
+    if (this.lastConfig === undefined) return;
+    const rows = await secretRows(this.deps.store, this.book.type);
+    for (const [name, username] of this.usernames) {
+      const current = this.book.current(name);
+      const row = rows.get(name);
+      if (current === undefined || row === undefined || row.secret_hash === current.hash) continue;
+      if (!this.configNames.has(name) && this.registered.get(name)?.lifetime === 'ephemeral') continue;
+      this.book.put(this.book.makeRecord(name, row.secret_hash, username));
+      this.deps.log.info({ definition: name, type: this.book.type }, `${this.secretWord} of security definition changed on another node`);
+    }
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -142,6 +175,8 @@ export class SecretManager {
       },
       { durable: true },
     );
+    // Nodes starting together may each generate a secret: the last one stored wins everywhere.
+    if (writes.length > 0) await store.notify(SECRETS_CHANGED, this.book.type);
     const kept = new Set(records.map((r) => r.definition));
     for (const name of [...this.usernames.keys()]) if (!kept.has(name)) this.forget(name);
     this.book.replaceAll(records);
@@ -233,6 +268,7 @@ export async function storeSecretOffline(
     },
     { durable: true },
   );
+  await store.notify(SECRETS_CHANGED, row.type);
 }
 
 /** Whether the store knows a built-in definition of this name and type (the CLI's check when config does not name it). */

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { StoreUnavailableError, redactStoreUrl, type DataStore, type Migration, type Queryable, type RunResult } from '../../../sdk/plugin/index.ts';
+import { PgNotifications } from './notifications.ts';
 import { positional } from './placeholders.ts';
 
 /** Connections per node; each transaction holds one until it ends. */
@@ -56,6 +57,8 @@ export class PgStore implements DataStore {
     private readonly pool: pg.Pool,
     /** Advisory lock of migrations: per schema, so stores in different schemas of one database do not wait on each other. */
     private readonly lockKey: string,
+    /** LISTEN/NOTIFY on the schema's channel (notifications.ts). */
+    readonly notifications: PgNotifications,
   ) {
     this.direct = queryableOf(pool);
   }
@@ -77,16 +80,19 @@ export class PgStore implements DataStore {
     // A connection dropped while idle (server restart): the pool replaces it; without a listener it would crash the process.
     pool.on('error', (err) => ctx.log.warn({ err: err.message }, 'postgres: an idle connection failed'));
     let lockKey: string;
+    let schema: string;
     try {
       const row = (await pool.query<{ sync: string; schema: string | null }>("SELECT reset_val AS sync, current_schema() AS schema FROM pg_settings WHERE name = 'synchronous_commit'")).rows[0]!;
       if (row.schema === null) throw new Error('no schema to create tables in (search_path names none that exists)');
       if (row.sync === 'off') ctx.log.warn('postgres: the server runs with synchronous_commit off; svc turns it on for its own connections, since durable writes need it');
       lockKey = `svc.migrate:${row.schema}`;
+      schema = row.schema;
     } catch (err) {
       await pool.end().catch(() => undefined);
       throw new StoreUnavailableError(`PostgreSQL at ${redactStoreUrl(url)} did not answer: ${(err as Error).message}`);
     }
-    const store = new PgStore(pool, lockKey);
+    const notifications = new PgNotifications(url, pool, PgNotifications.channelOf(schema), ctx.log);
+    const store = new PgStore(pool, lockKey, notifications);
     try {
       await store.locked(async (client) => {
         await client.query('CREATE TABLE IF NOT EXISTS svc_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (owner, version))');
@@ -94,6 +100,12 @@ export class PgStore implements DataStore {
     } catch (err) {
       await pool.end().catch(() => undefined);
       throw new StoreUnavailableError(`PostgreSQL at ${redactStoreUrl(url)}: cannot create svc_migrations: ${(err as Error).message}`);
+    }
+    try {
+      await notifications.start();
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw new StoreUnavailableError(`PostgreSQL at ${redactStoreUrl(url)}: cannot listen for changes: ${(err as Error).message}`);
     }
     return store;
   }
@@ -169,7 +181,16 @@ export class PgStore implements DataStore {
     }
   }
 
+  notify(topic: string, payload?: string): Promise<void> {
+    return this.notifications.notify(topic, payload);
+  }
+
+  listen(topic: string, onMessage: (payload: string) => void | Promise<void>, onResync?: () => void | Promise<void>): () => void {
+    return this.notifications.listen(topic, onMessage, onResync);
+  }
+
   async close(): Promise<void> {
+    await this.notifications.close();
     // pg refuses a second end(); close() may come twice (a failed start, then shutdown).
     if (!this.pool.ended) await this.pool.end();
   }
