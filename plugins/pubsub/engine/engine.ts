@@ -10,33 +10,14 @@ import type {
 } from '../../capabilities.ts';
 import { GroupCommitter, type WriteOp } from './group-commit.ts';
 import { newMsgId, newSubKey } from './ids.ts';
-import { EntryQueue, PRIORITY_LEVELS, type Entry, type Message, type Subscription, type SubscriptionSource } from './model.ts';
+import { EntryQueue, PRIORITY_LEVELS, type EndpointDef, type Entry, type Message, type ResourceSet, type Subscription, type SubscriptionSource, type TopicDef, type TopicInfo } from './model.ts';
 import { compilePatterns, type TopicMatcher } from '../shared/patterns.ts';
 import { toView } from '../shared/projection.ts';
 import * as db from './persistence.ts';
 import type { PubSubStrategy } from './strategy.ts';
 
-/** Resources as the engine takes them (config, built-ins, `svc demo`). */
-export interface TopicDef {
-  name: string;
-  max_depth?: number | undefined;
-}
-export interface EndpointDef {
-  name: string;
-  security?: string | undefined;
-  pub: readonly string[];
-  sub: readonly string[];
-  services?: readonly string[] | undefined;
-}
-export interface SubscriptionDef {
-  endpoint: string;
-  topics: readonly string[];
-}
-export interface ResourceSet {
-  topics: readonly TopicDef[];
-  endpoints: readonly EndpointDef[];
-  subscriptions: readonly SubscriptionDef[];
-}
+// The resource types moved to model.ts (strategy.ts needs them without importing this file); kept here for importers.
+export type { EndpointDef, ResourceSet, SubscriptionDef, TopicDef, TopicInfo } from './model.ts';
 
 export interface EngineOptions {
   store: DataStore;
@@ -61,16 +42,6 @@ interface TopicState {
   moveScheduled: boolean;
 }
 
-export interface TopicInfo {
-  name: string;
-  maxDepth: number;
-  ephemeral: boolean;
-  /** Messages published while the topic had no subscriber, waiting for the first one. */
-  retained: number;
-  subscriptions: number;
-  /** Entries in its subscribers' queues (a message queued for two subscribers counts twice). */
-  queued: number;
-}
 
 export interface EndpointState extends PubSubEndpointView {
   security: string | undefined;

@@ -123,3 +123,36 @@ export class EntryQueue {
     return removed;
   }
 }
+
+/** Resources as the engine takes them (config, built-ins, `svc demo`). */
+export interface TopicDef {
+  name: string;
+  max_depth?: number | undefined;
+}
+export interface EndpointDef {
+  name: string;
+  security?: string | undefined;
+  pub: readonly string[];
+  sub: readonly string[];
+  services?: readonly string[] | undefined;
+}
+export interface SubscriptionDef {
+  endpoint: string;
+  topics: readonly string[];
+}
+export interface ResourceSet {
+  topics: readonly TopicDef[];
+  endpoints: readonly EndpointDef[];
+  subscriptions: readonly SubscriptionDef[];
+}
+
+export interface TopicInfo {
+  name: string;
+  maxDepth: number;
+  ephemeral: boolean;
+  /** Messages published while the topic had no subscriber, waiting for the first one. */
+  retained: number;
+  subscriptions: number;
+  /** Entries in its subscribers' queues (a message queued for two subscribers counts twice). */
+  queued: number;
+}

@@ -1,6 +1,5 @@
 import type { PubSubEndpointView, PubSubEngineApi } from '../../capabilities.ts';
-import type { ResourceSet, TopicInfo } from './engine.ts';
-import type { Entry, Subscription } from './model.ts';
+import type { Entry, ResourceSet, Subscription, TopicInfo } from './model.ts';
 
 /** A subscription as the operators' ops show it: no queue attached. */
 export type SubscriptionInfo = Pick<Subscription, 'subKey' | 'endpoint' | 'topic' | 'source' | 'createdAt'>;
