@@ -3,9 +3,9 @@ import type { Logger } from 'pino';
 import { SvcError, type Clock, type DataStore, type Queryable } from '../../../sdk/plugin/index.ts';
 import type { PubSubDelivery, PubSubEndpointView, PubSubMessageView, PubSubPublishRequest } from '../../capabilities.ts';
 import { toView } from '../shared/projection.ts';
-import { clampPriority, endpointState, subId, type EndpointState, type ResourceSet, type TopicDef, type TopicInfo } from './engine.ts';
 import { newMsgId, newSubKey } from './ids.ts';
-import type { Message, SubscriptionSource } from './model.ts';
+import { clampPriority, type Message, type ResourceSet, type SubscriptionSource, type TopicInfo } from './model.ts';
+import { ResourceBook, subId } from './resources.ts';
 import { pubsubMigrations } from './persistence.ts';
 import type { PeekedEntry, PubSubStrategy, SubscriptionInfo } from './strategy.ts';
 import * as sql from './cluster-sql.ts';
@@ -49,7 +49,6 @@ const ORPHAN_SWEEP_EVERY = 10;
 const DEPTH_FRESH_MS = 200;
 /** A queue this close to max_depth (a fraction of it) is counted at every publish. */
 const DEPTH_MARGIN = 0.1;
-const EMPTY: ResourceSet = { topics: [], endpoints: [], subscriptions: [] };
 
 /**
  * The shared strategy: PostgreSQL holds every message, queue and subscription, so any node of a
@@ -62,10 +61,7 @@ const EMPTY: ResourceSet = { topics: [], endpoints: [], subscriptions: [] };
 export class ClusterEngine implements PubSubStrategy {
   readonly nodeId = randomBytes(8).toString('hex');
   private readonly topics = new Map<string, TopicConf>();
-  private readonly endpoints = new Map<string, EndpointState>();
-  private readonly endpointsBySecurity = new Map<string, EndpointState>();
-  private configured: ResourceSet = EMPTY;
-  private ephemeral: ResourceSet = EMPTY;
+  private readonly book = new ResourceBook();
   private pending: PendingPublish[] = [];
   private publishing = 0;
   private scheduled = false;
@@ -116,31 +112,25 @@ export class ClusterEngine implements PubSubStrategy {
   // ---- resources (config: the same on every node) ------------------------------------------------
 
   async applyConfig(resources: ResourceSet): Promise<void> {
-    this.configured = resources;
+    this.book.configure(resources);
     await this.reconcile();
   }
 
   async addEphemeral(resources: ResourceSet): Promise<void> {
-    const byName = <T extends { name: string }>(a: readonly T[], b: readonly T[]) => [...new Map([...a, ...b].map((x) => [x.name, x])).values()];
-    this.ephemeral = {
-      topics: byName(this.ephemeral.topics, resources.topics),
-      endpoints: byName(this.ephemeral.endpoints, resources.endpoints),
-      subscriptions: [...this.ephemeral.subscriptions, ...resources.subscriptions],
-    };
+    this.book.addEphemeral(resources);
     await this.reconcile();
   }
 
   endpointBySecurity(definition: string): PubSubEndpointView | undefined {
-    return this.endpointsBySecurity.get(definition);
+    return this.book.endpointBySecurity(definition);
   }
 
   endpointForService(service: string, topic: string): PubSubEndpointView | undefined {
-    for (const ep of this.endpoints.values()) if (ep.services.has(service) && ep.canPublish(topic)) return ep;
-    return undefined;
+    return this.book.endpointForService(service, topic);
   }
 
   endpointNamed(name: string): PubSubEndpointView | undefined {
-    return this.endpoints.get(name);
+    return this.book.endpoint(name);
   }
 
   hasTopic(topic: string): boolean {
@@ -148,26 +138,16 @@ export class ClusterEngine implements PubSubStrategy {
   }
 
   private async reconcile(): Promise<void> {
-    const topicDefs = new Map<string, { def: TopicDef; ephemeral: boolean }>();
-    for (const def of this.ephemeral.topics) topicDefs.set(def.name, { def, ephemeral: true });
-    for (const def of this.configured.topics) topicDefs.set(def.name, { def, ephemeral: false });
+    const topicDefs = this.book.topicDefs();
     this.topics.clear();
     this.depthSeen.clear();
     for (const [name, { def, ephemeral }] of topicDefs) this.topics.set(name, { name, maxDepth: def.max_depth ?? this.opts.defaultMaxDepth, ephemeral });
 
-    this.endpoints.clear();
-    this.endpointsBySecurity.clear();
-    for (const def of [...this.ephemeral.endpoints, ...this.configured.endpoints]) {
-      const ep = endpointState(def);
-      this.endpoints.set(ep.name, ep);
-      if (ep.security) this.endpointsBySecurity.set(ep.security, ep);
-    }
-
-    const wanted = [...this.configured.subscriptions, ...this.ephemeral.subscriptions];
-    const wantedIds = new Set(wanted.flatMap((s) => s.topics.map((t) => subId(s.endpoint, t))));
+    const wanted = this.book.wantedSubscriptions();
+    const wantedIds = new Set(wanted.map((w) => subId(w.endpoint, w.topic)));
     const { store, log } = this.opts;
     for (const row of await sql.subscriptionRows(store)) {
-      const ep = this.endpoints.get(row.endpoint);
+      const ep = this.book.endpoint(row.endpoint);
       const keep = this.topics.has(row.topic) && ep !== undefined && ep.canSubscribe(row.topic) && (row.source === 'api' || wantedIds.has(subId(row.endpoint, row.topic)));
       if (keep) continue;
       log.warn({ endpoint: row.endpoint, topic: row.topic }, 'pubsub: subscription removed by config');
@@ -175,15 +155,13 @@ export class ClusterEngine implements PubSubStrategy {
     }
     const gone = await store.transaction((tx) => sql.deleteMessagesOutside(tx, [...this.topics.keys()]));
     if (gone > 0) log.warn({ messages: gone }, 'pubsub: messages of topics removed by config deleted');
-    for (const s of wanted) {
-      for (const topic of s.topics) {
-        const ep = this.endpoints.get(s.endpoint);
-        if (!ep || !this.topics.has(topic) || !ep.canSubscribe(topic)) {
-          log.warn({ endpoint: s.endpoint, topic }, 'pubsub: configured subscription skipped (unknown endpoint or topic, or no permission)');
-          continue;
-        }
-        await this.subscribe(s.endpoint, topic, 'config');
+    for (const { endpoint, topic } of wanted) {
+      const ep = this.book.endpoint(endpoint);
+      if (!ep || !this.topics.has(topic) || !ep.canSubscribe(topic)) {
+        log.warn({ endpoint, topic }, 'pubsub: configured subscription skipped (unknown endpoint or topic, or no permission)');
+        continue;
       }
+      await this.subscribe(endpoint, topic, 'config');
     }
   }
 

@@ -10,10 +10,10 @@ import type {
 } from '../../capabilities.ts';
 import { GroupCommitter, type WriteOp } from './group-commit.ts';
 import { newMsgId, newSubKey } from './ids.ts';
-import { EntryQueue, PRIORITY_LEVELS, type EndpointDef, type Entry, type Message, type ResourceSet, type Subscription, type SubscriptionSource, type TopicDef, type TopicInfo } from './model.ts';
-import { compilePatterns, type TopicMatcher } from '../shared/patterns.ts';
+import { clampPriority, EntryQueue, PRIORITY_LEVELS, type Entry, type Message, type ResourceSet, type Subscription, type SubscriptionSource, type TopicInfo } from './model.ts';
 import { toView } from '../shared/projection.ts';
 import * as db from './persistence.ts';
+import { ResourceBook, subId } from './resources.ts';
 import type { PubSubStrategy } from './strategy.ts';
 
 // The resource types moved to model.ts (strategy.ts needs them without importing this file); kept here for importers.
@@ -43,17 +43,10 @@ interface TopicState {
 }
 
 
-export interface EndpointState extends PubSubEndpointView {
-  security: string | undefined;
-  services: ReadonlySet<string>;
-}
-
 interface Taken {
   sub: Subscription;
   entry: Entry;
 }
-
-const EMPTY: ResourceSet = { topics: [], endpoints: [], subscriptions: [] };
 
 /**
  * Topics, endpoints, subscriptions and per-subscriber queues. Memory is authoritative while the
@@ -62,14 +55,11 @@ const EMPTY: ResourceSet = { topics: [], endpoints: [], subscriptions: [] };
  */
 export class PubSubEngine implements PubSubStrategy {
   private readonly topics = new Map<string, TopicState>();
-  private readonly endpoints = new Map<string, EndpointState>();
-  private readonly endpointsBySecurity = new Map<string, EndpointState>();
+  private readonly book = new ResourceBook();
   private readonly subsByKey = new Map<string, Subscription>();
   private readonly subsByEndpoint = new Map<string, Map<string, Subscription>>();
   private readonly writer: GroupCommitter;
   private readonly background = new Set<Promise<void>>();
-  private configured: ResourceSet = EMPTY;
-  private ephemeral: ResourceSet = EMPTY;
   private nextSeq = 1;
   private timer: NodeJS.Timeout | undefined;
 
@@ -104,31 +94,23 @@ export class PubSubEngine implements PubSubStrategy {
 
   /** The configured resources (config plus built-ins); replaces the previous set. */
   async applyConfig(resources: ResourceSet): Promise<void> {
-    this.configured = resources;
+    this.book.configure(resources);
     await this.reconcile();
   }
 
   /** Adds resources held in memory only (`svc demo`); they survive config reloads, not restarts. */
   async addEphemeral(resources: ResourceSet): Promise<void> {
-    const byName = <T extends { name: string }>(a: readonly T[], b: readonly T[]) => [
-      ...new Map([...a, ...b].map((x) => [x.name, x])).values(),
-    ];
-    this.ephemeral = {
-      topics: byName(this.ephemeral.topics, resources.topics),
-      endpoints: byName(this.ephemeral.endpoints, resources.endpoints),
-      subscriptions: [...this.ephemeral.subscriptions, ...resources.subscriptions],
-    };
+    this.book.addEphemeral(resources);
     await this.reconcile();
   }
 
   endpointBySecurity(definition: string): PubSubEndpointView | undefined {
-    return this.endpointsBySecurity.get(definition);
+    return this.book.endpointBySecurity(definition);
   }
 
   /** The endpoint through which config lets a service publish to a topic. */
   endpointForService(service: string, topic: string): PubSubEndpointView | undefined {
-    for (const ep of this.endpoints.values()) if (ep.services.has(service) && ep.canPublish(topic)) return ep;
-    return undefined;
+    return this.book.endpointForService(service, topic);
   }
 
   hasTopic(topic: string): boolean {
@@ -169,7 +151,7 @@ export class PubSubEngine implements PubSubStrategy {
   }
 
   endpointNamed(name: string): PubSubEndpointView | undefined {
-    return this.endpoints.get(name);
+    return this.book.endpoint(name);
   }
 
   /**
@@ -473,9 +455,7 @@ export class PubSubEngine implements PubSubStrategy {
   // ---- config reconciliation ---------------------------------------------------------------------
 
   private async reconcile(): Promise<void> {
-    const topicDefs = new Map<string, { def: TopicDef; ephemeral: boolean }>();
-    for (const def of this.ephemeral.topics) topicDefs.set(def.name, { def, ephemeral: true });
-    for (const def of this.configured.topics) topicDefs.set(def.name, { def, ephemeral: false });
+    const topicDefs = this.book.topicDefs();
 
     const writes: Promise<void>[] = [];
     for (const topic of [...this.topics.values()]) {
@@ -487,35 +467,23 @@ export class PubSubEngine implements PubSubStrategy {
       state.maxDepth = def.max_depth ?? this.opts.defaultMaxDepth;
     }
 
-    this.endpoints.clear();
-    this.endpointsBySecurity.clear();
-    for (const def of [...this.ephemeral.endpoints, ...this.configured.endpoints]) {
-      const ep = endpointState(def);
-      this.endpoints.set(ep.name, ep);
-      if (ep.security) this.endpointsBySecurity.set(ep.security, ep);
-    }
-
-    const wantedSubs = new Set<string>();
-    for (const s of [...this.configured.subscriptions, ...this.ephemeral.subscriptions]) {
-      for (const topic of s.topics) wantedSubs.add(subId(s.endpoint, topic));
-    }
+    const wanted = this.book.wantedSubscriptions();
+    const wantedSubs = new Set(wanted.map((w) => subId(w.endpoint, w.topic)));
     for (const sub of [...this.subsByKey.values()]) {
-      const ep = this.endpoints.get(sub.endpoint);
+      const ep = this.book.endpoint(sub.endpoint);
       const keep = ep !== undefined && ep.canSubscribe(sub.topic) && (sub.source === 'api' || wantedSubs.has(subId(sub.endpoint, sub.topic)));
       if (!keep) {
         this.opts.log.warn({ endpoint: sub.endpoint, topic: sub.topic, queued: sub.queue.count }, 'pubsub: subscription removed by config');
         writes.push(this.removeSubscription(sub));
       }
     }
-    for (const s of [...this.configured.subscriptions, ...this.ephemeral.subscriptions]) {
-      for (const topicName of s.topics) writes.push(this.ensureConfigSubscription(s.endpoint, topicName));
-    }
+    for (const w of wanted) writes.push(this.ensureConfigSubscription(w.endpoint, w.topic));
     await Promise.all(writes);
     for (const topic of this.topics.values()) if (topic.subs.size > 0) this.scheduleMove(topic);
   }
 
   private async ensureConfigSubscription(endpoint: string, topicName: string): Promise<void> {
-    const ep = this.endpoints.get(endpoint);
+    const ep = this.book.endpoint(endpoint);
     if (!ep || !this.topics.has(topicName) || !ep.canSubscribe(topicName)) {
       this.opts.log.warn({ endpoint, topic: topicName }, 'pubsub: configured subscription skipped (unknown endpoint or topic, or no permission)');
       return;
@@ -642,25 +610,6 @@ export function isExpired(msg: Message, now: number): boolean {
   return msg.expiresAt !== undefined && msg.expiresAt <= now;
 }
 
-export function clampPriority(p: number): number {
-  return Math.min(PRIORITY_LEVELS - 1, Math.max(0, Math.trunc(p)));
-}
-
-export function subId(endpoint: string, topic: string): string {
-  return `${endpoint}\u0000${topic}`;
-}
-
-export function endpointState(def: EndpointDef): EndpointState {
-  const pub: TopicMatcher = compilePatterns(def.pub);
-  const sub: TopicMatcher = compilePatterns(def.sub);
-  return {
-    name: def.name,
-    security: def.security,
-    services: new Set(def.services ?? []),
-    canPublish: (topic) => pub.matches(topic),
-    canSubscribe: (topic) => sub.matches(topic),
-  };
-}
 
 /**
  * Every queued entry of the subscriptions, most recently published first: the buckets are each

@@ -156,3 +156,7 @@ export interface TopicInfo {
   /** Entries in its subscribers' queues (a message queued for two subscribers counts twice). */
   queued: number;
 }
+
+export function clampPriority(p: number): number {
+  return Math.min(PRIORITY_LEVELS - 1, Math.max(0, Math.trunc(p)));
+}
