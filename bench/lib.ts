@@ -245,7 +245,8 @@ const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
 
 /** A bench/server.ts target (`bare`, `svc FILE`, `upstream`, `proxy URL`) in its own process, until stop(). */
 export function startProcess(args: string[]): Promise<{ target: Omit<Target, 'dir'>; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), '--import', 'tsx', SERVER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const kernelFlags = args[0] === 'svc' ? KERNEL_NODE_FLAGS : [];
+  const child = spawn(process.execPath, [...kernelFlags, ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), '--import', 'tsx', SERVER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -375,6 +376,8 @@ export async function spawnLogged(args: string[], opts: { cwd: string; env?: Nod
 }
 
 const SVC_BIN = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
+/** The Node flags svc's kernel runs with: those of bin/svc.js's first line (`#!/usr/bin/env -S node …`), as `svc start` and `npm start` run it. */
+export const KERNEL_NODE_FLAGS = readFileSync(SVC_BIN, 'utf8').split('\n', 1)[0]!.split(/\s+/).filter((a) => a.startsWith('--'));
 
 /**
  * svc as an operator starts it: `node bin/svc.js start --config FILE` in a temp dir, output to
@@ -392,7 +395,7 @@ export async function startSvcCli(config: Record<string, unknown>, services: Rec
   try {
     // BENCH_SVC_NODE_ARGS adds Node flags to the kernel process (diagnostics, e.g. --cpu-prof).
     const nodeArgs = process.env.BENCH_SVC_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    const p = await spawnLogged([...nodeArgs, SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0' }, log: join(dir, 'server.log'), probe: url + probe, headers });
+    const p = await spawnLogged([...KERNEL_NODE_FLAGS, ...nodeArgs, SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0' }, log: join(dir, 'server.log'), probe: url + probe, headers });
     return { url, pid: p.pid, dir, stop: () => p.stop().finally(() => rmSync(dir, { recursive: true, force: true })) };
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });

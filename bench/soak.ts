@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, Pool } from 'undici';
 import { stringify } from 'yaml';
-import { CLK_TCK, freePort, load, procStat, rssMb, type CannonRequest } from './lib.ts';
+import { CLK_TCK, freePort, KERNEL_NODE_FLAGS, load, procStat, rssMb, type CannonRequest } from './lib.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -326,7 +326,7 @@ const since = () => performance.now() - t0;
 /** `node bin/svc.js start --config …` in the project dir; resolves once it answers HTTP. */
 async function startServer(dir: string): Promise<Server> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], {
+  const proc = spawn(process.execPath, [...KERNEL_NODE_FLAGS, SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], {
     cwd: dir,
     env: { ...process.env, SVC_PORT: String(port), SVC_ADMIN_PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,7 +7,7 @@ const LOG_MODULE = fileURLToPath(new URL('../../../kernel/platform/log.ts', impo
 /** Runs a script against kernel/platform/log.ts in its own process and returns its stdout lines as JSON. */
 function linesOf(script: string): Array<Record<string, unknown>> {
   const code = `import { serverLoggers } from ${JSON.stringify(LOG_MODULE)};\n${script}`;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', maxBuffer: 64 << 20 });
   expect(r.status, r.stderr).toBe(0);
   return r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
 }
@@ -36,5 +36,20 @@ describe('server loggers', () => {
     expect(lines).toHaveLength(1001);
     expect(lines.slice(0, 1000).map((l) => l.cid)).toEqual(Array.from({ length: 1000 }, (_, i) => 'c' + i));
     expect(lines[1000]).toMatchObject({ level: 50, msg: 'last' });
+  });
+
+  it('keeps every line whole and in order across many flushes: multi-byte text, and a line larger than the batch', () => {
+    const lines = linesOf(`
+      const { log, access } = serverLoggers('info', []);
+      for (let i = 0; i < 6000; i++) access('c' + i, 'chännel', 'GET', '/naïve/' + '€'.repeat(i % 50) + '/😀', 200, 0.1);
+      log.info({ big: 'x'.repeat(600 * 1024) + 'é' }, 'big');
+      access('after', 'ch', 'GET', '/x', 200, 0.1);
+      // Past the flush interval, so most of it left through the asynchronous writer, not the exit flush.
+      setTimeout(() => process.exit(0), 200);
+    `);
+    expect(lines).toHaveLength(6002);
+    expect(lines.slice(0, 6000).every((l, i) => l.cid === 'c' + i && l.channel === 'chännel' && l.url === '/naïve/' + '€'.repeat(i % 50) + '/😀')).toBe(true);
+    expect((lines[6000]!.big as string).length).toBe(600 * 1024 + 1);
+    expect(lines[6001]).toMatchObject({ cid: 'after' });
   });
 });
