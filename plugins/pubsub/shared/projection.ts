@@ -90,15 +90,28 @@ type Compiled = (...args: never[]) => unknown;
  * returns, and an object literal with fixed keys is what V8 builds fastest (a loop assigning keys from the table
  * measured about 60% slower). The table is static source, and every name goes in quoted by JSON.stringify.
  */
-function compile(name: string, params: readonly string[], present: ReadonlyArray<[key: string, expr: string]>, omittable: ReadonlyArray<[key: string, prop: string, expr: string]>): Compiled {
+function compile(name: string, params: readonly string[], present: ReadonlyArray<[key: string, expr: string]>, omittable: ReadonlyArray<[key: string, prop: string, expr: string]>, formatters: ReadonlyArray<(n: number) => string> = []): Compiled {
   const q = JSON.stringify;
   const source = [
     `const out = {${present.map(([key, expr]) => `${q(key)}: ${expr}`).join(', ')}};`,
     ...omittable.map(([key, prop, expr]) => `if (m[${q(prop)}] !== undefined) out[${q(key)}] = ${expr};`),
     'return out;',
   ].join('\n');
-  return new Function('age', `return function ${name}(${params.join(', ')}) {\n${source}\n}`)(formatDuration);
+  return new Function(...formatters.map((_, i) => `f${i}`), `return function ${name}(${params.join(', ')}) {\n${source}\n}`)(...formatters);
 }
+
+/**
+ * A formatter that remembers its last input: the messages of one get were mostly published in
+ * the same few milliseconds, so consecutive messages repeat a field's timestamp (and its age).
+ * Each formatted field has its own, so two fields do not evict each other.
+ */
+function lastValueCached(format: (n: number) => string): (n: number) => string {
+  let last = NaN;
+  let text = '';
+  return (n) => (n === last ? text : ((last = n), (text = format(n))));
+}
+
+const isoOf = (ms: number) => new Date(ms).toISOString();
 
 function compileSide(name: string, side: Side): Compiled {
   const outs = FIELDS.flatMap((f: Field) => (f[side] ? [{ prop: f.prop, ...f[side] }] : [])).sort((x, y) => x.at - y.at);
@@ -106,17 +119,19 @@ function compileSide(name: string, side: Side): Compiled {
     if (o.at !== i) throw new Error(`pubsub projection '${side}': '${o.key}' is at ${o.at}, expected ${i} (places run from 0, each once)`);
     if (o.absent !== 'omit' && outs[i - 1]?.absent === 'omit') throw new Error(`pubsub projection '${side}': '${o.key}' follows a key that may be left out`);
   });
+  const formatters: Array<(n: number) => string> = [];
   const render = (o: Output & { prop: string }): string => {
     const v = `m[${JSON.stringify(o.prop)}]`;
-    const shown = o.format === 'iso' ? `new Date(${v}).toISOString()` : o.format === 'age' ? `age(now - ${v})` : v;
+    let shown = v;
+    if (o.format) {
+      shown = `f${formatters.length}(${o.format === 'age' ? `now - ${v}` : v})`;
+      formatters.push(lastValueCached(o.format === 'age' ? formatDuration : isoOf));
+    }
     return o.absent === undefined || o.absent === 'omit' ? shown : `${v} === undefined ? ${JSON.stringify(o.absent)} : ${shown}`;
   };
-  return compile(
-    name,
-    outs.some((o) => o.format === 'age') ? ['m', 'now'] : ['m'],
-    outs.filter((o) => o.absent !== 'omit').map((o) => [o.key, render(o)]),
-    outs.filter((o) => o.absent === 'omit').map((o) => [o.key, o.prop, render(o)]),
-  );
+  const present = outs.filter((o) => o.absent !== 'omit').map((o): [string, string] => [o.key, render(o)]);
+  const omittable = outs.filter((o) => o.absent === 'omit').map((o): [string, string, string] => [o.key, o.prop, render(o)]);
+  return compile(name, outs.some((o) => o.format === 'age') ? ['m', 'now'] : ['m'], present, omittable, formatters);
 }
 
 function compileView(): Compiled {

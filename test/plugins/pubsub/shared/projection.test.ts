@@ -3,6 +3,7 @@ import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
 import type { Message } from '../../../../plugins/pubsub/engine/model.ts';
 import { insertMessage, loadAll, messageFromRow, pubsubMigrations } from '../../../../plugins/pubsub/engine/persistence.ts';
 import { toMessageA, toMetaB, toView } from '../../../../plugins/pubsub/shared/projection.ts';
+import { formatDuration } from '../../../../plugins/pubsub/shared/duration.ts';
 
 const NOW = Date.UTC(2026, 2, 1, 12, 0, 0);
 
@@ -106,6 +107,20 @@ describe('one message in every representation', () => {
   it('variant B meta: none set (expiration 0, correl_id empty, the others left out)', () => {
     const expected = { ...without(FULL_B, 'expiration_time_iso', 'ext_client_id', 'in_reply_to'), expiration: 0, correl_id: '' };
     expect(json(toMetaB(toView(bare, 'sk1', 2), NOW))).toBe(json(expected));
+  });
+
+  it('times and ages follow each message when consecutive messages repeat or alternate them (formatters remember their last value)', () => {
+    const times = [NOW - 5, NOW - 5, NOW - 3_600_000, NOW - 5, NOW + 2];
+    for (const [i, t] of times.entries()) {
+      const m = toView({ ...full, pubTime: t, recvTime: t + i, expiresAt: t + 1000 }, 'sk1', 1);
+      const meta = toMetaB(m, NOW + i);
+      expect(meta.pub_time_iso).toBe(new Date(t).toISOString());
+      expect(meta.recv_time_iso).toBe(new Date(t + i).toISOString());
+      expect(meta.expiration_time_iso).toBe(new Date(t + 1000).toISOString());
+      expect(meta.time_since_pub).toBe(formatDuration(NOW + i - t));
+      expect(meta.time_since_recv).toBe(formatDuration(NOW - t));
+      expect(toMessageA(m).pub_time_iso).toBe(new Date(t).toISOString());
+    }
   });
 });
 
