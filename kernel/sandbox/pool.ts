@@ -570,7 +570,7 @@ export class SandboxPool {
     call.worker = worker;
     worker.inflight.set(call.id, call);
     // callId goes first so the isolate can route host calls; the rest is the request as it is.
-    worker.wire.sendParts(`{"t":"call","id":${call.id},"svc":${JSON.stringify(call.request.service)}}`, `{"callId":${call.id},${json.slice(1)}`);
+    worker.send({ t: 'call', id: call.id, svc: call.request.service }, `{"callId":${call.id},${json.slice(1)}`);
   }
 
   private drainWaiting(): void {

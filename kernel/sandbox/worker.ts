@@ -329,7 +329,7 @@ function onResults(instance: Instance | undefined, lines: unknown): void {
     if (entry.awaitingHost > 0) instance.parked--;
     const envelope = lines.slice(tab + 1, nl);
     if (envelope.length > caps.maxOutputBytes + 1024) fail(id, 'SERVICE_OUTPUT_TOO_LARGE');
-    else wire.sendParts('{"t":"result","id":' + id + '}', envelope);
+    else wire.sendRaw('{"t":"result","id":' + id + '}\t' + envelope + '\n');
   }
   afterProgress(instance);
 }
