@@ -13,6 +13,7 @@ const want = (name: string) => only.length === 0 || only.includes(name);
 /** Suites that are modules with run(). */
 const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   kernel: () => import('./suites/kernel.ts'),
+  hop: () => import('./suites/hop.ts'),
   security: () => import('./suites/security.ts'),
   outgoing: () => import('./suites/outgoing.ts'),
   queue: () => import('./suites/queue.ts'),

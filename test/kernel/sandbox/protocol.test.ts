@@ -1,5 +1,5 @@
 import { socketpair } from './socketpair.ts';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parseInvokeResult, readSandboxMessage } from '../../../kernel/sandbox/protocol.ts';
 import { Wire } from '../../../kernel/sandbox/wire.ts';
 
@@ -74,6 +74,27 @@ describe('the wire', () => {
     b.write('x'.repeat(500));
     await new Promise((r) => setTimeout(r, 50));
     expect(violations).toEqual(['a message exceeds 100 characters']);
+    a.destroy();
+    b.destroy();
+  });
+
+  it('delivers whole, in order, what one side sends: many messages in a tick, multi-byte text, and large messages between small ones', async () => {
+    const [a, b] = await socketpair();
+    const got: Array<[unknown, string]> = [];
+    new Wire(a, { maxLine: 1 << 24, onMessage: (h, body) => got.push([h, body]), onViolation: (why) => expect.fail(why) });
+    const sender = new Wire(b, { maxLine: 1 << 24, onMessage: () => undefined, onViolation: () => undefined });
+    const sent: Array<[unknown, string]> = [];
+    const send = (h: object, body?: string) => {
+      sender.send(h, body);
+      sent.push([h, body ?? '']);
+    };
+    for (let i = 0; i < 3000; i++) send({ t: 'result', id: i + 1 }, JSON.stringify({ n: i, text: 'é€😀'.repeat(i % 7) }));
+    send({ t: 'deploy', did: 1 }, JSON.stringify('x'.repeat(200_000) + '€'));
+    send({ t: 'ready' });
+    await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 10; i++) send({ t: 'result', id: 5000 + i }, '{}');
+    await vi.waitFor(() => expect(got.length).toBe(sent.length), { timeout: 5_000 });
+    expect(got).toEqual(sent);
     a.destroy();
     b.destroy();
   });
