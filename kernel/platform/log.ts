@@ -12,14 +12,17 @@ export interface Loggers {
 }
 
 /**
- * Log lines leave stdout in batches: one asynchronous write per FLUSH_MS (sooner past
- * FLUSH_BYTES). A line then costs a copy into a buffer, where pino's own stdout destination made one
- * write(2) per line, which at the default level (one access line per request) was the costliest
- * step of a request; a write per event-loop turn still cost a thread-pool round trip every few
- * requests. A batch is held in a buffer, not as the joined strings of its lines: hundreds of
- * small strings kept for 25 ms lived through young-generation collections and were copied by
- * each. Lines still pending when the process exits are written synchronously; a kill -9 can lose
- * the last FLUSH_MS of lines and those of a write in flight.
+ * Log lines leave stdout in batches: one write per FLUSH_MS (sooner past FLUSH_BYTES), where
+ * pino's own stdout destination made one write(2) per line, which at the default level (one
+ * access line per request) was the costliest step of a request. A batch is held in a buffer, not
+ * as the joined strings of its lines: hundreds of small strings kept for 25 ms lived through
+ * young-generation collections and were copied by each.
+ *
+ * The write is synchronous, as pino's default destination is: one write(2) per batch costs the
+ * event loop little, a full pipe holds the server back instead of growing its memory, and lines
+ * never interleave. An asynchronous writer (sonic-boom) used before interleaved a large line with
+ * the exit flush on Node 24 while its write was still in flight. A kill -9 loses at most the last
+ * FLUSH_MS of lines.
  */
 const FLUSH_MS = 25;
 const FLUSH_BYTES = 256 * 1024;
@@ -28,14 +31,11 @@ class BatchedStdout implements DestinationStream {
   private readonly buf = Buffer.allocUnsafe(FLUSH_BYTES + 64 * 1024);
   private used = 0;
   private timer: NodeJS.Timeout | undefined;
-  private readonly sink = pino.destination({ dest: 1, sync: false });
+  /** stdout refused a write (closed pipe, full disk): later lines are dropped, as nothing can show them. */
+  private broken = false;
 
   constructor() {
-    // Runs after pino's own exit hook has flushed the sink (registered when the sink was made), so order holds.
-    process.once('exit', () => {
-      if (this.used) writeAllSync(1, this.buf.subarray(0, this.used));
-      this.used = 0;
-    });
+    process.once('exit', () => this.flush());
   }
 
   write(line: string): void {
@@ -43,7 +43,7 @@ class BatchedStdout implements DestinationStream {
     if (line.length * 3 > this.buf.length - this.used) {
       this.flush();
       if (line.length * 3 > this.buf.length) {
-        this.sink.write(line);
+        this.out(Buffer.from(line));
         return;
       }
     }
@@ -56,10 +56,19 @@ class BatchedStdout implements DestinationStream {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     if (!this.used) return;
-    const out = this.buf.toString('utf8', 0, this.used);
+    const used = this.used;
     this.used = 0;
-    this.sink.write(out);
+    this.out(this.buf.subarray(0, used));
   };
+
+  private out(bytes: Buffer): void {
+    if (this.broken) return;
+    try {
+      writeAllSync(1, bytes);
+    } catch {
+      this.broken = true;
+    }
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -51,5 +51,24 @@ describe('server loggers', () => {
     expect(lines.slice(0, 6000).every((l, i) => l.cid === 'c' + i && l.channel === 'chännel' && l.url === '/naïve/' + '€'.repeat(i % 50) + '/😀')).toBe(true);
     expect((lines[6000]!.big as string).length).toBe(600 * 1024 + 1);
     expect(lines[6001]).toMatchObject({ cid: 'after' });
+  });
+
+  it('keeps running when stdout goes away (a closed pipe drops the lines, it does not throw)', async () => {
+    const code = `import { serverLoggers } from ${JSON.stringify(LOG_MODULE)};
+      const { log, access } = serverLoggers('info', []);
+      log.info('first');
+      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 0; i < 20000; i++) access('c' + i, 'ch', 'GET', '/x', 200, 0.1);
+      await new Promise((r) => setTimeout(r, 100));
+      process.stderr.write('still here\\n');`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    // Read the first line, then close the pipe, as `svc start | head -1` does.
+    await new Promise<void>((r) => child.stdout.once('data', () => r()));
+    child.stdout.destroy();
+    const status = await new Promise<number | null>((r) => child.once('exit', r));
+    expect(stderr).toContain('still here');
+    expect(status).toBe(0);
   });
 });

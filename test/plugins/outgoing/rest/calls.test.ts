@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 import { json, Upstream } from './upstream.ts';
+import { refusedPort } from '../../../helpers/refused-port.ts';
 
 /**
  * Services call a real upstream on loopback through outgoing connections (spec D): the path and
@@ -72,10 +73,7 @@ async function call(conn: string, method: string, options: Record<string, unknow
 }
 
 beforeAll(async () => {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  deadPort = (probe.address() as { port: number }).port;
-  await new Promise<void>((r) => probe.close(() => r()));
+  deadPort = await refusedPort();
 
   await upstream
     .route('/api/customers/', (req, res, body) => json(res, 200, { url: req.url, method: req.method, conn: req.headers['x-conn'], custom: req.headers['x-custom'], type: req.headers['content-type'], body: body ? JSON.parse(body) : null }))

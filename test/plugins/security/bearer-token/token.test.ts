@@ -6,6 +6,7 @@ import { SvcError } from '../../../../kernel/errors.ts';
 import type { OutgoingAuthContext, OutgoingAuthFactory, OutgoingRequest } from '../../../../plugins/capabilities.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 import { TokenServer } from './token-server.ts';
+import { refusedPort } from '../../../helpers/refused-port.ts';
 
 const SECRET = 'cl1ent-S3CRET-value';
 const OTHER_SECRET = 'rotated-S3CRET-value';
@@ -255,7 +256,7 @@ describe('bearer_token: failed token requests', () => {
   });
 
   it('an unreachable auth server is a 502', async () => {
-    const closed = await closedPort();
+    const closed = await refusedPort();
     await k.writeConfig(config(auth.url, SECRET, `http://127.0.0.1:${closed}/token`));
     const err = await failure('nowhere');
     expect(err.code).toBe('BAD_GATEWAY');
@@ -293,11 +294,3 @@ async function until(condition: () => boolean): Promise<void> {
   expect(condition()).toBe(true);
 }
 
-/** A loopback port nothing listens on (taken, then freed). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
