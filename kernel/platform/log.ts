@@ -72,11 +72,11 @@ class BatchedStdout implements DestinationStream {
 }
 
 /**
- * Writes all of `text`: one writeSync may write only part of it (a pipe whose reader is slower
- * than a large exit flush) or refuse with EAGAIN when the descriptor is non-blocking.
+ * Writes all of `bytes`: one writeSync may write only part of them (a pipe whose reader is slower
+ * than we write) or refuse with EAGAIN when the descriptor is non-blocking.
  */
-function writeAllSync(fd: number, text: Buffer): void {
-  let rest = text;
+function writeAllSync(fd: number, bytes: Buffer): void {
+  let rest = bytes;
   const pause = new Int32Array(new SharedArrayBuffer(4));
   while (rest.length > 0) {
     try {
