@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KERNEL_NODE_FLAGS, median, printGrid, ROUNDS } from '../lib.ts';
+import { CLK_TCK, KERNEL_NODE_FLAGS, median, printGrid, procStat, ROUNDS } from '../lib.ts';
 import { HELLO } from '../peers/channel.ts';
 
 /**
@@ -36,10 +36,7 @@ async function child(): Promise<void> {
   const kernel = await Kernel.create({ configPath: join(dir, 'svc.yaml'), logger: pino({ level: 'silent' }), env: { ...process.env, SVC_ADMIN_PORT: '0' } });
   try {
     const sandboxPid = kernel.pool.pids()[0]!;
-    const cpuUs = (pid: number) => {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return ((Number(f[11]) + Number(f[12])) * 1e6) / CLK;
-    };
+    const cpuUs = (pid: number) => ((procStat(pid)?.ticks ?? 0) * 1e6) / CLK_TCK;
     let n = 0;
     const request = () => ({ service: 'hello', cid: 'bench' + (n++).toString(16).padStart(12, '0'), channel: 'hello', method: 'GET', path: '/hello', input: {}, headers: { host: '127.0.0.1:8080', connection: 'keep-alive' }, query: {}, pathParams: {} });
     const answered = { status: 200, headers: {}, body: { hello: 'world' } };
@@ -73,8 +70,6 @@ async function child(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-
-const CLK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 if (process.argv[2] === 'child') {
   await child();
