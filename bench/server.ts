@@ -41,6 +41,8 @@ if (kind === 'upstream') {
 } else if (kind === 'bare') {
   const app = Fastify();
   app.get('/hello', async () => ({ hello: 'world' }));
+  // The same answer to a JSON body, which Fastify parses first (the JSON-body rows of the peers suite).
+  app.post('/hello', async (req) => ({ hello: req.body === undefined ? 'nobody' : 'world' }));
   // A POST with a small JSON body and answer: the HTTP-only floor of a publish.
   app.post('/echo', async (req) => ({ msg_id: String((req.body as { data?: unknown }).data !== undefined) }));
   const url = await app.listen({ host: '127.0.0.1', port: 0 });

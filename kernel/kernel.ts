@@ -19,7 +19,7 @@ import { serviceControls } from './services/control.ts';
 import { buildChain, serviceSteps, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
 import { buildHttp, cidGenerator } from './http/app.ts';
-import { invokeRequestOf } from './http/invoke.ts';
+import { invokeRequestOf } from './sandbox/request.ts';
 import { checkTrustedProxies, trustedProxies, type PeerFilter } from './http/client-address.ts';
 import { HostCalls } from './services/host-calls.ts';
 import { ControlServer } from './control.ts';
@@ -180,7 +180,7 @@ export class Kernel {
     const invoke = (req: InvokeRequest) => this.invoke(req);
     this.router = new ChannelRouter(
       this.routeEntries(config, (channel, route) =>
-        buildChain(channel, config, this.active, this.api, route ? { invoke: route.handler, onError: route.onError } : serviceSteps(channel, this.active, this.services, invoke)),
+        buildChain(channel, config, this.active, this.api, route ? { invoke: () => route.handler, onError: route.onError } : serviceSteps(channel, this.active, this.services, invoke)),
       ),
     );
     const proxies = config.server.trusted_proxies;

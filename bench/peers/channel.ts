@@ -25,6 +25,8 @@ export interface ChannelCase {
   name: string;
   note: string;
   headers?: Record<string, string>;
+  /** A JSON body: the case is measured with POST instead of GET. */
+  body?: string;
   start: () => Promise<Running>;
   /** Count the server process alone, not its children (bare Fastify's esbuild child is the bench's tsx loader). */
   alone?: boolean;
@@ -45,6 +47,24 @@ export async function channelPath(nodeRedDir: string): Promise<void> {
   ]);
 }
 
+/** A JSON document of about `bytes` bytes: an order's lines, as integration payloads look. */
+export function jsonBody(bytes: number): string {
+  const lines: unknown[] = [];
+  while (JSON.stringify({ order: 'A-1', lines }).length < bytes) lines.push({ sku: `SKU-${lines.length}`, name: `item number ${lines.length}`, qty: lines.length % 7, price: lines.length * 1.5, tags: ['a', 'b'] });
+  return JSON.stringify({ order: 'A-1', lines });
+}
+
+/** The channel path with a JSON request body: parsed by Fastify, or by svc's kernel (and again in the sandbox). */
+export async function jsonBodyPath(): Promise<void> {
+  for (const bytes of [1024, 8192]) {
+    const body = jsonBody(bytes);
+    await compareChannels(`Peers: channel path, POST with a ${body.length}-byte JSON body`, [
+      { name: 'bare Fastify, JSON body parsed', note: 'bench/server.ts bare, POST /hello', start: bare, alone: true, body },
+      { name: 'svc, default config (log level info), `security: none`', note: 'CLI; the service answers without reading the body', start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello'), body },
+    ]);
+  }
+}
+
 /** Starts every case once, then measures GET /hello on each in interleaved rounds; the first case is the baseline. */
 export async function compareChannels(title: string, cases: ChannelCase[]): Promise<void> {
   const running: Running[] = [];
@@ -59,7 +79,8 @@ export async function compareChannels(title: string, cases: ChannelCase[]): Prom
     const results = await rounds(
       cases.map((c, i) => () => {
         const pids = pidsOf(i);
-        return load(`${running[i]!.url}/hello`, { connections: CONNECTIONS, headers: c.headers }, { pids }).then((l) => ({ l, procs: describeProcesses(pids) }));
+        const post = c.body === undefined ? {} : { method: 'POST' as const, body: c.body, headers: { ...c.headers, 'content-type': 'application/json' } };
+        return load(`${running[i]!.url}/hello`, { connections: CONNECTIONS, headers: c.headers, ...post }, { pids }).then((l) => ({ l, procs: describeProcesses(pids) }));
       }),
     );
     const bareRps = median(results[0]!.map((r) => r.l.rps));

@@ -21,12 +21,14 @@ export interface ChannelRuntime {
   onResponse: HookFn[];
 }
 
+/** How many plugin steps a channel's chain has in each phase. */
+export type ChainShape = Readonly<Record<(typeof CHAIN_PHASES)[number], number>>;
 /** The kernel's own steps in a chain: the service call for a channel, the handler for a plugin route. */
 export interface OwnSteps {
   /** Runs first in the validate phase (input merging and the service's model). */
   validate?: HookFn;
-  /** Runs last in the invoke phase, after plugins' invoke hooks (one that replies replaces it). */
-  invoke: HookFn;
+  /** Runs last in the invoke phase, after plugins' invoke hooks (one that replies replaces it); built knowing the plugins' steps. */
+  invoke: (shape: ChainShape) => HookFn;
   /** Runs before plugins' onError hooks. */
   onError?: ErrorHookFn;
 }
@@ -42,12 +44,14 @@ export function buildChain(channel: Channel, config: SvcConfig, plugins: readonl
     }
     return out;
   };
+  const byPhase = CHAIN_PHASES.map((phase) => tapped(phase) as HookFn[]);
+  const shape = Object.fromEntries(CHAIN_PHASES.map((phase, i) => [phase, byPhase[i]!.length])) as ChainShape;
   const chain: HookFn[] = [];
-  for (const phase of CHAIN_PHASES) {
+  CHAIN_PHASES.forEach((phase, i) => {
     if (phase === 'validate' && own.validate) chain.push(own.validate);
-    chain.push(...(tapped(phase) as HookFn[]));
-    if (phase === 'invoke') chain.push(own.invoke);
-  }
+    chain.push(...byPhase[i]!);
+    if (phase === 'invoke') chain.push(own.invoke(shape));
+  });
   const onError = tapped('onError') as ErrorHookFn[];
   if (own.onError) onError.unshift(own.onError);
   return { channel, steps: chain, onError, onResponse: tapped('onResponse') as HookFn[] };
@@ -56,7 +60,10 @@ export function buildChain(channel: Channel, config: SvcConfig, plugins: readonl
 /** A channel's own steps: input merged and checked against the service's model, then the service called. */
 export function serviceSteps(channel: Channel, plugins: readonly ActivePlugin[], registry: ServiceRegistry, invoke: (req: InvokeRequest) => Promise<InvokeResult>): OwnSteps {
   const textFormat = plugins.some(({ plugin }) => plugin.contributes?.textFormats?.includes(channel.data_format));
-  return { validate: prepareInput(channel, registry, textFormat), invoke: invokeService(channel, invoke) };
+  const jsonBody = plugins.some(({ plugin }) => plugin.contributes?.jsonBodyFormats?.includes(channel.data_format));
+  // The payload is still the JSON format's parse of the body when that is the only parse step and no plugin step follows (the input step only reads it).
+  const bodyJson = (shape: ChainShape) => jsonBody && shape.parse === 1 && shape.validate === 0 && shape.invoke === 0;
+  return { validate: prepareInput(channel, registry, textFormat), invoke: (shape) => invokeService(channel, invoke, bodyJson(shape)) };
 }
 
 /** Runs a chain; awaits only steps that returned a promise, and stops once a reply went out. */

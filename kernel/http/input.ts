@@ -10,7 +10,6 @@ function isEmpty(o: object): boolean {
   return true;
 }
 
-
 /** Spec A.3–A.5, A.11: verb handlers, parameter precedence, the typed input model. */
 export function prepareInput(channel: Channel, registry: ServiceRegistry, textPayload: boolean): HookFn {
   const qsOverPath = channel.url_params_pri === 'qs_over_path';

@@ -1,12 +1,11 @@
-import { isUtf8 } from 'node:buffer';
 import type { Channel } from '../config/schema.ts';
-import type { Exchange } from '../../sdk/plugin/exchange.ts';
 import type { HookFn } from '../plugin.ts';
 import { SvcError, type ErrorCode } from '../errors.ts';
 import type { InvokeRequest, InvokeResult, RUNTIME_ERROR_KINDS, ServiceErrorKind } from '../sandbox/protocol.ts';
+import { invokeRequestOf } from '../sandbox/request.ts';
 
 /**
- * The kernel's invoke step: the exchange encoded as the sandbox's request, the service's result
+ * The kernel's invoke step: the exchange encoded as the sandbox's request (sandbox/request.ts), the service's result
  * (already checked where it left the sandbox) decoded into the response draft or an error.
  */
 
@@ -25,46 +24,11 @@ const ERROR_CODES: Record<ServiceErrorKind | (typeof RUNTIME_ERROR_KINDS)[number
   Error: 'SERVICE_FAILED',
 };
 
-const EMPTY_OVER: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
-
-/** Input fields that are not the payload's own value (undefined when input is not built on the payload). */
-function inputOverPayload(input: Record<string, unknown>, payload: unknown): Record<string, unknown> | undefined {
-  if (!payload || typeof payload !== 'object' || Array.isArray(payload) || Buffer.isBuffer(payload)) return undefined;
-  const fields = payload as Record<string, unknown>;
-  if (input === fields) return EMPTY_OVER;
-  for (const k in fields) if (!(k in input)) return undefined;
-  const over: Record<string, unknown> = {};
-  for (const k in input) if (input[k] !== fields[k]) over[k] = input[k];
-  return over;
-}
-
-/** What the sandbox is sent for one exchange; also what the Use queue stores (KernelApi.invokeRequestOf). */
-export function invokeRequestOf(ex: Exchange, service: string): InvokeRequest {
-  const raw = ex.rawBody;
-  const over = inputOverPayload(ex.input, ex.payload);
-  return {
-    service,
-    cid: ex.cid,
-    channel: ex.channel.name,
-    method: ex.method,
-    path: ex.path,
-    ...(over ? { inputOverPayload: over } : { input: ex.input }),
-    payload: Buffer.isBuffer(ex.payload) ? undefined : ex.payload,
-    headers: ex.visibleHeaders(),
-    query: ex.query,
-    pathParams: ex.pathParams,
-    rawBody: raw && raw.length ? (isUtf8(raw) ? { text: raw.toString('utf8') } : { base64: raw.toString('base64') }) : undefined,
-    files: ex.files?.map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, base64: f.content.toString('base64') })),
-    auth: ex.auth,
-    trace: ex.trace,
-  };
-}
-
-export function invokeService(channel: Channel, invoke: (req: InvokeRequest) => Promise<InvokeResult>): HookFn {
+export function invokeService(channel: Channel, invoke: (req: InvokeRequest) => Promise<InvokeResult>, payloadIsBodyJson: boolean): HookFn {
   const service = channel.service;
   return async function runService(ex) {
     // The result was checked where it left the sandbox (parseInvokeResult): status, header names and values, sizes.
-    const result = await invoke(invokeRequestOf(ex, service));
+    const result = await invoke(invokeRequestOf(ex, service, payloadIsBodyJson));
     if (result.logs?.length) for (const [level, message] of result.logs) ex.log[level]({ service }, message);
     const r = ex.response;
     if (result.error) {

@@ -20,6 +20,11 @@ export interface InvokeRequest {
    */
   inputOverPayload?: Record<string, unknown>;
   payload?: unknown;
+  /**
+   * The payload is `JSON.parse(rawBody.text)`, left for the sandbox to parse (set instead of
+   * `payload` when a JSON body would otherwise cross twice, as text and as its value).
+   */
+  payloadFromBody?: true;
   headers?: Record<string, string>;
   query?: Record<string, string | string[]>;
   pathParams?: Record<string, string>;

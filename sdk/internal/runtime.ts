@@ -155,13 +155,15 @@ class CallContext implements Context {
     this.channel = req.channel;
     this.method = req.method;
     this.path = req.path;
+    const raw = req.rawBody;
+    // The kernel parsed this text already and accepted it: parsing it here gives the same value.
+    const payload = req.payloadFromBody && raw && 'text' in raw ? JSON.parse(raw.text) : req.payload;
     const over = req.inputOverPayload;
-    this.input = over ? (isEmpty(over) ? (req.payload as Record<string, unknown>) : { ...(req.payload as Record<string, unknown>), ...over }) : (req.input ?? {});
-    this.payload = req.payload;
+    this.input = over ? (isEmpty(over) ? (payload as Record<string, unknown>) : { ...(payload as Record<string, unknown>), ...over }) : (req.input ?? {});
+    this.payload = payload;
     this.query = req.query ?? {};
     this.pathParams = req.pathParams ?? {};
     this.headers = req.headers ?? {};
-    const raw = req.rawBody;
     this.rawBody = raw && 'text' in raw ? raw.text : '';
     this.user = req.auth;
     this.delivery = req.delivery === undefined ? undefined : freeze(req.delivery);

@@ -96,6 +96,13 @@ export interface Contributions {
    * converts them to a typed model's declared types, as it does for URL parameters.
    */
   textFormats?: readonly string[];
+  /**
+   * Of those, the formats whose parse step sets the payload to exactly `JSON.parse` of the body's
+   * UTF-8 text (SDK 1.3). When such a step is the only one in the channel's parse phase and no
+   * plugin taps validate or invoke there, the kernel sends the service the body text alone and the
+   * sandbox parses it again: the body crosses the process boundary once, not as text and value.
+   */
+  jsonBodyFormats?: readonly string[];
   /** Schemas of `security[]` entries by `type` (the base keys name/type are added by the kernel). */
   securityTypes?: Record<string, z.ZodRawShape>;
   /** Extra keys on every `security[]` entry (e.g. rate_limiting). */

@@ -114,7 +114,8 @@ export function withError(errorsJson: string, error: AttemptError): string {
 function readableRequest(req: InvokeRequest): InvokeRequest {
   const { inputOverPayload, ...rest } = req;
   if (!inputOverPayload) return req;
-  return { ...rest, input: { ...(rest.payload as Record<string, unknown>), ...inputOverPayload } };
+  const payload = rest.payloadFromBody && rest.rawBody && 'text' in rest.rawBody ? (JSON.parse(rest.rawBody.text) as unknown) : rest.payload;
+  return { ...rest, input: { ...(payload as Record<string, unknown>), ...inputOverPayload } };
 }
 
 /** What a new event holds: what the worker needs to invoke its service. */

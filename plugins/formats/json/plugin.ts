@@ -56,6 +56,8 @@ export default definePlugin({
   configSchema: z.object({}).strict(),
   contributes: {
     dataFormats: ['json'],
+    // readJsonBody's value is JSON.parse of the body's UTF-8 text, refused rather than altered when unsafe.
+    jsonBodyFormats: ['json'],
     defaultDataFormat: 'json',
     channelFields: { json: jsonChannelSchema.optional().describe('JSON settings of a channel with data_format: json.') },
     validateConfig: checkSettingsPlacement,

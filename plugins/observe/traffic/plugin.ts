@@ -11,7 +11,7 @@ export default definePlugin<TrafficOptions, TrafficRecorder>({
   name: 'traffic',
   kind: 'other',
   version: '1.0.0',
-  sdk: '^1.0.0',
+  sdk: '^1.1.0',
   configSchema: trafficOptionsSchema,
   setup(kernel, options) {
     const recorder = new TrafficRecorder(options.recent, kernel.clock);
@@ -19,7 +19,6 @@ export default definePlugin<TrafficOptions, TrafficRecorder>({
     return recorder;
   },
   hooks: {
-    onRequest: ({ state }) => state.markStart,
     onResponse: ({ channel, state }) => state.recorderFor(channel.name),
   },
 });

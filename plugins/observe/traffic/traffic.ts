@@ -1,17 +1,15 @@
-import { performance } from 'node:perf_hooks';
 import type { Clock, Exchange, HookFn } from '../../../sdk/plugin/index.ts';
 import { ChannelSeries, RecentRing, WINDOW_SECONDS, type ChannelStats, type RecentRequest } from './recorder.ts';
 import type { RecentArgs, StatsArgs } from './schema.ts';
 
 /**
- * Records every request a channel or plugin route answered. Per request: one WeakMap entry at
- * onRequest, then a few array writes at onResponse; the hook functions are built once per
- * channel and config, never per request.
+ * Records every request a channel or plugin route answered. Per request: a few array writes at
+ * onResponse, with the duration from the exchange's own timer (no onRequest step, no per-request
+ * map entry); the hook functions are built once per channel and config, never per request.
  */
 export class TrafficRecorder {
   private readonly ring: RecentRing;
   private readonly series = new Map<string, ChannelSeries>();
-  private readonly started = new WeakMap<Exchange, number>();
 
   constructor(
     capacity: number,
@@ -19,11 +17,6 @@ export class TrafficRecorder {
   ) {
     this.ring = new RecentRing(capacity);
   }
-
-  /** The onRequest step, shared by every channel. */
-  readonly markStart: HookFn = (ex) => {
-    this.started.set(ex, performance.now());
-  };
 
   /** The onResponse step of one channel. */
   recorderFor(channel: string): HookFn {
@@ -34,8 +27,7 @@ export class TrafficRecorder {
   }
 
   private record(series: ChannelSeries, ex: Exchange): void {
-    const start = this.started.get(ex);
-    const ms = start === undefined ? 0 : performance.now() - start;
+    const ms = ex.elapsedMs ?? 0;
     const at = this.clock.now();
     // A dropped connection got no status at all: 0, so it is not taken for the draft's 200.
     const status = ex.dropped === true ? 0 : ex.response.status;

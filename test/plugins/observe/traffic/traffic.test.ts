@@ -5,6 +5,7 @@ import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 const SERVICES = {
   'ok.ts': `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ ok: true }) });\n`,
   'absent.ts': `import { service, NotFound } from 'svc/sdk';\nexport default service({ handle: () => { throw new NotFound('no such order'); } });\n`,
+  'slow.ts': `import { service } from 'svc/sdk';\nexport default service({ handle: () => { const t = Date.now(); while (Date.now() - t < 60); return { ok: true }; } });\n`,
   'boom.ts': `import { service } from 'svc/sdk';\nexport default service({ handle: () => { throw new Error('internal detail'); } });\n`,
 };
 
@@ -15,6 +16,7 @@ channel_rest:
   - { name: ok, url_path: /ok, service: ok, security: none }
   - { name: absent, url_path: /absent, service: absent, security: none }
   - { name: boom, url_path: /boom, service: boom, security: none }
+  - { name: slow, url_path: /slow, service: slow, security: none }
   - { name: closed, url_path: /closed, service: ok, security: none,
       rate_limiting: [{ time_range: [{ is_all_day: true, disallowed: true }] }] }
 pubsub_topic:
@@ -96,6 +98,13 @@ describe('traffic.recent', () => {
     }
     expect(JSON.stringify(requests)).not.toContain('very-secret');
     expect(JSON.stringify(requests)).not.toContain('alice');
+  });
+
+  it("times each request from its arrival at the route to the reply, the service's time included", async () => {
+    expect((await call('/slow')).status).toBe(200);
+    const [slow] = (await recent({ channel: 'slow', limit: 1 })).requests;
+    expect(slow!.ms).toBeGreaterThanOrEqual(55);
+    expect(slow!.ms).toBeLessThan(5000);
   });
 
   it('filters by channel, limits, and polls with after_seq', async () => {

@@ -1,0 +1,47 @@
+import { isUtf8 } from 'node:buffer';
+import type { Exchange } from '../../sdk/plugin/exchange.ts';
+import type { InvokeRequest } from './protocol.ts';
+
+/** The request a sandbox is sent for one exchange: every field a service's context reads, as JSON-like data. */
+
+const EMPTY_OVER: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+
+/** Input fields that are not the payload's own value (undefined when input is not built on the payload). */
+function inputOverPayload(input: Record<string, unknown>, payload: unknown): Record<string, unknown> | undefined {
+  if (!payload || typeof payload !== 'object' || Array.isArray(payload) || Buffer.isBuffer(payload)) return undefined;
+  const fields = payload as Record<string, unknown>;
+  if (input === fields) return EMPTY_OVER;
+  for (const k in fields) if (!(k in input)) return undefined;
+  const over: Record<string, unknown> = {};
+  for (const k in input) if (input[k] !== fields[k]) over[k] = input[k];
+  return over;
+}
+
+/**
+ * What the sandbox is sent for one exchange; also what the Use queue stores (KernelApi.invokeRequestOf).
+ * `payloadIsBodyJson`: the payload is still `JSON.parse` of the body's text (see
+ * Contributions.jsonBodyFormats), so the text crosses alone and the sandbox parses it again.
+ */
+export function invokeRequestOf(ex: Exchange, service: string, payloadIsBodyJson = false): InvokeRequest {
+  const raw = ex.rawBody;
+  const text = raw && raw.length && isUtf8(raw) ? raw.toString('utf8') : undefined;
+  const fromBody = payloadIsBodyJson && text !== undefined && ex.payload !== undefined;
+  const over = inputOverPayload(ex.input, ex.payload);
+  return {
+    service,
+    cid: ex.cid,
+    channel: ex.channel.name,
+    method: ex.method,
+    path: ex.path,
+    ...(over ? { inputOverPayload: over } : { input: ex.input }),
+    payload: fromBody || Buffer.isBuffer(ex.payload) ? undefined : ex.payload,
+    ...(fromBody ? { payloadFromBody: true as const } : undefined),
+    headers: ex.visibleHeaders(),
+    query: ex.query,
+    pathParams: ex.pathParams,
+    rawBody: text !== undefined ? { text } : raw && raw.length ? { base64: raw.toString('base64') } : undefined,
+    files: ex.files?.map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, base64: f.content.toString('base64') })),
+    auth: ex.auth,
+    trace: ex.trace,
+  };
+}
