@@ -23,6 +23,7 @@ export interface ChannelRuntime {
 
 /** How many plugin steps a channel's chain has in each phase. */
 export type ChainShape = Readonly<Record<(typeof CHAIN_PHASES)[number], number>>;
+
 /** The kernel's own steps in a chain: the service call for a channel, the handler for a plugin route. */
 export interface OwnSteps {
   /** Runs first in the validate phase (input merging and the service's model). */
@@ -61,7 +62,8 @@ export function buildChain(channel: Channel, config: SvcConfig, plugins: readonl
 export function serviceSteps(channel: Channel, plugins: readonly ActivePlugin[], registry: ServiceRegistry, invoke: (req: InvokeRequest) => Promise<InvokeResult>): OwnSteps {
   const textFormat = plugins.some(({ plugin }) => plugin.contributes?.textFormats?.includes(channel.data_format));
   const jsonBody = plugins.some(({ plugin }) => plugin.contributes?.jsonBodyFormats?.includes(channel.data_format));
-  // The payload is still the JSON format's parse of the body when that is the only parse step and no plugin step follows (the input step only reads it).
+  // The payload is still the JSON format's parse of the body when that is the only parse step
+  // and no plugin step follows it (the kernel's input step only reads it).
   const bodyJson = (shape: ChainShape) => jsonBody && shape.parse === 1 && shape.validate === 0 && shape.invoke === 0;
   return { validate: prepareInput(channel, registry, textFormat), invoke: (shape) => invokeService(channel, invoke, bodyJson(shape)) };
 }

@@ -157,7 +157,7 @@ class CallContext implements Context {
     this.path = req.path;
     const raw = req.rawBody;
     // The kernel parsed this text already and accepted it: parsing it here gives the same value.
-    const payload = req.payloadFromBody && raw && 'text' in raw ? JSON.parse(raw.text) : req.payload;
+    const payload = req.payloadFromBody && raw && 'text' in raw ? parse(raw.text) : req.payload;
     const over = req.inputOverPayload;
     this.input = over ? (isEmpty(over) ? (payload as Record<string, unknown>) : { ...(payload as Record<string, unknown>), ...over }) : (req.input ?? {});
     this.payload = payload;
