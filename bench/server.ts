@@ -43,6 +43,12 @@ if (kind === 'upstream') {
   app.get('/hello', async () => ({ hello: 'world' }));
   // The same answer to a JSON body, which Fastify parses first (the JSON-body rows of the peers suite).
   app.post('/hello', async (req) => ({ hello: req.body === undefined ? 'nobody' : 'world' }));
+  // A JSON document as the answer, encoded by Fastify's default serializer (JSON.stringify) per request.
+  const { jsonBody, DOCUMENT_SIZES } = await import('./peers/documents.ts');
+  for (const size of DOCUMENT_SIZES) {
+    const doc = JSON.parse(jsonBody(size)) as unknown;
+    app.get(`/doc/${size}`, async () => doc);
+  }
   // A POST with a small JSON body and answer: the HTTP-only floor of a publish.
   app.post('/echo', async (req) => ({ msg_id: String((req.body as { data?: unknown }).data !== undefined) }));
   const url = await app.listen({ host: '127.0.0.1', port: 0 });

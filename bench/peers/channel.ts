@@ -5,6 +5,7 @@
  * process, all started once; rounds interleaved, medians reported.
  */
 import { describeProcesses, load, median, printGrid, processTree, rounds, rssMb, startProcess, startSvcCli, THREE_RATE_RULES, type Load, type Running } from '../lib.ts';
+import { DOCUMENT_SIZES, jsonBody } from './documents.ts';
 import { startNodeRed } from './node-red.ts';
 
 const CONNECTIONS = 50;
@@ -27,6 +28,8 @@ export interface ChannelCase {
   headers?: Record<string, string>;
   /** A JSON body: the case is measured with POST instead of GET. */
   body?: string;
+  /** The path measured; /hello when absent. */
+  path?: string;
   start: () => Promise<Running>;
   /** Count the server process alone, not its children (bare Fastify's esbuild child is the bench's tsx loader). */
   alone?: boolean;
@@ -47,16 +50,9 @@ export async function channelPath(nodeRedDir: string): Promise<void> {
   ]);
 }
 
-/** A JSON document of about `bytes` bytes: an order's lines, as integration payloads look. */
-export function jsonBody(bytes: number): string {
-  const lines: unknown[] = [];
-  while (JSON.stringify({ order: 'A-1', lines }).length < bytes) lines.push({ sku: `SKU-${lines.length}`, name: `item number ${lines.length}`, qty: lines.length % 7, price: lines.length * 1.5, tags: ['a', 'b'] });
-  return JSON.stringify({ order: 'A-1', lines });
-}
-
 /** The channel path with a JSON request body: parsed by Fastify, or by svc's kernel (and again in the sandbox). */
 export async function jsonBodyPath(): Promise<void> {
-  for (const bytes of [1024, 8192]) {
+  for (const bytes of DOCUMENT_SIZES) {
     const body = jsonBody(bytes);
     await compareChannels(`Peers: channel path, POST with a ${body.length}-byte JSON body`, [
       { name: 'bare Fastify, JSON body parsed', note: 'bench/server.ts bare, POST /hello', start: bare, alone: true, body },
@@ -65,7 +61,23 @@ export async function jsonBodyPath(): Promise<void> {
   }
 }
 
-/** Starts every case once, then measures GET /hello on each in interleaved rounds; the first case is the baseline. */
+/** The channel path answering with a JSON document: encoded by Fastify, or in svc's sandbox and sent as that text. */
+export async function jsonReplyPath(): Promise<void> {
+  const services: Record<string, string> = {};
+  const channels = DOCUMENT_SIZES.map((size) => {
+    services[`doc${size}.ts`] = `import { service } from 'svc/sdk';\nconst doc = ${jsonBody(size)};\nexport default service({ handle: () => doc });\n`;
+    return { name: `doc${size}`, url_path: `/doc/${size}`, service: `doc${size}`, security: 'none' };
+  });
+  for (const size of DOCUMENT_SIZES) {
+    const path = `/doc/${size}`;
+    await compareChannels(`Peers: channel path, GET answered with a ${jsonBody(size).length}-byte JSON document`, [
+      { name: 'bare Fastify, the document encoded per request', note: `bench/server.ts bare, GET ${path}`, start: bare, alone: true, path },
+      { name: 'svc, default config (log level info), `security: none`', note: 'CLI; the service returns the document', start: () => startSvcCli({ channel_rest: channels }, services, path), path },
+    ]);
+  }
+}
+
+/** Starts every case once, then measures its path (GET /hello unless given) on each in interleaved rounds; the first case is the baseline. */
 export async function compareChannels(title: string, cases: ChannelCase[]): Promise<void> {
   const running: Running[] = [];
   try {
@@ -80,7 +92,7 @@ export async function compareChannels(title: string, cases: ChannelCase[]): Prom
       cases.map((c, i) => () => {
         const pids = pidsOf(i);
         const post = c.body === undefined ? {} : { method: 'POST' as const, body: c.body, headers: { ...c.headers, 'content-type': 'application/json' } };
-        return load(`${running[i]!.url}/hello`, { connections: CONNECTIONS, headers: c.headers, ...post }, { pids }).then((l) => ({ l, procs: describeProcesses(pids) }));
+        return load(`${running[i]!.url}${c.path ?? '/hello'}`, { connections: CONNECTIONS, headers: c.headers, ...post }, { pids }).then((l) => ({ l, procs: describeProcesses(pids) }));
       }),
     );
     const bareRps = median(results[0]!.map((r) => r.l.rps));

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { printGrid, versionOf } from '../lib.ts';
-import { channelPath, jsonBodyPath } from '../peers/channel.ts';
+import { channelPath, jsonBodyPath, jsonReplyPath } from '../peers/channel.ts';
 import { nodeRed } from '../peers/node-red.ts';
 import { durablePublish } from '../peers/publish.ts';
 import { rabbit } from '../peers/rabbitmq.ts';
@@ -27,6 +27,7 @@ export async function run(): Promise<void> {
   try {
     await channelPath(red.dir);
     await jsonBodyPath();
+    await jsonReplyPath();
     await durablePublish(broker);
   } finally {
     if (typeof broker !== 'string') await broker.close();

@@ -65,7 +65,10 @@ export function serviceSteps(channel: Channel, plugins: readonly ActivePlugin[],
   // The payload is still the JSON format's parse of the body when that is the only parse step
   // and no plugin step follows it (the kernel's input step only reads it).
   const bodyJson = (shape: ChainShape) => jsonBody && shape.parse === 1 && shape.validate === 0 && shape.invoke === 0;
-  return { validate: prepareInput(channel, registry, textFormat), invoke: (shape) => invokeService(channel, invoke, bodyJson(shape)) };
+  // The service's value may come back as JSON text when the JSON format's serializer is the only step that would read it.
+  const jsonReply = plugins.some(({ plugin }) => plugin.contributes?.jsonReplyFormats?.includes(channel.data_format));
+  const replyJson = (shape: ChainShape) => jsonReply && shape.serialize === 1;
+  return { validate: prepareInput(channel, registry, textFormat), invoke: (shape) => invokeService(channel, invoke, bodyJson(shape), replyJson(shape)) };
 }
 
 /** Runs a chain; awaits only steps that returned a promise, and stops once a reply went out. */

@@ -24,11 +24,18 @@ const ERROR_CODES: Record<ServiceErrorKind | (typeof RUNTIME_ERROR_KINDS)[number
   Error: 'SERVICE_FAILED',
 };
 
-export function invokeService(channel: Channel, invoke: (req: InvokeRequest) => Promise<InvokeResult>, payloadIsBodyJson: boolean): HookFn {
+/** What the kernel sends when a service returned a value as JSON text and chose no type (as sendDraft and the JSON format do). */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * `payloadIsBodyJson`: the payload is still the body's JSON parse (sandbox/request.ts).
+ * `replyBodyJson`: the channel's one serialize step is a JSON format's (Contributions.jsonReplyFormats).
+ */
+export function invokeService(channel: Channel, invoke: (req: InvokeRequest) => Promise<InvokeResult>, payloadIsBodyJson: boolean, replyBodyJson: boolean): HookFn {
   const service = channel.service;
   return async function runService(ex) {
     // The result was checked where it left the sandbox (parseInvokeResult): status, header names and values, sizes.
-    const result = await invoke(invokeRequestOf(ex, service, payloadIsBodyJson));
+    const result = await invoke(invokeRequestOf(ex, service, payloadIsBodyJson, replyBodyJson));
     if (result.logs?.length) for (const [level, message] of result.logs) ex.log[level]({ service }, message);
     const r = ex.response;
     if (result.error) {
@@ -41,6 +48,12 @@ export function invokeService(channel: Channel, invoke: (req: InvokeRequest) => 
     }
     copyHeaders(result.headers, r.headers);
     r.status = result.status;
+    if (result.bodyJson !== undefined) {
+      // The JSON format's serializer sends a typed string as it is.
+      r.contentType = result.contentType ?? JSON_TYPE;
+      r.body = result.bodyJson;
+      return;
+    }
     r.contentType = result.contentType ?? r.contentType;
     r.body = result.bodyEncoding === 'base64' ? Buffer.from(result.body as string, 'base64') : result.body;
   };

@@ -366,7 +366,7 @@ export class SandboxPool {
         if (!call) return;
         if (message.fail) this.settle(call, new SvcError(message.fail, message.message));
         else {
-          const result = parseInvokeResult(body);
+          const result = parseInvokeResult(body, call.request.replyBodyJson === true);
           if (!('invalid' in result) && result.error?.stack) result.error.stack = this.services.get(call.request.service)?.positions.rewrite(result.error.stack) ?? result.error.stack;
           this.settle(call, 'invalid' in result ? new SvcError('SERVICE_OUTPUT_INVALID', `Invalid service output: ${result.invalid}`) : result);
         }

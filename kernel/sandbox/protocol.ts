@@ -35,6 +35,8 @@ export interface InvokeResult {
   /** The service's return value; bytes arrive as base64 with bodyEncoding 'base64'. */
   body?: unknown;
   bodyEncoding?: 'base64';
+  /** The body as JSON text, instead of `body`, when the request asked for it (InvokeRequest.replyBodyJson). */
+  bodyJson?: string;
   /**
    * Set when the service threw. `stack`: for an exception that is not an SDK error class, the
    * stack frames in service files (`at fn (file:///services/x.ts:line:col)`, source positions).
@@ -170,14 +172,31 @@ export function headerProblem(name: string, value: unknown): string | undefined 
  * A result envelope from a sandbox, checked field by field. Returns the result, or the reason it
  * is refused (the call then fails with SERVICE_OUTPUT_INVALID). Logs are trimmed, not refused.
  */
-export function parseInvokeResult(text: string): InvokeResult | { invalid: string } {
+export function parseInvokeResult(text: string, bodyJsonWanted = false): InvokeResult | { invalid: string } {
+  // `<envelope>\t<body JSON>`: the body encoded apart (InvokeRequest.replyBodyJson). JSON text
+  // never holds a raw tab, so the first one ends the envelope.
+  const tab = text.indexOf('\t');
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = JSON.parse(tab === -1 ? text : text.slice(0, tab));
   } catch {
     return { invalid: 'the sandbox sent a result that is not JSON' };
   }
   if (!isPlainObject(raw)) return { invalid: 'the sandbox sent a result that is not an object' };
+  if (tab !== -1) {
+    if (raw.body !== undefined || raw.bodyEncoding !== undefined || raw.error !== undefined) return { invalid: 'a result with its body apart has another body' };
+    const bodyText = text.slice(tab + 1);
+    if (bodyJsonWanted) {
+      // Sent as the service's answer, never read here: text like any string body a service returns with a type.
+      if (!bodyText.length) return { invalid: 'an empty JSON body' };
+    } else {
+      try {
+        raw.body = JSON.parse(bodyText);
+      } catch {
+        return { invalid: 'the sandbox sent a body that is not JSON' };
+      }
+    }
+  }
   const status = raw.status;
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599) {
     return { invalid: `response status ${typeof status === 'number' ? status : typeof status} is not an integer from 100 to 599` };
@@ -204,7 +223,8 @@ export function parseInvokeResult(text: string): InvokeResult | { invalid: strin
     if (raw.bodyEncoding !== 'base64' || typeof raw.body !== 'string') return { invalid: 'invalid binary response body' };
     result.bodyEncoding = 'base64';
   }
-  result.body = raw.body;
+  if (tab !== -1 && bodyJsonWanted) result.bodyJson = text.slice(tab + 1);
+  else result.body = raw.body;
   if (raw.error !== undefined) {
     const e = raw.error;
     if (!isPlainObject(e) || typeof e.kind !== 'string' || !RESULT_KINDS.has(e.kind)) return { invalid: 'invalid service error' };

@@ -21,8 +21,9 @@ function inputOverPayload(input: Record<string, unknown>, payload: unknown): Rec
  * What the sandbox is sent for one exchange; also what the Use queue stores (KernelApi.invokeRequestOf).
  * `payloadIsBodyJson`: the payload is still `JSON.parse` of the body's text (see
  * Contributions.jsonBodyFormats), so the text crosses alone and the sandbox parses it again.
+ * `replyBodyJson`: the service's returned value may come back as its JSON text (Contributions.jsonReplyFormats).
  */
-export function invokeRequestOf(ex: Exchange, service: string, payloadIsBodyJson = false): InvokeRequest {
+export function invokeRequestOf(ex: Exchange, service: string, payloadIsBodyJson = false, replyBodyJson = false): InvokeRequest {
   const raw = ex.rawBody;
   const text = raw && raw.length && isUtf8(raw) ? raw.toString('utf8') : undefined;
   const fromBody = payloadIsBodyJson && text !== undefined && ex.payload !== undefined;
@@ -36,6 +37,7 @@ export function invokeRequestOf(ex: Exchange, service: string, payloadIsBodyJson
     ...(over ? { inputOverPayload: over } : { input: ex.input }),
     payload: fromBody || Buffer.isBuffer(ex.payload) ? undefined : ex.payload,
     ...(fromBody ? { payloadFromBody: true as const } : undefined),
+    ...(replyBodyJson ? { replyBodyJson: true as const } : undefined),
     headers: ex.visibleHeaders(),
     query: ex.query,
     pathParams: ex.pathParams,

@@ -25,6 +25,12 @@ export interface InvokeRequest {
    * `payload` when a JSON body would otherwise cross twice, as text and as its value).
    */
   payloadFromBody?: true;
+  /**
+   * The caller sends an object, array, number, boolean or null that the service returns as its
+   * JSON text (`Contributions.jsonReplyFormats`): the sandbox encodes it and the result carries
+   * the text (InvokeResult.bodyJson), so the kernel neither decodes nor encodes it again.
+   */
+  replyBodyJson?: true;
   headers?: Record<string, string>;
   query?: Record<string, string | string[]>;
   pathParams?: Record<string, string>;

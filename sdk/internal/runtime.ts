@@ -218,7 +218,26 @@ function finish(envelope: Record<string, unknown>): string {
   return text;
 }
 
-function succeeded(ctx: CallContext, out: unknown): string {
+/**
+ * `<envelope>\t<body JSON>`: the body encoded apart, so the kernel sends the text without
+ * decoding it (InvokeRequest.replyBodyJson). Only for what its JSON format would encode the same
+ * way: a body whose JSON is a string (a Date, a toJSON returning one) stays in the envelope.
+ */
+function finishApart(envelope: Record<string, unknown>, out: unknown): string {
+  let body: string | undefined;
+  let text: string;
+  try {
+    body = stringify(out) as string | undefined;
+    if (body === undefined || body.charCodeAt(0) === 34 /* " */) return finish({ ...envelope, body: out });
+    text = stringify(envelope) + '\t' + body;
+  } catch {
+    return finish({ ...envelope, body: out });
+  }
+  if (text.length > maxOutput) return stringify({ status: 500, headers: {}, error: { kind: 'OutputTooLarge', message: 'Service output exceeds the limit' } });
+  return text;
+}
+
+function succeeded(ctx: CallContext, out: unknown, bodyApart: boolean): string {
   const r = ctx.response;
   const requested = r.status;
   const status = statusOf(requested, 0);
@@ -230,7 +249,8 @@ function succeeded(ctx: CallContext, out: unknown): string {
   } else if (out instanceof ArrayBuffer) {
     envelope.body = toBase64(new Uint8Array(out));
     envelope.bodyEncoding = 'base64';
-  } else envelope.body = out;
+  } else if (bodyApart && out !== undefined && typeof out !== 'string' && typeof out !== 'function' && typeof out !== 'symbol') return finishApart(envelope, out);
+  else envelope.body = out;
   return finish(envelope);
 }
 
@@ -293,12 +313,12 @@ function dispatch(req: WireRequest): void {
     // Only objects and functions can be thenables; settle() reads `then` once, as the engine does.
     if (out === null || (typeof out !== 'object' && typeof out !== 'function')) {
       callIdByCid.delete(cid);
-      return deliver(callId, succeeded(ctx, out));
+      return deliver(callId, succeeded(ctx, out, req.replyBodyJson === true));
     }
     const running = ctx;
     settle(
       out,
-      (value) => (callIdByCid.delete(cid), succeeded(running, value)),
+      (value) => (callIdByCid.delete(cid), succeeded(running, value, req.replyBodyJson === true)),
       (err) => (callIdByCid.delete(cid), failed(running, err)),
       (envelope) => deliver(callId, envelope),
     );

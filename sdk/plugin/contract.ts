@@ -103,6 +103,15 @@ export interface Contributions {
    * sandbox parses it again: the body crosses the process boundary once, not as text and value.
    */
   jsonBodyFormats?: readonly string[];
+  /**
+   * The formats whose serialize step sends a string body that has a content type as it is, and
+   * any other body that is not bytes as `JSON.stringify(body)`, typed `application/json;
+   * charset=utf-8` unless the service chose a type (SDK 1.4). When such a step is the only one in
+   * the channel's serialize phase, the sandbox encodes an object, array, number, boolean or null
+   * that a service returns, and the kernel receives that JSON text as the body, typed, without
+   * decoding and encoding it again.
+   */
+  jsonReplyFormats?: readonly string[];
   /** Schemas of `security[]` entries by `type` (the base keys name/type are added by the kernel). */
   securityTypes?: Record<string, z.ZodRawShape>;
   /** Extra keys on every `security[]` entry (e.g. rate_limiting). */

@@ -52,12 +52,14 @@ export default definePlugin({
   name: 'json',
   kind: 'format',
   version: '1.0.0',
-  sdk: '^1.0.0',
+  sdk: '^1.4.0',
   configSchema: z.object({}).strict(),
   contributes: {
     dataFormats: ['json'],
     // readJsonBody's value is JSON.parse of the body's UTF-8 text, refused rather than altered when unsafe.
     jsonBodyFormats: ['json'],
+    // serializeJson: a typed string goes as it is, other values as JSON.stringify with JSON_TYPE.
+    jsonReplyFormats: ['json'],
     defaultDataFormat: 'json',
     channelFields: { json: jsonChannelSchema.optional().describe('JSON settings of a channel with data_format: json.') },
     validateConfig: checkSettingsPlacement,

@@ -31,6 +31,31 @@ describe('result envelopes from a sandbox', () => {
     expect('invalid' in r && r.invalid).toContain(why);
   });
 
+  it('takes a body sent apart as text only when the request asked for it, and parses it otherwise', () => {
+    const text = '{"status":200,"headers":{},"contentType":"application/vnd.x+json"}\t{"a":[1,"\\t"]}';
+    const asked = parseInvokeResult(text, true);
+    if ('invalid' in asked) throw new Error(asked.invalid);
+    expect(asked).toMatchObject({ status: 200, contentType: 'application/vnd.x+json', bodyJson: '{"a":[1,"\\t"]}' });
+    expect(asked.body).toBeUndefined();
+    const unasked = parseInvokeResult(text);
+    if ('invalid' in unasked) throw new Error(unasked.invalid);
+    expect(unasked.bodyJson).toBeUndefined();
+    expect(unasked.body).toEqual({ a: [1, '\t'] });
+  });
+
+  it.each([
+    ['{"status":200,"body":1}\t{"a":1}', true, 'has another body'],
+    ['{"status":200,"bodyEncoding":"base64"}\t"eA=="', true, 'has another body'],
+    ['{"status":500,"error":{"kind":"Error","message":"m"}}\t{}', true, 'has another body'],
+    ['{"status":200}\t', true, 'an empty JSON body'],
+    ['{"status":200}\t{"a":', false, 'not JSON'],
+    ['{"status":200\t{"a":1}', true, 'not JSON'],
+    ['{"status":99}\t{"a":1}', true, 'not an integer from 100 to 599'],
+  ])('refuses a body apart that does not fit: %s', (text, asked, why) => {
+    const r = parseInvokeResult(text, asked);
+    expect('invalid' in r && r.invalid).toContain(why);
+  });
+
   it('trims logs and long error messages instead of refusing them', () => {
     const logs = Array.from({ length: 300 }, (_, i) => ['info', 'x'.repeat(i === 0 ? 10_000 : 1)]).concat([['nope', 'x'], [1, 2]] as never);
     const r = parseInvokeResult(JSON.stringify({ status: 500, error: { kind: 'BadRequest', message: 'm'.repeat(10_000) }, logs }));
