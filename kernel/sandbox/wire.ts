@@ -3,7 +3,9 @@ import type { Socket } from 'node:net';
 /**
  * Line framing between the kernel and sandbox processes: one message per line,
  * `<header JSON>\t<body JSON>` where the body is passed through without re-parsing
- * (it goes straight into an isolate as text). Writes made in one tick leave in one write.
+ * (it goes straight into an isolate as text). A message may carry a raw part, any text, sent
+ * before its line as `#<length>\n<text>`: text that would otherwise be escaped into the body's JSON
+ * and unescaped again (a request's body). Writes made in one tick leave in one write.
  *
  * The other end may be hostile (service code runs in sandbox processes): a line that is not
  * JSON, or a line longer than `maxLine`, is reported to `onViolation` and never thrown.
@@ -12,7 +14,8 @@ const STATS = process.env.SVC_WIRE_STATS ? { flushes: 0, messages: 0 } : undefin
 if (STATS) setInterval(() => process.stderr.write(`wire ${process.pid}: ${STATS.messages} msgs / ${STATS.flushes} writes\n`), 2000).unref();
 
 export interface WireHandlers {
-  onMessage: (header: unknown, body: string) => void;
+  /** `raw`: the message's raw part, when it had one. */
+  onMessage: (header: unknown, body: string, raw: string | undefined) => void;
   onViolation: (why: string) => void;
   /** Longest line accepted, in UTF-16 code units. */
   maxLine: number;
@@ -23,6 +26,10 @@ export class Wire {
   private scheduled = false;
   private buffered = '';
   private broken = false;
+  /** Length of a raw part announced and not yet read. */
+  private rawLength = -1;
+  /** A raw part read, waiting for its message's line. */
+  private raw: string | undefined;
 
   constructor(
     private readonly socket: Socket,
@@ -36,8 +43,23 @@ export class Wire {
     if (this.broken) return;
     const data = this.buffered + chunk;
     let start = 0;
-    for (let nl = data.indexOf('\n'); nl !== -1; start = nl + 1, nl = data.indexOf('\n', start)) {
+    for (;;) {
+      if (this.rawLength >= 0) {
+        if (data.length - start < this.rawLength) break;
+        this.raw = data.slice(start, start + this.rawLength);
+        start += this.rawLength;
+        this.rawLength = -1;
+      }
+      const nl = data.indexOf('\n', start);
+      if (nl === -1) break;
       const line = data.slice(start, nl);
+      start = nl + 1;
+      if (line.charCodeAt(0) === 35 /* # */) {
+        const length = /^#\d{1,10}$/.test(line) ? Number(line.slice(1)) : -1;
+        if (this.raw !== undefined || length < 0 || length > this.handlers.maxLine) return this.violate('a malformed raw part');
+        this.rawLength = length;
+        continue;
+      }
       const tab = line.indexOf('\t');
       let header: unknown;
       try {
@@ -46,21 +68,27 @@ export class Wire {
         this.violate('a message header is not JSON');
         return;
       }
-      this.handlers.onMessage(header, tab === -1 ? '' : line.slice(tab + 1));
+      const raw = this.raw;
+      this.raw = undefined;
+      this.handlers.onMessage(header, tab === -1 ? '' : line.slice(tab + 1), raw);
       if (this.broken) return;
     }
     this.buffered = start === 0 ? data : data.slice(start);
+    // A raw part being read may be as long as a line; a line longer than the cap is refused.
     if (this.buffered.length > this.handlers.maxLine) this.violate(`a message exceeds ${this.handlers.maxLine} characters`);
   }
 
   private violate(why: string): void {
     this.broken = true;
     this.buffered = '';
+    this.raw = undefined;
     this.handlers.onViolation(why);
   }
 
-  send(header: object, body?: string): void {
-    this.sendRaw(body === undefined ? JSON.stringify(header) + '\n' : JSON.stringify(header) + '\t' + body + '\n');
+  /** `raw`: any text, delivered as it is beside the message (see above). */
+  send(header: object, body?: string, raw?: string): void {
+    const line = body === undefined ? JSON.stringify(header) + '\n' : JSON.stringify(header) + '\t' + body + '\n';
+    this.sendRaw(raw === undefined ? line : '#' + raw.length + '\n' + raw + line);
   }
 
   /** A complete line, already framed. */

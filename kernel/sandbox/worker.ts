@@ -15,12 +15,12 @@ import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
 
 interface Instance {
   isolate: ivm.Isolate;
-  dispatchMany: ivm.Reference<(json: string) => void>;
+  dispatchMany: ivm.Reference<(json: string, raws: string) => void>;
   resolveHostCall: ivm.Reference<(seq: number, json: string) => void>;
   /** Calls handed to the isolate and not finished. */
   running: Map<number, Call>;
   /** Calls waiting for a slot: each call holds heap in the isolate, so few run at once. */
-  waiting: Array<{ id: number; json: string }>;
+  waiting: Queued[];
   /** Running calls that wait on the kernel (an outgoing call, a publish): they use no CPU, so they leave their slot. */
   parked: number;
   flushQueued: boolean;
@@ -44,7 +44,14 @@ interface Deployed {
   instance: Instance | undefined;
   /** An isolate being built (first call after a disposal); calls wait in `queued`. */
   building: boolean;
-  queued: Array<{ id: number; json: string }>;
+  queued: Queued[];
+}
+
+/** A call not yet handed to an isolate: its request's JSON, and its body's text when that crossed apart. */
+interface Queued {
+  id: number;
+  json: string;
+  raw: string | undefined;
 }
 
 interface Call {
@@ -102,7 +109,7 @@ const channel = new Socket({ fd: 3, readable: true, writable: true });
 channel.on('close', leave);
 channel.on('error', leave);
 // The kernel is the only writer here; a line it did not frame means the pipe is not the kernel's.
-const wire = new Wire(channel, { onMessage: (h, b) => onMessage(h as KernelMessage, b), onViolation: leave, maxLine: 1 << 30 });
+const wire = new Wire(channel, { onMessage: (h, b, raw) => onMessage(h as KernelMessage, b, raw), onViolation: leave, maxLine: 1 << 30 });
 
 function fail(id: number, code: SandboxFailure, message?: string): void {
   wire.send(message === undefined ? { t: 'result', id, fail: code } : { t: 'result', id, fail: code, message: message.slice(0, 4000) });
@@ -198,7 +205,7 @@ async function deploy(did: number, name: string, file: string, code: string, dec
     if (previous) {
       if (previous.instance) retire(previous.instance);
       // Calls that waited for the old version's rebuild run on the new version.
-      for (const q of previous.queued) startOn(svc, instance, q.id, q.json);
+      for (const q of previous.queued) startOn(svc, instance, q);
     }
     // The build checked the code, gave its description, and pinned a crash on it if there was one.
     // A service not in use here (a first deploy, a restarted process, a process that is not its
@@ -239,13 +246,13 @@ function usable(instance: Instance | undefined): instance is Instance {
   return !!instance && !instance.disposed && !instance.isolate.isDisposed;
 }
 
-function call(id: number, name: string, requestJson: string): void {
+function call(id: number, name: string, requestJson: string, raw: string | undefined): void {
   const svc = services.get(name);
   if (!svc) return fail(id, 'SERVICE_NOT_DEPLOYED');
-  if (usable(svc.instance)) return startOn(svc, svc.instance, id, requestJson);
+  if (usable(svc.instance)) return startOn(svc, svc.instance, { id, json: requestJson, raw });
   // The isolate was disposed (time or memory limit): rebuild it off this thread; calls wait.
   calls.set(id, { id, service: svc, instance: undefined, deadline: Infinity, timedOut: false, awaitingHost: 0 });
-  svc.queued.push({ id, json: requestJson });
+  svc.queued.push({ id, json: requestJson, raw });
   if (!svc.building) void rebuild(svc);
 }
 
@@ -272,7 +279,7 @@ async function rebuild(svc: Deployed): Promise<void> {
   const queued = svc.queued.splice(0);
   for (const q of queued) {
     if (!calls.has(q.id)) continue;
-    if (instance) startOn(svc, instance, q.id, q.json);
+    if (instance) startOn(svc, instance, q);
     else {
       calls.delete(q.id);
       fail(q.id, 'SERVICE_NOT_DEPLOYED', problem);
@@ -280,8 +287,9 @@ async function rebuild(svc: Deployed): Promise<void> {
   }
 }
 
-function startOn(svc: Deployed, instance: Instance, id: number, json: string): void {
-  instance.waiting.push({ id, json });
+function startOn(svc: Deployed, instance: Instance, queued: Queued): void {
+  const id = queued.id;
+  instance.waiting.push(queued);
   const entry = calls.get(id);
   if (entry) entry.instance = instance;
   else calls.set(id, { id, service: svc, instance, deadline: Infinity, timedOut: false, awaitingHost: 0 });
@@ -302,6 +310,8 @@ function startWaiting(instance: Instance): void {
   const now = Date.now();
   instance.lastUsed = now;
   let json = '[';
+  // The bodies that crossed apart, in the batch's order: the runtime cuts them by their lengths.
+  let raws = '';
   let first = true;
   for (const item of batch) {
     const entry = calls.get(item.id);
@@ -310,9 +320,10 @@ function startWaiting(instance: Instance): void {
     if (entry.deadline > instance.busyUntil) instance.busyUntil = entry.deadline;
     instance.running.set(item.id, entry);
     json += (first ? '' : ',') + item.json;
+    if (item.raw !== undefined) raws += item.raw;
     first = false;
   }
-  if (!first) instance.dispatchMany.applyIgnored(undefined, [json + ']']);
+  if (!first) instance.dispatchMany.applyIgnored(undefined, [json + ']', raws]);
 }
 
 /** Result lines from the isolate's runtime: `<callId>\t<envelope JSON>\n` each. */
@@ -397,10 +408,10 @@ function undeploy(name: string): void {
   for (const q of svc?.queued ?? []) if (calls.delete(q.id)) fail(q.id, 'SERVICE_NOT_DEPLOYED');
 }
 
-function onMessage(message: KernelMessage, body: string): void {
+function onMessage(message: KernelMessage, body: string, raw: string | undefined): void {
   switch (message.t) {
     case 'call':
-      call(message.id, message.svc, body);
+      call(message.id, message.svc, body, raw);
       break;
     case 'hostreply': {
       const key = `${message.seq}:${message.id}`;

@@ -34,7 +34,10 @@ export interface InvokeRequest {
   headers?: Record<string, string>;
   query?: Record<string, string | string[]>;
   pathParams?: Record<string, string>;
-  /** The raw body: UTF-8 text when it decodes as such, else base64. */
+  /**
+   * The raw body: UTF-8 text when it decodes as such, else base64. On the wire to a sandbox
+   * process a long text crosses apart, as `{ apart: length }` here and the text beside the request.
+   */
   rawBody?: { text: string } | { base64: string };
   files?: Array<{ field: string; filename: string; contentType: string; base64: string }>;
   auth?: AuthInfo;

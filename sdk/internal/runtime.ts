@@ -380,10 +380,23 @@ function deliver(callId: number, envelope: string): void {
   }
 }
 
-/** Starts a batch of requests (a JSON array) and returns at once; results arrive through deliver. */
-function dispatchMany(requestsJson: string): void {
+/**
+ * Starts a batch of requests (a JSON array) and returns at once; results arrive through deliver.
+ * `raws`: the texts of the bodies that crossed apart (`rawBody: { apart: length }`), one after
+ * another in the batch's order.
+ */
+function dispatchMany(requestsJson: string, raws?: string): void {
   const requests = parse(requestsJson) as WireRequest[];
-  for (let i = 0; i < requests.length; i++) dispatch(requests[i]!);
+  let at = 0;
+  for (let i = 0; i < requests.length; i++) {
+    const req = requests[i]!;
+    const apart = (req.rawBody as { apart?: unknown } | undefined)?.apart;
+    if (typeof apart === 'number' && raws !== undefined) {
+      req.rawBody = { text: raws.slice(at, at + apart) };
+      at += apart;
+    }
+    dispatch(req);
+  }
 }
 
 if (send && done) G.__svc_runtime = { dispatchMany, register, resolveHostCall };

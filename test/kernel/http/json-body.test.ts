@@ -75,6 +75,24 @@ describe('a JSON body on its way to the service', () => {
     expect(typed.input).toEqual({ id: 'a-1', qty: 1, note: 'n' });
   });
 
+  it('reaches each of many concurrent calls whole, long bodies crossing beside their requests', async () => {
+    // Long texts cross the pipe apart from their request's JSON and are cut out again in the
+    // isolate by their lengths: calls batched together must each get their own.
+    const texts = Array.from({ length: 60 }, (_, i) =>
+      JSON.stringify({ id: `b${i}`, note: 'é€😀\t"q"\\'.repeat(i % 3 === 0 ? 2 : 40 + i), list: Array.from({ length: i }, (_, j) => j) }, null, i % 2 ? 2 : undefined),
+    );
+    expect(texts.filter((t) => t.length >= 512).length).toBeGreaterThan(20);
+    expect(texts.filter((t) => t.length < 512).length).toBeGreaterThan(5);
+    const answers = await Promise.all(texts.map((text, i) => post(`/echo/u${i}`, text)));
+    answers.forEach((res, i) => {
+      expect(res.statusCode).toBe(200);
+      const got = res.json();
+      expect(got.raw).toBe(texts[i]);
+      expect(got.payload).toEqual(JSON.parse(texts[i]!));
+      expect(got.input.id).toBe(`u${i}`);
+    });
+  });
+
   it('carries a change a plugin made in place after the parse', async () => {
     const got = (await post('/touched', '{"a":1}')).json();
     expect(got.payload).toEqual({ a: 1, stamped: true });

@@ -123,4 +123,43 @@ describe('the wire', () => {
     a.destroy();
     b.destroy();
   });
+
+  it('delivers raw parts as they are with their messages: any text, multi-byte, empty, and longer than a pipe write', async () => {
+    const [a, b] = await socketpair();
+    const got: Array<[unknown, string, string | undefined]> = [];
+    new Wire(a, { maxLine: 1 << 24, onMessage: (h, body, raw) => got.push([h, body, raw]), onViolation: (why) => expect.fail(why) });
+    const sender = new Wire(b, { maxLine: 1 << 24, onMessage: () => undefined, onViolation: () => undefined });
+    const sent: Array<[unknown, string, string | undefined]> = [];
+    const send = (h: object, body: string, raw?: string) => {
+      sender.send(h, body, raw);
+      sent.push([h, body, raw]);
+    };
+    const texts = ['{\n  "a": "tab\there",\n  "b": "\\"quoted\\""\n}\n', '', '#12\n{"t":"x"}\n', 'é€😀\r\n'.repeat(1000), 'x'.repeat(300_000) + '😀'];
+    for (let i = 0; i < 500; i++) send({ t: 'call', id: i }, '{}', i % 3 === 0 ? texts[i % texts.length] : undefined);
+    await new Promise((r) => setImmediate(r));
+    for (const text of texts) send({ t: 'call', id: -1 }, '{"x":1}', text);
+    await vi.waitFor(() => expect(got.length).toBe(sent.length), { timeout: 5_000 });
+    expect(got).toEqual(sent);
+    a.destroy();
+    b.destroy();
+  });
+
+  it.each([
+    ['#abc\n{"t":"ready"}\n', 'a malformed raw part'],
+    ['#-1\n{"t":"ready"}\n', 'a malformed raw part'],
+    ['#5000\n', 'a malformed raw part'],
+    ['#2\nab#2\ncd{"t":"ready"}\n', 'a malformed raw part'],
+    ['#900\n' + 'x'.repeat(900) + 'y'.repeat(1200), 'a message exceeds 1000 characters'],
+  ])('reports a raw part that does not fit: %#', async (bytes, why) => {
+    const [a, b] = await socketpair();
+    const got: unknown[] = [];
+    const violations: string[] = [];
+    new Wire(a, { maxLine: 1000, onMessage: (h) => got.push(h), onViolation: (w) => violations.push(w) });
+    b.write(bytes);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(got).toEqual([]);
+    expect(violations).toEqual([why]);
+    a.destroy();
+    b.destroy();
+  });
 });
