@@ -77,22 +77,41 @@ export async function jsonReplyPath(): Promise<void> {
   }
 }
 
-/** Starts every case once, then measures its path (GET /hello unless given) on each in interleaved rounds; the first case is the baseline. */
+/**
+ * Servers start afresh for every round unless BENCH_REUSE=1: a process's rate depends on where the
+ * scheduler happens to put it (bare Fastify moves ±15% from one start to the next on this VM), so
+ * a median over several starts says more than rounds on one start.
+ */
+const FRESH = process.env.BENCH_REUSE !== '1';
+
+/** Measures each case's path (GET /hello unless given) in interleaved rounds; the first case is the baseline. */
 export async function compareChannels(title: string, cases: ChannelCase[]): Promise<void> {
-  const running: Running[] = [];
+  const live: Array<Running | undefined> = cases.map(() => undefined);
+  const idle: number[][] = cases.map(() => []);
+  const pidsOf = (i: number) => (cases[i]!.alone ? [live[i]!.pid] : processTree(live[i]!.pid));
+  const up = async (i: number) => {
+    live[i] = await cases[i]!.start();
+    await new Promise((r) => setTimeout(r, 1_000));
+    idle[i]!.push(rssMb(pidsOf(i)));
+  };
+  const down = async (i: number) => {
+    const r = live[i];
+    live[i] = undefined;
+    await r?.stop();
+  };
   try {
-    const pidsOf = (i: number) => (cases[i]!.alone ? [running[i]!.pid] : processTree(running[i]!.pid));
-    const idle: number[] = [];
-    for (const c of cases) {
-      running.push(await c.start());
-      await new Promise((r) => setTimeout(r, 1_000));
-      idle.push(rssMb(pidsOf(running.length - 1)));
-    }
+    if (!FRESH) for (let i = 0; i < cases.length; i++) await up(i);
     const results = await rounds(
-      cases.map((c, i) => () => {
-        const pids = pidsOf(i);
-        const post = c.body === undefined ? {} : { method: 'POST' as const, body: c.body, headers: { ...c.headers, 'content-type': 'application/json' } };
-        return load(`${running[i]!.url}${c.path ?? '/hello'}`, { connections: CONNECTIONS, headers: c.headers, ...post }, { pids }).then((l) => ({ l, procs: describeProcesses(pids) }));
+      cases.map((c, i) => async () => {
+        if (FRESH) await up(i);
+        try {
+          const pids = pidsOf(i);
+          const post = c.body === undefined ? {} : { method: 'POST' as const, body: c.body, headers: { ...c.headers, 'content-type': 'application/json' } };
+          const l = await load(`${live[i]!.url}${c.path ?? '/hello'}`, { connections: CONNECTIONS, headers: c.headers, ...post }, { pids });
+          return { l, procs: describeProcesses(pids) };
+        } finally {
+          if (FRESH) await down(i);
+        }
       }),
     );
     const bareRps = median(results[0]!.map((r) => r.l.rps));
@@ -108,17 +127,17 @@ export async function compareChannels(title: string, cases: ChannelCase[]): Prom
         String(m((l) => l.p99)),
         `${m((l) => l.cost!.serverUs).toFixed(0)} (${m((l) => l.cost!.mainUs).toFixed(0)})`,
         m((l) => l.cost!.loaderUs).toFixed(0),
-        String(idle[i]),
+        String(Math.round(median(idle[i]!))),
         String(Math.round(m((l) => l.cost!.rssMb))),
         `${c.note}; processes: ${results[i]![0]!.procs}; other load ${m((l) => l.cost!.otherCores).toFixed(2)} cores${errs ? `; non-2xx + errors: ${errs}` : ''}`,
       ];
     });
     printGrid(
-      `${title}, ${CONNECTIONS} connections (medians of ${results[0]!.length} interleaved rounds)`,
+      `${title}, ${CONNECTIONS} connections (medians of ${results[0]!.length} interleaved rounds${FRESH ? ', each server started afresh per round' : ''})`,
       ['case', 'req/s', 'vs bare', 'p50 ms', 'p99 ms', 'server CPU µs/req (main process)', 'load-gen CPU µs/req', 'RSS idle MB', 'RSS load MB', 'note'],
       rows,
     );
   } finally {
-    for (const r of running) await r.stop();
+    for (let i = 0; i < cases.length; i++) await down(i);
   }
 }
