@@ -45,8 +45,9 @@ channel_rest:
   - { name: echo, url_path: '/echo/{id}', service: echo, security: none }
   - { name: typed, url_path: /typed, service: typed, security: none }
   - { name: touched, url_path: /touched, service: echo, security: none }
+  - { name: fresh, url_path: '/fresh/{id}', service: fresh, security: none }
 `,
-    services: { 'echo.ts': ECHO, 'typed.ts': TYPED },
+    services: { 'echo.ts': ECHO, 'typed.ts': TYPED, 'fresh.ts': ECHO },
     extraPlugins: [stamper],
   });
 });
@@ -90,6 +91,18 @@ describe('a JSON body on its way to the service', () => {
       expect(got.raw).toBe(texts[i]);
       expect(got.payload).toEqual(JSON.parse(texts[i]!));
       expect(got.input.id).toBe(`u${i}`);
+    });
+  });
+
+  it('keeps long bodies with their calls while the isolate is built (first calls wait in a queue)', async () => {
+    // `fresh` has had no call: its isolate was dropped after the deploy's build, so these calls
+    // wait for the next build with their texts, then go in one batch.
+    const texts = Array.from({ length: 8 }, (_, i) => JSON.stringify({ n: i, pad: `${i}é"`.repeat(300 + i * 50) }));
+    const answers = await Promise.all(texts.map((text, i) => post(`/fresh/f${i}`, text)));
+    answers.forEach((res, i) => {
+      expect(res.statusCode).toBe(200);
+      expect(res.json().raw).toBe(texts[i]);
+      expect(res.json().payload).toEqual(JSON.parse(texts[i]!));
     });
   });
 
