@@ -201,6 +201,11 @@ function pickHandler(method: string): ((ctx: Context) => unknown) | undefined {
   return !hasVerbs && typeof def.handle === 'function' ? (def.handle as (ctx: Context) => unknown) : undefined;
 }
 
+/** An envelope's text, or the output-too-large error in its place past the service's output limit. */
+function withinLimit(text: string): string {
+  return text.length > maxOutput ? stringify({ status: 500, headers: {}, error: { kind: 'OutputTooLarge', message: 'Service output exceeds the limit' } }) : text;
+}
+
 function finish(envelope: Record<string, unknown>): string {
   let text: string;
   try {
@@ -214,8 +219,7 @@ function finish(envelope: Record<string, unknown>): string {
     }
     return stringify({ status: 500, headers: {}, error: { kind: 'OutputInvalid', message: 'Service output is not serializable: ' + why }, logs: envelope.logs });
   }
-  if (text.length > maxOutput) return stringify({ status: 500, headers: {}, error: { kind: 'OutputTooLarge', message: 'Service output exceeds the limit' } });
-  return text;
+  return withinLimit(text);
 }
 
 /**
@@ -233,8 +237,7 @@ function finishApart(envelope: Record<string, unknown>, out: unknown): string {
   } catch {
     return finish({ ...envelope, body: out });
   }
-  if (text.length > maxOutput) return stringify({ status: 500, headers: {}, error: { kind: 'OutputTooLarge', message: 'Service output exceeds the limit' } });
-  return text;
+  return withinLimit(text);
 }
 
 function succeeded(ctx: CallContext, out: unknown, bodyApart: boolean): string {
