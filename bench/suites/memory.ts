@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { isolatedVmEntry } from '../../kernel/sandbox/ivm.ts';
-import { CONNECTIONS, load, rssMb, SECONDS, withSvc, type CannonRequest, type Target } from '../lib.ts';
+import { CONNECTIONS, load, privateMb, rssMb, SECONDS, withSvc, type CannonRequest, type Target } from '../lib.ts';
 
 /**
  * Issue 14: resident memory (VmRSS) of the default server, kernel and each sandbox process, with
@@ -31,29 +31,33 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 interface Snapshot {
   kernel: number;
   sandboxes: number[];
+  /** Private memory (USS) of each sandbox process: its RSS less the pages it shares (privateMb). */
+  sandboxesPrivate: number[];
 }
 
 function snapshot(t: Target): Snapshot {
   const [kernel, ...sandboxes] = t.pids;
-  return { kernel: rssMb([kernel!]), sandboxes: sandboxes.map((p) => rssMb([p])) };
+  return { kernel: rssMb([kernel!]), sandboxes: sandboxes.map((p) => rssMb([p])), sandboxesPrivate: sandboxes.map((p) => privateMb([p])) };
 }
 
+const peaks = (a: number[], b: number[]) => a.map((v, i) => Math.max(v, b[i] ?? 0));
+
 function maxOf(a: Snapshot, b: Snapshot): Snapshot {
-  return { kernel: Math.max(a.kernel, b.kernel), sandboxes: a.sandboxes.map((v, i) => Math.max(v, b.sandboxes[i] ?? 0)) };
+  return { kernel: Math.max(a.kernel, b.kernel), sandboxes: peaks(a.sandboxes, b.sandboxes), sandboxesPrivate: peaks(a.sandboxesPrivate, b.sandboxesPrivate) };
 }
 
 /** The floor of a sandbox process: `node --no-node-snapshot` with isolated-vm loaded and nothing else. */
-async function bareSandboxRss(): Promise<number> {
+async function bareSandboxRss(): Promise<{ rss: number; private: number }> {
   const code = `require(${JSON.stringify(isolatedVmEntry())}); setInterval(() => {}, 1000); process.stdout.write('up\\n')`;
   const child = spawn(process.execPath, ['--no-node-snapshot', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((r) => child.stdout!.once('data', () => r()));
   await sleep(1000);
-  const rss = rssMb([child.pid!]);
+  const floor = { rss: rssMb([child.pid!]), private: privateMb([child.pid!]) };
   child.kill('SIGKILL');
-  return rss;
+  return floor;
 }
 
-/** Runs a load while sampling RSS every 250 ms; the peak of each process. */
+/** Runs a load while sampling RSS and private memory every 250 ms; the peak of each process. */
 async function underLoad(t: Target, requests: CannonRequest[], rate: number | undefined): Promise<{ peak: Snapshot; rps: number; bad: number }> {
   let peak = snapshot(t);
   const sampler = setInterval(() => (peak = maxOf(peak, snapshot(t))), 250);
@@ -92,11 +96,12 @@ export async function run(): Promise<void> {
   });
   console.log(`\n### Memory: ${SERVICES} small services, default config (RSS MB per process)\n`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s per load (after 1 s of warm-up), all ${SERVICES} channels in turn; RSS sampled every 250 ms.\n`);
-  console.log('| moment | kernel | sandbox processes | largest sandbox | total | note |');
-  console.log('|---|---:|---:|---:|---:|---|');
+  console.log('| moment | kernel | sandbox processes | largest sandbox | sandbox processes, private (USS) | total | note |');
+  console.log('|---|---:|---:|---:|---:|---:|---|');
   for (const { moment, s, note } of rows) {
     const total = s.kernel + s.sandboxes.reduce((a, b) => a + b, 0);
-    console.log(`| ${moment} | ${s.kernel} | ${s.sandboxes.join(' / ')} | ${Math.max(...s.sandboxes)} | ${total} | ${note ?? ''} |`);
+    console.log(`| ${moment} | ${s.kernel} | ${s.sandboxes.join(' / ')} | ${Math.max(...s.sandboxes)} | ${s.sandboxesPrivate.join(' / ')} | ${total} | ${note ?? ''} |`);
   }
-  console.log(`\nFloor of a sandbox process (\`node --no-node-snapshot\` with isolated-vm loaded, nothing else): ${bare} MB.`);
+  console.log(`\nFloor of a sandbox process (\`node --no-node-snapshot\` with isolated-vm loaded, nothing else): ${bare.rss} MB RSS, ${bare.private} MB private.`);
+  console.log('RSS counts the pages a process shares with others (the node binary\'s, in every svc process); the total sums RSS, so it counts them once per process. Private (USS): pages no other process maps.');
 }
