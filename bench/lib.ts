@@ -221,7 +221,6 @@ function cpuTicks(pids: number[]): number {
   return pids.reduce((sum, pid) => sum + (procStat(pid)?.ticks ?? 0), 0);
 }
 
-/** Resident memory of processes, MB. */
 /**
  * Private memory (USS) of processes, MB: resident pages no other process maps
  * (Private_Clean + Private_Dirty of /proc/PID/smaps_rollup), what the machine gets back when a
@@ -241,6 +240,7 @@ export function privateMb(pids: number[]): number {
   return Math.round(kb / 1024);
 }
 
+/** Resident memory of processes, MB. */
 export function rssMb(pids: number[]): number {
   let kb = 0;
   for (const pid of pids) {

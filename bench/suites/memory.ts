@@ -47,7 +47,7 @@ function maxOf(a: Snapshot, b: Snapshot): Snapshot {
 }
 
 /** The floor of a sandbox process: `node --no-node-snapshot` with isolated-vm loaded and nothing else. */
-async function bareSandboxRss(): Promise<{ rss: number; private: number }> {
+async function bareSandboxFloor(): Promise<{ rss: number; private: number }> {
   const code = `require(${JSON.stringify(isolatedVmEntry())}); setInterval(() => {}, 1000); process.stdout.write('up\\n')`;
   const child = spawn(process.execPath, ['--no-node-snapshot', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((r) => child.stdout!.once('data', () => r()));
@@ -73,7 +73,7 @@ export async function run(): Promise<void> {
   const services: Record<string, string> = {};
   names.forEach((n, i) => (services[`${n}.ts`] = serviceCode(i)));
   const channel_rest = names.map((n) => ({ name: n, url_path: `/${n}`, service: n, security: 'none' }));
-  const bare = await bareSandboxRss();
+  const bare = await bareSandboxFloor();
   const rows: Array<{ moment: string; s: Snapshot; note?: string }> = [];
   await withSvc({ channel_rest }, services, async (t) => {
     await sleep(3000);
