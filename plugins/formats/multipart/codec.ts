@@ -139,6 +139,14 @@ export function parseMultipart(body: Buffer, contentType: string | undefined, li
       parserClosed = true;
       maybeDone();
     });
-    parser.end(body);
+    // The whole body is in memory: once busboy has taken it in and been ended, every event it
+    // will give is queued before the next turn of the event loop. busboy 1.6 can take a closing
+    // delimiter and still open a file part after it (a mutated body found this); it then waits
+    // for that part's end forever, and the request with it. Whatever is unsettled by then is a
+    // part the body left open.
+    parser.write(body, () => {
+      parser.end();
+      setImmediate(() => fail(new MultipartError('a part is left open after the closing boundary', 'malformed')));
+    });
   });
 }
