@@ -240,6 +240,15 @@ export function privateMb(pids: number[]): number {
   return Math.round(kb / 1024);
 }
 
+/** A process's children (/proc/PID/task/PID/children): the sandbox processes of a kernel, as they are now. */
+export function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
 /** Resident memory of processes, MB. */
 export function rssMb(pids: number[]): number {
   let kb = 0;

@@ -1,17 +1,20 @@
 import { spawn } from 'node:child_process';
 import { isolatedVmEntry } from '../../kernel/sandbox/ivm.ts';
-import { CONNECTIONS, load, privateMb, rssMb, SECONDS, withSvc, type CannonRequest, type Target } from '../lib.ts';
+import { childPids, CLK_TCK, CONNECTIONS, load, privateMb, procStat, rssMb, SECONDS, withSvc, type CannonRequest, type Target } from '../lib.ts';
 
 /**
  * Issue 14: resident memory (VmRSS) of the default server, kernel and each sandbox process, with
  * 20 small services deployed: idle, after one call to each, under load calling all of them, and
- * idle again after the load. The default config (2 sandbox processes), log level silent.
+ * idle again after the load: once the isolates were dropped (idle_ms), and once the processes
+ * that grew were replaced (recycle_idle_ms). The default config (2 sandbox processes), log level silent.
  */
 const SERVICES = Number(process.env.BENCH_SERVICES ?? 20);
 /** A fixed rate as well as the open one: RSS under load grows with the rate, and this one is comparable from run to run. */
 const FIXED_RATE = Number(process.env.BENCH_MEMORY_RATE ?? 2000);
 /** After the load: past the default idle_ms (30 s) and the default time limit (5 s) of the last calls. */
 const IDLE_AFTER_S = Number(process.env.BENCH_MEMORY_IDLE_S ?? 40);
+/** Then: past the default recycle_idle_ms (60 s), the 1 s the pool takes to look, and a fresh process's start. */
+const RECYCLED_AFTER_S = Number(process.env.BENCH_MEMORY_RECYCLED_S ?? 70);
 
 /** A few lines each, all different, so that each is its own module; their names spread over the home processes. */
 function serviceCode(i: number): string {
@@ -36,8 +39,10 @@ interface Snapshot {
 }
 
 function snapshot(t: Target): Snapshot {
-  const [kernel, ...sandboxes] = t.pids;
-  return { kernel: rssMb([kernel!]), sandboxes: sandboxes.map((p) => rssMb([p])), sandboxesPrivate: sandboxes.map((p) => privateMb([p])) };
+  // Read afresh: an idle process that grew is replaced by a new one (recycle_idle_ms).
+  const kernel = t.pids[0]!;
+  const sandboxes = childPids(kernel);
+  return { kernel: rssMb([kernel]), sandboxes: sandboxes.map((p) => rssMb([p])), sandboxesPrivate: sandboxes.map((p) => privateMb([p])) };
 }
 
 const peaks = (a: number[], b: number[]) => a.map((v, i) => Math.max(v, b[i] ?? 0));
@@ -91,8 +96,16 @@ export async function run(): Promise<void> {
       const what = rate ? `${rate} req/s` : `as fast as it goes`;
       rows.push({ moment: `under load, ${what} (peak)`, s: l.peak, note: `${Math.round(l.rps)} req/s${l.bad ? `, ${l.bad} non-2xx or errors` : ''}` });
     }
+    const before = childPids(t.pids[0]!).join();
     await sleep(IDLE_AFTER_S * 1000);
     rows.push({ moment: `idle, ${IDLE_AFTER_S} s after the load`, s: snapshot(t) });
+    await sleep((RECYCLED_AFTER_S - IDLE_AFTER_S) * 1000);
+    const s = snapshot(t);
+    const now = childPids(t.pids[0]!);
+    const replaced = now.length > 0 && before !== now.join();
+    // What a replacement cost: the fresh processes' CPU since they started (start, deploy of every service), idle since.
+    const cpuMs = now.map((p) => Math.round(((procStat(p)?.ticks ?? 0) * 1000) / CLK_TCK));
+    rows.push({ moment: `idle, ${RECYCLED_AFTER_S} s after the load`, s, note: replaced ? `sandbox processes replaced (recycle_idle_ms); CPU of the fresh ones so far ${cpuMs.join(' / ')} ms` : 'no sandbox process replaced' });
   });
   console.log(`\n### Memory: ${SERVICES} small services, default config (RSS MB per process)\n`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s per load (after 1 s of warm-up), all ${SERVICES} channels in turn; RSS sampled every 250 ms.\n`);

@@ -35,9 +35,18 @@ export const sandboxSchema = z
       .min(0)
       .default(30_000)
       .describe("A service's isolate in a sandbox process that had no call for this long is dropped to free its memory, and built again on its next call (which waits for the build); 0 keeps every isolate."),
+    recycle_idle_ms: z
+      .number()
+      .int()
+      .min(0)
+      .default(60_000)
+      .describe(
+        'A sandbox process that had no call for this long, and is resident above recycle_above_mb, is replaced by a fresh one: the memory a load made it take (kept by the C allocator after the load) goes back to the system. The fresh one deploys every service first; calls go to the old one until then. 0 never replaces one. Linux only (read from /proc).',
+      ),
+    recycle_above_mb: z.number().int().min(1).default(64).describe('Resident memory (RSS), in MB, above which an idle sandbox process is replaced (see recycle_idle_ms).'),
   })
   .strict()
-  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128, idle_ms: 30_000 });
+  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128, idle_ms: 30_000, recycle_idle_ms: 60_000, recycle_above_mb: 64 });
 
 export const serverSchema = z
   .object({

@@ -10,11 +10,27 @@ import { SvcError } from '../errors.ts';
 import { isolatedVmEntry } from './ivm.ts';
 import { Wire } from './wire.ts';
 import { ServicePositions } from './source-map.ts';
+import { residentMb } from './resident.ts';
 import { parseInvokeResult, readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
 
 export interface PoolCaps extends SandboxCaps {
   /** Calls in flight on one sandbox process before new calls go to the next one. */
   spillAt: number;
+  /** When a home process that grew under a load and then went idle is replaced by a fresh one (undefined: never). */
+  recycle?: RecyclePolicy;
+}
+
+/**
+ * A sandbox process keeps the memory a load made it take after the load ends: V8 and the
+ * isolates free theirs, but glibc keeps the freed pages in its arenas. A process that had no
+ * call for `idleMs` and is resident above `aboveMb` (and at least RECYCLE_GROWTH_MB above what
+ * it had when it became ready, so a process that is simply big is not replaced over and over)
+ * is replaced: a fresh one is started, deploys every service, takes the slot, and the old one
+ * ends once its last call and deploy are done.
+ */
+export interface RecyclePolicy {
+  idleMs: number;
+  aboveMb: number;
 }
 
 /** Answers a host call the sandbox forwarded; resolves with the reply envelope as JSON, never rejects. */
@@ -78,6 +94,8 @@ const BACKOFF_MAX_MS = 5_000;
 /** A process with calls in flight that sent nothing for this long past the longest limit is wedged. */
 const WEDGED_AFTER_MS = 5_000;
 const SWEEP_MS = 50;
+/** Growth over its size when ready that a process must show before it is recycled (RecyclePolicy). */
+const RECYCLE_GROWTH_MB = 16;
 /** A deploy not answered by then (the process bounds a build at 6 s; a redeploy builds twice at most, queued behind others) means the process is stuck. */
 const DEPLOY_WEDGED_MS = 30_000;
 /** How long a deploy waits for a sandbox process to become ready. */
@@ -148,8 +166,19 @@ class SandboxWorker {
   /** Service versions this process holds. */
   readonly holds = new Map<string, number>();
   lastHeard = Date.now();
-  /** Stopped on purpose (probation ended): its exit is not a crash. */
+  /** Stopped on purpose (probation ended, replaced after a load): its exit is not a crash. */
   retiring = false;
+  /** Calls sent to it so far: the pool's sweep tells from it whether the process was idle. */
+  sent = 0;
+  /** `sent` when the sweep last looked, and since when it has not changed. */
+  seenSent = 0;
+  quietSince = Date.now();
+  /** Resident MB when it became ready (RecyclePolicy). */
+  readyMb: number | undefined;
+  /** Started to take over a home slot once ready; not a home until then. */
+  successor = false;
+  /** A successor was started for it: it is never recycled twice. */
+  recycled = false;
 
   constructor(
     readonly slot: number | undefined,
@@ -197,6 +226,8 @@ class SandboxWorker {
 export class SandboxPool {
   private readonly homes: SandboxWorker[] = [];
   private readonly probation = new Map<string, { worker: SandboxWorker; until: number }>();
+  /** Fresh processes starting to replace an idle home (RecyclePolicy), by slot. */
+  private readonly successors = new Map<number, SandboxWorker>();
   private readonly services = new Map<string, ServiceCode>();
   private readonly pending = new Map<number, PendingCall>();
   /** Calls with no ready process to go to yet. */
@@ -262,7 +293,12 @@ export class SandboxPool {
   /** Ends a call once: it leaves the books, and its promise settles. */
   private settle(call: PendingCall, outcome: InvokeResult | SvcError): void {
     this.pending.delete(call.id);
-    call.worker?.inflight.delete(call.id);
+    const worker = call.worker;
+    if (worker) {
+      worker.inflight.delete(call.id);
+      // Answered or timed out, a retired process's last call lets it end.
+      if (worker.retiring) this.stopIfRetired(worker);
+    }
     this.count(call.request.service, outcome instanceof SvcError ? outcomeOf(outcome.code) : outcome.error ? 'error' : 'ok');
     if (outcome instanceof SvcError) call.reject(outcome);
     else call.resolve(outcome);
@@ -290,6 +326,13 @@ export class SandboxPool {
     }
     worker.deploys.clear();
     if (this.closing || worker.retiring) return;
+    if (worker.successor) {
+      // The home it was to replace still serves; a service that killed it while deploying is struck as anywhere.
+      this.successors.delete(worker.slot!);
+      this.log.error({ pid: worker.child.pid, code, signal, deploying: deploying?.name }, 'a sandbox process started to replace an idle one died before it was ready; the old one stays');
+      if (deploying && deploying.kind !== 'probe') this.attribute(worker, new Set([deploying.name]));
+      return;
+    }
     this.log.error({ pid: worker.child.pid, code, signal, services: [...suspects], deploying: deploying?.name }, 'sandbox process died; restarting it');
     // A new version that kills the process fails its deploy (the running version stays); that is not the running version's crash.
     if (deploying?.kind !== 'probe') {
@@ -343,7 +386,14 @@ export class SandboxPool {
     setTimeout(() => {
       if (this.closing) return;
       this.restarts++;
-      if (worker.slot !== undefined) this.homes[worker.slot] = this.spawn(worker.slot, undefined);
+      if (worker.slot !== undefined) {
+        if (this.homes[worker.slot] !== worker) return;
+        // A successor already starting for this slot takes it over.
+        const next = this.successors.get(worker.slot);
+        this.successors.delete(worker.slot);
+        if (next) next.successor = false;
+        this.homes[worker.slot] = next ?? this.spawn(worker.slot, undefined);
+      }
       else if (worker.alone !== undefined) {
         const probation = this.probation.get(worker.alone);
         if (probation?.worker === worker && !this.quarantined.has(worker.alone)) probation.worker = this.spawn(undefined, worker.alone);
@@ -357,7 +407,7 @@ export class SandboxPool {
     this.probation.delete(name);
     const w = probation.worker;
     w.retiring = true;
-    if (w.inflight.size === 0) w.child.kill('SIGTERM');
+    this.stopIfRetired(w);
     this.log.info({ service: name }, 'probation ended; the service runs at home again');
   }
 
@@ -372,7 +422,6 @@ export class SandboxPool {
           if (!('invalid' in result) && result.error?.stack) result.error.stack = this.services.get(call.request.service)?.positions.rewrite(result.error.stack) ?? result.error.stack;
           this.settle(call, 'invalid' in result ? new SvcError('SERVICE_OUTPUT_INVALID', `Invalid service output: ${result.invalid}`) : result);
         }
-        if (worker.retiring && worker.inflight.size === 0) worker.child.kill('SIGTERM');
         return;
       }
       case 'hostcall': {
@@ -390,6 +439,7 @@ export class SandboxPool {
         worker.deploys.delete(message.did);
         if (message.ok && message.meta) d.done({ ok: true, meta: message.meta as ServiceMeta });
         else d.done({ ok: false, error: (message.error ?? 'deploy failed').slice(0, 4000) });
+        this.stopIfRetired(worker);
         return;
       }
       case 'ready':
@@ -420,7 +470,47 @@ export class SandboxPool {
       this.drainWaiting();
     }
     worker.state = 'ready';
+    worker.readyMb = residentMb(worker.child.pid);
+    if (worker.successor) this.promote(worker);
     this.drainWaiting();
+  }
+
+  /** A process stopped on purpose ends once nothing it runs is owed an answer. */
+  private stopIfRetired(w: SandboxWorker): void {
+    if (w.retiring && w.inflight.size === 0 && w.deploys.size === 0 && w.live) w.child.kill('SIGTERM');
+  }
+
+  /** A ready successor takes its slot; the home it replaces takes no new calls and ends when done. */
+  private promote(next: SandboxWorker): void {
+    const slot = next.slot!;
+    this.successors.delete(slot);
+    next.successor = false;
+    const old = this.homes[slot]!;
+    this.homes[slot] = next;
+    old.retiring = true;
+    this.stopIfRetired(old);
+    this.log.info({ pid: next.child.pid, replaced: old.child.pid }, 'a sandbox process idle after a load was replaced by a fresh one, to give its memory back');
+  }
+
+  /** RecyclePolicy: at most one replacement under way at a time; memory is read only after a quiet period. */
+  private recycleIdle(now: number, policy: RecyclePolicy): void {
+    for (const w of this.homes) {
+      if (w.sent !== w.seenSent || w.inflight.size || w.deploys.size) {
+        w.seenSent = w.sent;
+        w.quietSince = now;
+        continue;
+      }
+      if (this.successors.size || w.state !== 'ready' || w.recycled || now - w.quietSince < policy.idleMs) continue;
+      // Memory does not grow while idle: looked at once per quiet period.
+      w.quietSince = now;
+      const mb = residentMb(w.child.pid);
+      if (mb === undefined || mb <= policy.aboveMb || mb < (w.readyMb ?? 0) + RECYCLE_GROWTH_MB) continue;
+      w.recycled = true;
+      const next = this.spawn(w.slot, undefined);
+      next.successor = true;
+      this.successors.set(w.slot!, next);
+      this.log.info({ pid: w.child.pid, residentMb: Math.round(mb) }, 'sandbox process idle after a load; starting a fresh one to replace it');
+    }
   }
 
   private nextToHold(worker: SandboxWorker): [string, ServiceCode] | undefined {
@@ -453,6 +543,7 @@ export class SandboxPool {
   private liveWorkers(): SandboxWorker[] {
     const out = this.homes.filter((w) => w.live);
     for (const p of this.probation.values()) if (p.worker.live) out.push(p.worker);
+    for (const w of this.successors.values()) if (w.live) out.push(w);
     return out;
   }
 
@@ -576,6 +667,7 @@ export class SandboxPool {
       return;
     }
     call.worker = worker;
+    worker.sent++;
     worker.inflight.set(call.id, call);
     // callId goes first so the isolate can route host calls; the rest is the request as it is.
     worker.send({ t: 'call', id: call.id, svc: call.request.service }, `{"callId":${call.id},${json.slice(1)}`, raw);
@@ -613,6 +705,7 @@ export class SandboxPool {
       }
     }
     for (const [name, p] of this.probation) if (now > p.until) this.endProbation(name);
+    if (this.caps.recycle) this.recycleIdle(now, this.caps.recycle);
   }
 
   /** Why a service is quarantined, or undefined. */
@@ -635,7 +728,7 @@ export class SandboxPool {
     clearInterval(this.sweeper);
     for (const call of [...this.pending.values()]) this.settle(call, new SvcError('SERVICE_UNAVAILABLE'));
     this.waiting = [];
-    const all = [...this.homes, ...[...this.probation.values()].map((p) => p.worker)];
+    const all = [...this.homes, ...[...this.probation.values()].map((p) => p.worker), ...this.successors.values()];
     await Promise.all(
       all.map(
         (w) =>
