@@ -52,6 +52,8 @@ if (kind === 'upstream') {
   // A POST with a small JSON body and answer: the HTTP-only floor of a publish.
   app.post('/echo', async (req) => ({ msg_id: String((req.body as { data?: unknown }).data !== undefined) }));
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  // An orderly exit, so that BENCH_PROF's --cpu-prof writes its profile.
+  process.on('SIGTERM', () => process.exit(0));
   process.stdout.write(`READY ${url} ${process.pid}\n`);
 } else {
   // Imported here only: the bare target's memory is Fastify's alone.

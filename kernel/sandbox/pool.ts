@@ -1,17 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Socket } from 'node:net';
-import { buildSync } from 'esbuild';
+import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
 import { SvcError } from '../errors.ts';
-import { isolatedVmEntry } from './ivm.ts';
-import { Wire } from './wire.ts';
 import { ServicePositions } from './source-map.ts';
 import { residentMb } from './resident.ts';
-import { parseInvokeResult, readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
+import { acquireWorkerBundle, releaseWorkerBundle, sandboxEnv, SandboxWorker, type DeployKind, type DeployOutcome, type PendingCall } from './process.ts';
+import { parseInvokeResult, type InvokeRequest, type InvokeResult, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
+
+export type { DeployOutcome };
 
 export interface PoolCaps extends SandboxCaps {
   /** Calls in flight on one sandbox process before new calls go to the next one. */
@@ -35,47 +30,6 @@ export interface RecyclePolicy {
 
 /** Answers a host call the sandbox forwarded; resolves with the reply envelope as JSON, never rejects. */
 export type HostCallHandler = (op: string, argsJson: string, invocation: InvokeRequest) => Promise<string>;
-
-export type DeployOutcome = { ok: true; meta: ServiceMeta } | { ok: false; error: string };
-
-const WORKER_SOURCE = fileURLToPath(new URL('./worker.ts', import.meta.url));
-
-/**
- * The sandbox process's code as one plain JavaScript file, built once per kernel process.
- * Starting `node` on it takes about 0.15 s where loading the TypeScript through a loader took
- * 0.55 s, and that is how long the services of a crashed process wait for its replacement.
- */
-let workerBundle: { dir: string; file: string; users: number } | undefined;
-function acquireWorkerBundle(): string {
-  if (!workerBundle) {
-    const out = buildSync({
-      entryPoints: [WORKER_SOURCE],
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      write: false,
-      external: ['isolated-vm'],
-    });
-    // The bundle lives outside the project, so the native module is imported from where npm
-    // installed the line for this Node (kernel/native.ts).
-    const ivmUrl = pathToFileURL(isolatedVmEntry()).href;
-    const code = out.outputFiles[0]!.text.replace(/from\s*"isolated-vm"/, `from ${JSON.stringify(ivmUrl)}`);
-    if (!code.includes(ivmUrl)) throw new Error('sandbox worker bundle: isolated-vm import not found');
-    const dir = mkdtempSync(join(tmpdir(), 'svc-sandbox-'));
-    const file = join(dir, 'worker.mjs');
-    writeFileSync(file, code, { mode: 0o600 });
-    workerBundle = { dir, file, users: 0 };
-  }
-  workerBundle.users++;
-  return workerBundle.file;
-}
-function releaseWorkerBundle(): void {
-  if (workerBundle && --workerBundle.users === 0) {
-    rmSync(workerBundle.dir, { recursive: true, force: true });
-    workerBundle = undefined;
-  }
-}
 
 /** A call is answered by this long after its service's time limit, whatever the sandbox does. */
 export const CALL_MARGIN_MS = 500;
@@ -101,16 +55,6 @@ const DEPLOY_WEDGED_MS = 30_000;
 /** How long a deploy waits for a sandbox process to become ready. */
 const READY_WAIT_MS = 30_000;
 
-/**
- * Sandbox processes get a minimal environment: the kernel's may hold secrets (`${ENV}` values
- * of the config), and nothing in a sandbox needs them.
- */
-function sandboxEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { NODE_OPTIONS: '' };
-  for (const name of ['PATH', 'TMPDIR', 'TZ', 'LANG', 'SVC_WIRE_STATS']) if (process.env[name] !== undefined) env[name] = process.env[name];
-  return env;
-}
-
 /** A call's outcome label from the code that ended it: SANDBOX_CRASHED → crashed, SERVICE_TIMEOUT → timeout. */
 function outcomeOf(code: string): string {
   return code.replace(/^(SERVICE|SANDBOX)_/, '').toLowerCase();
@@ -131,20 +75,6 @@ export interface CallInFlight {
   queued: boolean;
 }
 
-interface PendingCall {
-  id: number;
-  request: InvokeRequest;
-  /** When the kernel answers it whatever the sandbox does. */
-  deadline: number;
-  worker: SandboxWorker | undefined;
-  /** It made host calls: their tally is closed when it ends. */
-  calledHost: boolean;
-  resolve: (r: InvokeResult) => void;
-  reject: (e: unknown) => void;
-}
-
-type DeployKind = 'probe' | 'spread' | 'replay';
-
 interface ServiceCode {
   file: string;
   code: string;
@@ -154,62 +84,6 @@ interface ServiceCode {
   /** The memory limit it declared, so a process can build its isolate once, not twice. */
   memoryMb: number | undefined;
   positions: ServicePositions;
-}
-
-/** One sandbox process: a home slot, or a probation process that runs one service alone. */
-class SandboxWorker {
-  readonly wire: Wire;
-  state: 'starting' | 'ready' | 'dead' = 'starting';
-  readonly inflight = new Map<number, PendingCall>();
-  /** Deploys sent and not answered, in the order the process runs them. */
-  readonly deploys = new Map<number, { name: string; kind: DeployKind; done: (o: DeployOutcome) => void }>();
-  /** Service versions this process holds. */
-  readonly holds = new Map<string, number>();
-  lastHeard = Date.now();
-  /** Stopped on purpose (probation ended, replaced after a load): its exit is not a crash. */
-  retiring = false;
-  /** Calls sent to it so far: the pool's sweep tells from it whether the process was idle. */
-  sent = 0;
-  /** `sent` when the sweep last looked, and since when it has not changed. */
-  seenSent = 0;
-  quietSince = Date.now();
-  /** Resident MB when it became ready (RecyclePolicy). */
-  readyMb: number | undefined;
-  /** Started to take over a home slot once ready; not a home until then. */
-  successor = false;
-  /** A successor was started for it: it is never recycled twice. */
-  recycled = false;
-
-  constructor(
-    readonly slot: number | undefined,
-    readonly alone: string | undefined,
-    readonly child: ChildProcess,
-    onMessage: (w: SandboxWorker, m: SandboxMessage, body: string) => void,
-    onViolation: (w: SandboxWorker, why: string) => void,
-    maxLine: number,
-  ) {
-    const channel = child.stdio[3] as Socket;
-    // A process that dies with data unread on the pipe resets it; its exit is handled in 'exit'.
-    channel.on('error', () => undefined);
-    this.wire = new Wire(channel, {
-      maxLine,
-      onViolation: (why) => onViolation(this, why),
-      onMessage: (header, body) => {
-        this.lastHeard = Date.now();
-        const message = readSandboxMessage(header);
-        if (message) onMessage(this, message, body);
-        else onViolation(this, 'a message of unknown shape');
-      },
-    });
-  }
-
-  send(message: KernelMessage, body?: string, raw?: string): void {
-    this.wire.send(message, body, raw);
-  }
-
-  get live(): boolean {
-    return this.state !== 'dead';
-  }
 }
 
 /**
