@@ -72,6 +72,15 @@ export const serverSchema = z
       .describe('CIDR ranges whose X-Svc-Forwarded-For / X-Forwarded-For headers are honoured; absent means every peer is trusted.'),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level.'),
     body_limit: z.number().int().min(0).max(1024 * MiB).default(MiB).describe('Default request body limit of a channel, in bytes.'),
+    request_timeout_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(3_600_000)
+      .default(120_000)
+      .describe(
+        'Longest a client may take to send a whole request, headers and body, in ms: past it the request is answered 408 with its CID and its connection closed, so a client that sends slowly cannot hold a connection for good. Read when a listener starts (the channel and admin listeners); 0 turns the limit off.',
+      ),
     drain_timeout_ms: z
       .number()
       .int()

@@ -1,9 +1,8 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
-import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { ERRORS, errorBody, type ErrorCode } from '../errors.ts';
+import { ERRORS, errorBody } from '../errors.ts';
+import { clientErrorReply, listenerTimeouts } from '../../sdk/plugin/client-error.ts';
 import { HTTP_METHODS } from '../../sdk/http.ts';
 import type { ServerConfig } from '../config/schema.ts';
 import { HttpExchange } from './exchange.ts';
@@ -52,30 +51,14 @@ function parseQuery(search: string): Record<string, string | string[]> {
  * unread until a data format plugin asks for them, so authentication and rate limiting run
  * before a single body byte is read.
  */
-/**
- * Requests Node's parser refuses (a malformed request line, bytes not allowed in a header,
- * headers over the size limit) never reach a route: they are answered here, on the socket,
- * with svc's error body and a CID like every other answer.
- */
-function clientErrorReply(nextCid: () => string, log: Logger) {
-  return (err: NodeJS.ErrnoException, socket: Duplex): void => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const code: ErrorCode = err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'MALFORMED_REQUEST';
-    const { status, message } = ERRORS[code];
-    const cid = nextCid();
-    const body = JSON.stringify(errorBody(cid, message));
-    log.debug({ cid, code: err.code }, 'request refused by the HTTP parser');
-    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nx-svc-cid: ${cid}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
-  };
-}
-
 export function buildHttp(deps: HttpDeps): FastifyInstance {
   const nextCid = cidGenerator();
+  const requestTimeout = deps.server().request_timeout_ms;
   const app = Fastify({
     clientErrorHandler: clientErrorReply(nextCid, deps.log),
+    // Fastify's default is no limit: a client that sends a body slowly would hold its connection for good.
+    requestTimeout,
+    http: listenerTimeouts(requestTimeout),
     loggerInstance: deps.log,
     // No child logger per request: most requests log one line. Exchange.log makes one on demand.
     childLoggerFactory: (logger: Logger) => logger,

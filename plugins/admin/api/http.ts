@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { ERRORS, errorBody, openApiDocument, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { clientErrorReply, listenerTimeouts, ERRORS, errorBody, openApiDocument, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { Actor, AdminAuth } from './auth.ts';
 import type { EndpointRegistry } from './endpoints.ts';
 import { IssuesError } from './errors.ts';
@@ -33,7 +33,16 @@ const PUBLIC = new Set([`${API}/login`]);
 
 /** The admin listener's app: its own Fastify, apart from the channel listener. Every answer carries X-Svc-CID; errors are svc's body. */
 export function buildAdminApp({ kernel, auth, resources, pages, endpoints, version }: AdminHttpDeps): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, trustProxy: false });
+  const requestTimeout = kernel.server().request_timeout_ms;
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 1024 * 1024,
+    trustProxy: false,
+    // As on the channel listener: malformed and slow requests get svc's body with a CID, and slow ones a time limit.
+    clientErrorHandler: clientErrorReply(() => kernel.newCid(), kernel.log),
+    requestTimeout,
+    http: listenerTimeouts(requestTimeout),
+  });
   app.decorateRequest('cid', '');
   app.decorateRequest('actor', undefined as unknown as Actor);
 
