@@ -33,6 +33,7 @@ export const ERRORS = {
   SERVICE_QUARANTINED: { status: 503, message: 'Service is quarantined after crashing its sandbox repeatedly' },
   QUEUE_FULL: { status: 503, message: 'Queue is full' },
   SHUTTING_DOWN: { status: 503, message: 'Server is shutting down' },
+  STEP_TIMEOUT: { status: 503, message: 'A request step did not finish in time' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

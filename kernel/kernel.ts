@@ -16,7 +16,8 @@ import type { DataStore } from '../sdk/plugin/store.ts';
 import { startServiceRunner, type ServiceRunner } from './sandbox/runner.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
 import { serviceControls } from './services/control.ts';
-import { buildChain, serviceSteps, type ActivePlugin, type ChannelRuntime } from './http/chain.ts';
+import { buildChain, expireStep, serviceSteps, type ActivePlugin, type ChainWatch, type ChannelRuntime } from './http/chain.ts';
+import { StepWatch } from './platform/step-watch.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
 import { buildHttp, cidGenerator } from './http/app.ts';
 import { invokeRequestOf } from './sandbox/request.ts';
@@ -60,6 +61,7 @@ export class Kernel {
   readonly app: FastifyInstance;
   readonly api: KernelApi;
   private router: ChannelRouter;
+  private readonly steps: ChainWatch;
   private trusted: PeerFilter | undefined;
   private readonly routes: PluginRoute[] = [];
   private readonly controlOps = new Map<string, ControlOp>();
@@ -116,7 +118,8 @@ export class Kernel {
       sandboxStats: () => pool.stats(),
     };
     this.router = new ChannelRouter([]);
-    this.app = buildHttp({ log, accessLog, router: () => this.router, server: () => this.configStore.current().server, trusted: () => this.trusted, closing: () => this.closing });
+    this.steps = new StepWatch(configStore.current().server.step_timeout_ms, expireStep);
+    this.app = buildHttp({ log, accessLog, router: () => this.router, server: () => this.configStore.current().server, trusted: () => this.trusted, closing: () => this.closing, steps: this.steps });
   }
 
   static async create(opts: KernelOptions): Promise<Kernel> {
@@ -183,6 +186,7 @@ export class Kernel {
         buildChain(channel, config, this.active, this.api, route ? { invoke: () => route.handler, onError: route.onError } : serviceSteps(channel, this.active, this.services, invoke)),
       ),
     );
+    this.steps.limitMs = config.server.step_timeout_ms;
     const proxies = config.server.trusted_proxies;
     this.trusted = trustedProxies(proxies);
     if (!proxies) this.log.warn('server.trusted_proxies is not set: X-Svc-Forwarded-For and X-Forwarded-For are honoured from any client, which can then pick the address rate limits see');
@@ -253,10 +257,11 @@ export class Kernel {
       }
     }
     await this.store.close();
+    this.steps.close();
   }
 }
 
-const EMPTY_RUNTIME: ChannelRuntime = { channel: {} as Channel, steps: [], onError: [], onResponse: [] };
+const EMPTY_RUNTIME: ChannelRuntime = { channel: {} as Channel, steps: [], onError: [], onResponse: [], serviceStep: -1 };
 
 /** What hook factories see of a plugin route: a channel with no service, no security and no data format unless the route says. */
 function routeChannel(route: PluginRoute): Channel {

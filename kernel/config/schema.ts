@@ -72,6 +72,15 @@ export const serverSchema = z
       .describe('CIDR ranges whose X-Svc-Forwarded-For / X-Forwarded-For headers are honoured; absent means every peer is trusted.'),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level.'),
     body_limit: z.number().int().min(0).max(1024 * MiB).default(MiB).describe('Default request body limit of a channel, in bytes.'),
+    step_timeout_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(3_600_000)
+      .default(60_000)
+      .describe(
+        "Longest a request may wait on one step of its channel's chain once it has arrived whole (a body being parsed, a credential checked against the store, a plugin's handler), in ms: past it the request is answered 503 STEP_TIMEOUT with its CID and the step is logged. The service call has its own limit (sandbox.timeout_ms). A guard against a step that never finishes; 0 turns it off.",
+      ),
     request_timeout_ms: z
       .number()
       .int()

@@ -6,7 +6,7 @@ import { clientErrorReply, listenerTimeouts } from '../../sdk/plugin/client-erro
 import { HTTP_METHODS } from '../../sdk/http.ts';
 import type { ServerConfig } from '../config/schema.ts';
 import { HttpExchange } from './exchange.ts';
-import { replyWithError, runChain } from './chain.ts';
+import { replyWithError, runChain, type ChainWatch } from './chain.ts';
 import type { ChannelRouter } from './router.ts';
 import type { PeerFilter } from './client-address.ts';
 import type { AccessLog } from '../platform/log.ts';
@@ -28,6 +28,8 @@ export interface HttpDeps {
   trusted: () => PeerFilter | undefined;
   /** True once shutdown began: responses then close their connection, so draining ends. */
   closing: () => boolean;
+  /** Bounds the chain steps that have no limit of their own (server.step_timeout_ms). */
+  steps?: ChainWatch;
 }
 
 function splitUrl(url: string): { path: string; search: string } {
@@ -117,7 +119,7 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
       const server = deps.server();
       const ex = new HttpExchange(request, reply, rt.channel, match.params, parseQuery(search), path, rt.channel.body_limit ?? server.body_limit, deps.trusted(), deps.closing);
       if (match.kind === 'method') await replyWithError(rt.onError, ex, new SvcError('METHOD_NOT_ALLOWED', undefined, { headers: { allow: match.allow } }));
-      else await runChain(rt, ex);
+      else await runChain(rt, ex, deps.steps);
       if (!ex.replied) await replyWithError(rt.onError, ex, new SvcError('INTERNAL', 'No reply was produced'));
       // Last resort: whatever a step did, this request gets an answer (or, mid-body, loses its socket).
       if (!reply.sent && !ex.dropped) {

@@ -7,6 +7,7 @@ import type { InvokeRequest, InvokeResult } from '../sandbox/protocol.ts';
 import { sendDraft, type HttpExchange } from './exchange.ts';
 import { prepareInput } from './input.ts';
 import { invokeService } from './invoke.ts';
+import type { StepWatch } from '../platform/step-watch.ts';
 
 export interface ActivePlugin {
   plugin: Plugin;
@@ -19,7 +20,12 @@ export interface ChannelRuntime {
   steps: HookFn[];
   onError: ErrorHookFn[];
   onResponse: HookFn[];
+  /** Index in `steps` of the service call, which answers within its own limit (-1: none). */
+  serviceStep: number;
 }
+
+/** Requests whose chain steps are bounded in time (server.step_timeout_ms). */
+export type ChainWatch = StepWatch<HttpExchange, ChannelRuntime>;
 
 /** How many plugin steps a channel's chain has in each phase. */
 export type ChainShape = Readonly<Record<(typeof CHAIN_PHASES)[number], number>>;
@@ -30,6 +36,8 @@ export interface OwnSteps {
   validate?: HookFn;
   /** Runs last in the invoke phase, after plugins' invoke hooks (one that replies replaces it); built knowing the plugins' steps. */
   invoke: (shape: ChainShape) => HookFn;
+  /** The invoke step is the service call, bounded by the service's own time limit (not a plugin route's handler). */
+  invokeHasOwnLimit?: boolean;
   /** Runs before plugins' onError hooks. */
   onError?: ErrorHookFn;
 }
@@ -48,14 +56,18 @@ export function buildChain(channel: Channel, config: SvcConfig, plugins: readonl
   const byPhase = CHAIN_PHASES.map((phase) => tapped(phase) as HookFn[]);
   const shape = Object.fromEntries(CHAIN_PHASES.map((phase, i) => [phase, byPhase[i]!.length])) as ChainShape;
   const chain: HookFn[] = [];
+  let serviceStep = -1;
   CHAIN_PHASES.forEach((phase, i) => {
     if (phase === 'validate' && own.validate) chain.push(own.validate);
     chain.push(...byPhase[i]!);
-    if (phase === 'invoke') chain.push(own.invoke(shape));
+    if (phase === 'invoke') {
+      if (own.invokeHasOwnLimit) serviceStep = chain.length;
+      chain.push(own.invoke(shape));
+    }
   });
   const onError = tapped('onError') as ErrorHookFn[];
   if (own.onError) onError.unshift(own.onError);
-  return { channel, steps: chain, onError, onResponse: tapped('onResponse') as HookFn[] };
+  return { channel, steps: chain, onError, onResponse: tapped('onResponse') as HookFn[], serviceStep };
 }
 
 /** A channel's own steps: input merged and checked against the service's model, then the service called. */
@@ -68,21 +80,49 @@ export function serviceSteps(channel: Channel, plugins: readonly ActivePlugin[],
   // The service's value may come back as JSON text when the JSON format's serializer is the only step that would read it.
   const jsonReply = plugins.some(({ plugin }) => plugin.contributes?.jsonReplyFormats?.includes(channel.data_format));
   const replyJson = (shape: ChainShape) => jsonReply && shape.serialize === 1;
-  return { validate: prepareInput(channel, registry, textFormat), invoke: (shape) => invokeService(channel, invoke, bodyJson(shape), replyJson(shape)) };
+  return { validate: prepareInput(channel, registry, textFormat), invoke: (shape) => invokeService(channel, invoke, bodyJson(shape), replyJson(shape)), invokeHasOwnLimit: true };
 }
 
-/** Runs a chain; awaits only steps that returned a promise, and stops once a reply went out. */
-export async function runChain(rt: ChannelRuntime, ex: HttpExchange): Promise<void> {
+/**
+ * Runs a chain; awaits only steps that returned a promise, and stops once a reply went out.
+ * With a watch, a request whose awaited step (other than the service call) runs past the step
+ * limit is answered by the watch (expireStep); the step may settle later and finds it answered.
+ */
+export async function runChain(rt: ChannelRuntime, ex: HttpExchange, watch?: ChainWatch): Promise<void> {
+  let watched = false;
   try {
-    for (const step of rt.steps) {
-      const pending = step(ex);
-      if (pending) await pending;
+    const steps = rt.steps;
+    for (let i = 0; i < steps.length; i++) {
+      const pending = steps[i]!(ex);
+      if (pending) {
+        if (watch) {
+          ex.stepUntil = i === rt.serviceStep ? Infinity : watch.deadline();
+          if (!watched) watch.watch(ex, rt);
+          watched = true;
+        }
+        await pending;
+      }
       if (ex.replied) return;
     }
     sendDraft(ex);
   } catch (err) {
     await replyWithError(rt.onError, ex, err);
+  } finally {
+    if (watched) watch!.unwatch(ex);
   }
+}
+
+/**
+ * What a watch does with a request whose step overran: 503 STEP_TIMEOUT, logged with the step's
+ * name. A request whose body is still arriving is left to server.request_timeout_ms (false: its
+ * step gets the whole limit again), so a slow upload is a 408, not this.
+ */
+export function expireStep(ex: HttpExchange, rt: ChannelRuntime): boolean {
+  if (ex.replied) return true;
+  if (!ex.request.raw.complete) return false;
+  ex.log.warn({ channel: rt.channel.name }, 'a request step did not finish within server.step_timeout_ms; the request was answered 503');
+  void replyWithError(rt.onError, ex, new SvcError('STEP_TIMEOUT'));
+  return true;
 }
 
 export async function replyWithError(hooks: readonly ErrorHookFn[], ex: HttpExchange, err: unknown): Promise<void> {

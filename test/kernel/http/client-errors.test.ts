@@ -1,6 +1,6 @@
-import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
+import { parseRaw, rawHttp } from '../../helpers/raw-http.ts';
 
 let k: TestKernel;
 beforeAll(async () => {
@@ -12,26 +12,8 @@ beforeAll(async () => {
 });
 afterAll(() => k?.close());
 
-/** Sends raw bytes and reads until the server closes the connection. */
-function raw(text: string): Promise<string> {
-  const { port, hostname } = new URL(k.url!);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let got = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (c: string) => (got += c));
-    socket.on('end', () => resolve(got));
-    socket.on('error', reject);
-    socket.end(text);
-  });
-}
-
-function parse(response: string): { status: number; cid: string | undefined; body: Record<string, unknown> } {
-  const [head, body] = response.split('\r\n\r\n');
-  const status = Number(head!.split(' ')[1]);
-  const cid = /\r\nx-svc-cid: ([0-9a-f]+)/i.exec(head!)?.[1];
-  return { status, cid, body: JSON.parse(body!) as Record<string, unknown> };
-}
+const raw = async (text: string) => (await rawHttp(k.url!, text, { end: true })).response;
+const parse = parseRaw;
 
 it.each([
   ['headers over 16 KiB', `GET /ok HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'Request header fields too large'],

@@ -1,6 +1,6 @@
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdmin, type AdminKernel } from '../../plugins/admin/api/support.ts';
+import { parseRaw, rawHttp } from '../../helpers/raw-http.ts';
 
 /**
  * server.request_timeout_ms: a client that takes longer than this to send a whole request
@@ -22,26 +22,8 @@ channel_rest:
 }, 60_000);
 afterAll(() => k?.close());
 
-/** Sends `first`, then nothing more (or `rest` after `restAfterMs`); resolves with what came back and when the server closed. */
-function slowClient(base: string, first: string, rest?: { text: string; afterMs: number }): Promise<{ response: string; closedAfterMs: number }> {
-  const { port, hostname } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const socket = connect(Number(port), hostname);
-    let response = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (c: string) => (response += c));
-    socket.on('close', () => resolve({ response, closedAfterMs: Date.now() - started }));
-    socket.on('error', reject);
-    socket.write(first);
-    if (rest) setTimeout(() => socket.writable && socket.write(rest.text), rest.afterMs);
-  });
-}
-
-function parse(response: string): { status: number; cid: string | undefined; body: Record<string, unknown> } {
-  const [head, body] = response.split('\r\n\r\n');
-  return { status: Number(head!.split(' ')[1]), cid: /\r\nx-svc-cid: ([0-9a-f]+)/i.exec(head!)?.[1], body: JSON.parse(body!) as Record<string, unknown> };
-}
+const slowClient = (base: string, first: string, later?: { text: string; afterMs: number }) => rawHttp(base, first, { later });
+const parse = parseRaw;
 
 const slowBody = 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":';
 

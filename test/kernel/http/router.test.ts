@@ -3,7 +3,7 @@ import { ChannelRouter, toRoutePattern, type RouteEntry } from '../../../kernel/
 import type { ChannelRuntime } from '../../../kernel/http/chain.ts';
 import type { Channel } from '../../../kernel/config/schema.ts';
 
-const runtime = (name: string): ChannelRuntime => ({ channel: { name } as Channel, steps: [], onError: [], onResponse: [] });
+const runtime = (name: string): ChannelRuntime => ({ channel: { name } as Channel, steps: [], onError: [], onResponse: [], serviceStep: -1 });
 const entry = (name: string, url: string, methods?: string[]): RouteEntry => ({ runtime: runtime(name), pattern: toRoutePattern(url), methods, path: ['channel_rest', name] });
 
 describe('ChannelRouter', () => {

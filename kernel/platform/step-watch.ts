@@ -1,0 +1,59 @@
+/**
+ * A bound on how long a request waits on a step of its chain. The service call has its own
+ * limit (its time limit plus the pool's margin) and the request's arrival has
+ * `server.request_timeout_ms`; every other step (a body being parsed, a credential checked
+ * against the store, a plugin's handler or invoke hook) had none, so a step that never settled
+ * (a parser bug, a store that stopped answering) held its request and connection for good.
+ *
+ * One timer for the whole kernel, not one per request: a request enters the watch when a step
+ * of it first awaits, and the deadlines are read from a coarse clock the timer keeps (off by at
+ * most one tick). A request past its deadline goes to `expire`, which answers it, or says it is
+ * not to be cut yet (its body is still arriving): then its step gets the whole limit again.
+ */
+export class StepWatch<R extends { stepUntil: number }, C> {
+  private readonly waiting = new Map<R, C>();
+  private timer: NodeJS.Timeout | undefined;
+  /** Coarse time, advanced by the timer. */
+  private now = Date.now();
+
+  constructor(
+    /** 0: no limit. */
+    public limitMs: number,
+    /** Answers a request whose step overran and returns true, or returns false to give it the limit again. */
+    private readonly expire: (request: R, context: C) => boolean,
+    private readonly tickMs = 250,
+  ) {}
+
+  /** Deadline of a step starting now. */
+  deadline(): number {
+    return this.limitMs > 0 ? this.now + this.limitMs : Infinity;
+  }
+
+  watch(request: R, context: C): void {
+    this.waiting.set(request, context);
+    if (!this.timer) {
+      this.now = Date.now();
+      this.timer = setInterval(() => this.sweep(), this.tickMs);
+      this.timer.unref();
+    }
+  }
+
+  unwatch(request: R): void {
+    this.waiting.delete(request);
+  }
+
+  private sweep(): void {
+    this.now = Date.now();
+    for (const [request, context] of this.waiting) {
+      if (request.stepUntil > this.now) continue;
+      if (this.expire(request, context)) this.waiting.delete(request);
+      else request.stepUntil = this.deadline();
+    }
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.waiting.clear();
+  }
+}
