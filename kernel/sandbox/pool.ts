@@ -258,17 +258,16 @@ export class SandboxPool {
     this.deaths.set(key, recent);
     const delay = recent.length <= 1 ? 0 : Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (recent.length - 2));
     setTimeout(() => {
-      if (this.closing) return;
+      // Another process may hold the slot by now (a successor promoted meanwhile).
+      if (this.closing || (worker.slot !== undefined && this.homes[worker.slot] !== worker)) return;
       this.restarts++;
       if (worker.slot !== undefined) {
-        if (this.homes[worker.slot] !== worker) return;
         // A successor already starting for this slot takes it over.
         const next = this.successors.get(worker.slot);
         this.successors.delete(worker.slot);
         if (next) next.successor = false;
         this.homes[worker.slot] = next ?? this.spawn(worker.slot, undefined);
-      }
-      else if (worker.alone !== undefined) {
+      } else if (worker.alone !== undefined) {
         const probation = this.probation.get(worker.alone);
         if (probation?.worker === worker && !this.quarantined.has(worker.alone)) probation.worker = this.spawn(undefined, worker.alone);
       }
