@@ -113,8 +113,8 @@ export async function runChain(rt: ChannelRuntime, ex: HttpExchange, watch?: Cha
 }
 
 /**
- * What a watch does with a request whose step overran: 503 STEP_TIMEOUT, logged with the step's
- * name. A request whose body is still arriving is left to server.request_timeout_ms (false: its
+ * What a watch does with a request whose step overran: 503 STEP_TIMEOUT, logged with its
+ * channel. A request whose body is still arriving is left to server.request_timeout_ms (false: its
  * step gets the whole limit again), so a slow upload is a 408, not this.
  */
 export function expireStep(ex: HttpExchange, rt: ChannelRuntime): boolean {
