@@ -119,7 +119,8 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
       const server = deps.server();
       const ex = new HttpExchange(request, reply, rt.channel, match.params, parseQuery(search), path, rt.channel.body_limit ?? server.body_limit, deps.trusted(), deps.closing);
       if (match.kind === 'method') await replyWithError(rt.onError, ex, new SvcError('METHOD_NOT_ALLOWED', undefined, { headers: { allow: match.allow } }));
-      else await runChain(rt, ex, deps.steps);
+      // The watch costs every request a little: only when a limit is set.
+      else await runChain(rt, ex, server.step_timeout_ms > 0 ? deps.steps : undefined);
       if (!ex.replied) await replyWithError(rt.onError, ex, new SvcError('INTERNAL', 'No reply was produced'));
       // Last resort: whatever a step did, this request gets an answer (or, mid-body, loses its socket).
       if (!reply.sent && !ex.dropped) {
