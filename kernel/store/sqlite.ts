@@ -8,6 +8,13 @@ import { ChangeListeners, MAX_NOTIFY_PAYLOAD, type DataStore, type Migration, ty
 const OPEN = new Map<string, Set<SqliteStore>>();
 
 /**
+ * Concurrent fdatasyncs of one WAL. More than one lets a commit's flush start while the previous
+ * one is still on the disk, which shortens a durable publish's wait (docs/decisions/kernel.md).
+ * Each takes a thread of libuv's pool (4 by default): three leave one to DNS lookups and files.
+ */
+const MAX_FLUSHES = 3;
+
+/**
  * The embedded store: one SQLite file in WAL mode at synchronous=NORMAL, so a commit is a
  * write() of WAL frames (it survives a process crash, not yet a power loss). Durability is an
  * fdatasync of the WAL file, run off the event loop (libuv's thread pool) after the commit:
@@ -29,9 +36,9 @@ export class SqliteStore implements DataStore {
   private durableBatch: DurableJob[] | undefined;
   private readonly walFile: string | undefined;
   private walFd: number | undefined;
-  /** The flush in progress, and the one queued behind it for commits made after it started. */
-  private flushing: Promise<void> | undefined;
-  private nextFlush: Promise<void> | undefined;
+  /** Flushes in progress (at most MAX_FLUSHES), and the one queued for callers that found them all busy. */
+  private readonly flushing = new Set<Promise<void>>();
+  private queuedFlush: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void } | undefined;
   private flushes = 0;
   private readonly listeners = new ChangeListeners((err, topic) => process.emitWarning(`store listener of '${topic}' failed: ${(err as Error).message}`));
   private readonly key: string | undefined;
@@ -117,18 +124,21 @@ export class SqliteStore implements DataStore {
   }
 
   /**
-   * Resolves once every transaction committed before the call is on stable storage. Flushes
-   * are coalesced: while one runs, later callers share the single next one, which starts when
-   * the running one ends (that one may have begun before their commits were written).
+   * Resolves once every transaction committed before the call is on stable storage: an
+   * fdatasync of the WAL begun after the call. Up to MAX_FLUSHES run at once, so a commit made
+   * while one flush runs need not wait for it to end before its own begins (the disk works on
+   * both); past that, callers share one queued flush, which starts as soon as one ends.
    */
   sync(): Promise<void> {
     if (this.walFile === undefined) return Promise.resolve();
-    if (this.flushing === undefined) return this.startFlush();
-    const after = this.flushing.catch(() => undefined);
-    return (this.nextFlush ??= after.then(() => {
-      this.nextFlush = undefined;
-      return this.startFlush();
-    }));
+    if (this.flushing.size < MAX_FLUSHES) return this.startFlush();
+    if (!this.queuedFlush) {
+      let resolve!: () => void;
+      let reject!: (err: unknown) => void;
+      const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+      this.queuedFlush = { promise, resolve, reject };
+    }
+    return this.queuedFlush.promise;
   }
 
   /** Flushes completed (tests: durable commits went through sync()). */
@@ -140,16 +150,17 @@ export class SqliteStore implements DataStore {
     const flush = new Promise<void>((resolve, reject) => {
       // A failed flush fails its waiters only, as a failed COMMIT does at synchronous=FULL.
       fdatasync(this.walDescriptor(), (err) => {
+        this.flushing.delete(flush);
+        // The queued flush takes the freed place at once, before any later caller could.
+        const queued = this.queuedFlush;
+        this.queuedFlush = undefined;
+        if (queued) this.startFlush().then(queued.resolve, queued.reject);
         if (err) return reject(err);
         this.flushes++;
         resolve();
       });
     });
-    this.flushing = flush;
-    const done = () => {
-      if (this.flushing === flush) this.flushing = undefined;
-    };
-    flush.then(done, done);
+    this.flushing.add(flush);
     return flush;
   }
 
@@ -242,7 +253,7 @@ export class SqliteStore implements DataStore {
     if (this.key !== undefined) OPEN.get(this.key)?.delete(this);
     if (OPEN.get(this.key ?? '')?.size === 0) OPEN.delete(this.key!);
     await this.tail;
-    await Promise.allSettled([this.flushing, this.nextFlush]);
+    await Promise.allSettled([...this.flushing, this.queuedFlush?.promise]);
     this.db.close();
     if (this.walFd !== undefined) closeSync(this.walFd);
     this.walFd = undefined;

@@ -14,8 +14,8 @@ interface Pending {
  * Every write of the engine goes through here, in order. Writes that arrive while the previous
  * transaction commits (or within the same event-loop turn) share the next transaction. A
  * transaction commits without waiting for the disk; its durable writes resolve once the store's
- * sync() says the commit is on stable storage. Meanwhile the next transactions commit, and one
- * flush covers all of them (group commit, pipelined: the event loop never waits for the disk).
+ * sync() says the commit is on stable storage. Meanwhile the next transactions commit and their
+ * flushes start beside it (group commit, pipelined: the event loop never waits for the disk).
  */
 export class GroupCommitter {
   private pending: Pending[] = [];
