@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { residentMb } from '../../../kernel/sandbox/resident.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 
@@ -77,7 +77,6 @@ describe('idle_ms: 0', () => {
 describe('isolates built at deploy', () => {
   const many: Record<string, string> = {};
   for (let i = 0; i < 20; i++) many[`s${i}.js`] = `import { service } from 'svc/sdk';\nconst name = 's${i}';\nexport default service({ handle: () => name });`;
-  const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
   const manyConfig = (idleMs: number) => `
 server: { sandbox: { workers: 1, idle_ms: ${idleMs} } }
 channel_rest:
@@ -92,7 +91,7 @@ ${Object.keys(many)
     try {
       const res = await fetch(`${k.url}/s7`);
       expect(await res.json()).toBe('s7');
-      return rssMb(k.kernel.pool.pids()[0]!);
+      return residentMb(k.kernel.pool.pids()[0])!;
     } finally {
       await k.close();
     }
