@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ERRORS, errorBody } from '../errors.ts';
@@ -49,6 +49,21 @@ function parseQuery(search: string): Record<string, string | string[]> {
 }
 
 /**
+ * Writes the access line where Fastify reports a finished response (its log controller, told of
+ * every response once it finished or failed), not from an onResponse hook, which would cost
+ * each request a pass through Fastify's hook runner. Fastify's own request lines stay off.
+ */
+class AccessLogController extends LogController {
+  constructor(private readonly accessLog: AccessLog) {
+    super({ disableRequestLogging: true, requestIdLogLabel: 'cid' });
+  }
+
+  override requestCompleted(_error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    this.accessLog(request.id, (request as unknown as { svcChannel?: string }).svcChannel, request.method, request.url, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100);
+  }
+}
+
+/**
  * Fastify does HTTP; routing, the hook chains and replies are the kernel's. Bodies are left
  * unread until a data format plugin asks for them, so authentication and rate limiting run
  * before a single body byte is read.
@@ -64,8 +79,8 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
     loggerInstance: deps.log,
     // No child logger per request: most requests log one line. Exchange.log makes one on demand.
     childLoggerFactory: (logger: Logger) => logger,
-    // One log line per request comes from our onResponse hook, with the channel in it.
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'cid' }),
+    // One log line per request, with the channel in it, is written when Fastify reports the response finished.
+    logController: deps.accessLog ? new AccessLogController(deps.accessLog) : new LogController({ disableRequestLogging: true, requestIdLogLabel: 'cid' }),
     genReqId: nextCid,
     requestIdHeader: false,
     // Requests that reach a route while closing are refused by serveChannel, with the CID and svc's body.
@@ -80,14 +95,6 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
   // The CID header and, once shutdown began, `connection: close` are set where each answer is
   // made (the channel route, the two handlers below, sendDraft), not by onRequest and onSend
   // hooks: a hook costs every request a pass through Fastify's hook runner.
-  const accessLog = deps.accessLog;
-  if (accessLog) {
-    app.addHook('onResponse', function logRequest(request, reply, done) {
-      accessLog(request.id, (request as unknown as { svcChannel?: string }).svcChannel, request.method, request.url, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100);
-      done();
-    });
-  }
-
   app.setNotFoundHandler((request, reply) => {
     reply.header('x-svc-cid', request.id);
     if (deps.closing()) reply.header('connection', 'close');
