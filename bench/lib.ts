@@ -141,6 +141,16 @@ export function median(xs: number[]): number {
 }
 
 /**
+ * The lowest and highest of one round's ratio to the same round's baseline (`ratios[round]`),
+ * as `0.55–0.63`: how far a ratio moves between rounds of one run on this machine, beside the
+ * ratio of medians the tables lead with.
+ */
+export function roundSpread(values: readonly number[], baseline: readonly number[]): string {
+  const ratios = values.map((v, r) => v / baseline[r]!);
+  return `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`;
+}
+
+/**
  * Measures several cases ROUNDS times, interleaved, each round starting one case later (so no
  * case always runs right after the same neighbour); results[case][round], for medians.
  */

@@ -4,7 +4,7 @@
  * at log level warn, and Node-RED running the same trivial flow. Every server in its own
  * process, all started once; rounds interleaved, medians reported.
  */
-import { describeProcesses, load, median, printGrid, processTree, rounds, rssMb, startProcess, startSvcCli, THREE_RATE_RULES, type Load, type Running } from '../lib.ts';
+import { describeProcesses, load, median, printGrid, processTree, rounds, roundSpread, rssMb, startProcess, startSvcCli, THREE_RATE_RULES, type Load, type Running } from '../lib.ts';
 import { DOCUMENT_SIZES, jsonBody } from './documents.ts';
 import { startNodeRed } from './node-red.ts';
 
@@ -123,6 +123,7 @@ export async function compareChannels(title: string, cases: ChannelCase[]): Prom
         c.name,
         String(Math.round(m((l) => l.rps))),
         (m((l) => l.rps) / bareRps).toFixed(2),
+        i === 0 ? '' : roundSpread(ls.map((l) => l.rps), results[0]!.map((r) => r.l.rps)),
         String(m((l) => l.p50)),
         String(m((l) => l.p99)),
         `${m((l) => l.cost!.serverUs).toFixed(0)} (${m((l) => l.cost!.mainUs).toFixed(0)})`,
@@ -134,7 +135,7 @@ export async function compareChannels(title: string, cases: ChannelCase[]): Prom
     });
     printGrid(
       `${title}, ${CONNECTIONS} connections (medians of ${results[0]!.length} interleaved rounds${FRESH ? ', each server started afresh per round' : ''})`,
-      ['case', 'req/s', 'vs bare', 'p50 ms', 'p99 ms', 'server CPU µs/req (main process)', 'load-gen CPU µs/req', 'RSS idle MB', 'RSS load MB', 'note'],
+      ['case', 'req/s', 'vs bare', 'vs bare, one round (lowest–highest)', 'p50 ms', 'p99 ms', 'server CPU µs/req (main process)', 'load-gen CPU µs/req', 'RSS idle MB', 'RSS load MB', 'note'],
       rows,
     );
   } finally {

@@ -4,7 +4,7 @@
  * RabbitMQ with publisher confirms on a classic durable and a quorum queue. Rounds interleaved,
  * medians reported; ratios against the quorum queue.
  */
-import { drain, getter, getterLoop, load, median, printGrid, processTree, PUBSUB, publishRequest, rounds, startSvcCli, type Load } from '../lib.ts';
+import { drain, getter, getterLoop, load, median, printGrid, processTree, PUBSUB, publishRequest, rounds, roundSpread, startSvcCli, type Load } from '../lib.ts';
 import type { QueueKind, Rabbit } from './rabbitmq.ts';
 
 const PUBLISHERS = 50;
@@ -71,6 +71,7 @@ export async function durablePublish(rabbit: Rabbit | string): Promise<void> {
         c.name,
         String(Math.round(rate(i))),
         quorum ? (rate(i) / quorum).toFixed(2) : '',
+        quorum && i !== 5 ? roundSpread(ls.map((l) => l.rps), results[5]!.map((r) => r.l.rps)) : '',
         String(m((l) => l.p50)),
         String(m((l) => l.p99)),
         ls[0]!.cost ? `${m((l) => l.cost!.serverUs).toFixed(0)} (${m((l) => l.cost!.mainUs).toFixed(0)})` : '',
@@ -81,7 +82,7 @@ export async function durablePublish(rabbit: Rabbit | string): Promise<void> {
     });
     printGrid(
       `Peers: durable publish, ${PUBLISHERS} publishers each awaiting its answer (medians of ${results[0]!.length} interleaved rounds)`,
-      ['case', 'msg/s', 'vs RabbitMQ quorum', 'p50 ms', 'p99 ms', 'server CPU µs/msg (main process)', 'load-gen CPU µs/msg', 'RSS load MB', 'note'],
+      ['case', 'msg/s', 'vs RabbitMQ quorum', 'vs quorum, one round (lowest–highest)', 'p50 ms', 'p99 ms', 'server CPU µs/msg (main process)', 'load-gen CPU µs/msg', 'RSS load MB', 'note'],
       rows,
     );
     if (typeof rabbit === 'string') console.log(`\nRabbitMQ rows skipped: ${rabbit.replace(/\.$/, '')}.`);
