@@ -543,7 +543,7 @@ export class SandboxPool {
     worker.sent++;
     worker.inflight.set(call.id, call);
     // callId goes first so the isolate can route host calls; the rest is the request as it is.
-    worker.send({ t: 'call', id: call.id, svc: call.request.service }, `{"callId":${call.id},${json.slice(1)}`, raw);
+    worker.sendCall(call.id, call.request.service, `{"callId":${call.id},${json.slice(1)}`, raw);
   }
 
   private drainWaiting(): void {

@@ -127,6 +127,11 @@ export class SandboxWorker {
     this.wire.send(message, body, raw);
   }
 
+  /** A call's message (`{ t: 'call', id, svc }`), its header written without JSON.stringify. */
+  sendCall(id: number, service: string, body: string, raw: string | undefined): void {
+    this.wire.sendHeaderJson('{"t":"call","id":' + id + ',"svc":' + JSON.stringify(service) + '}', body, raw);
+  }
+
   get live(): boolean {
     return this.state !== 'dead';
   }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { HTTP_METHODS } from '../../sdk/http.ts';
 
 export type { InvokeRequest, DeliveryInfo, TraceContext } from '../../sdk/internal/invoke-request.ts';
+import { PLAIN_200_ENVELOPE } from '../../sdk/internal/invoke-request.ts';
 
 const deliveryInfoSchema = z
   .object({
@@ -176,6 +177,10 @@ export function parseInvokeResult(text: string, bodyJsonWanted = false): InvokeR
   // `<envelope>\t<body JSON>`: the body encoded apart (InvokeRequest.replyBodyJson). JSON text
   // never holds a raw tab, so the first one ends the envelope.
   const tab = text.indexOf('\t');
+  // What most calls send, a 200 with no headers, type or logs and the body apart, is known without parsing.
+  if (bodyJsonWanted && tab === PLAIN_200_ENVELOPE.length && text.startsWith(PLAIN_200_ENVELOPE) && tab + 1 < text.length) {
+    return { status: 200, headers: Object.create(null) as Record<string, string>, bodyJson: text.slice(tab + 1) };
+  }
   let raw: unknown;
   try {
     raw = JSON.parse(tab === -1 ? text : text.slice(0, tab));

@@ -71,3 +71,10 @@ export interface DeliveryInfo {
   /** The CID the event was accepted with (each attempt has its own `ctx.cid`). */
   cid: string;
 }
+
+/**
+ * The result envelope of a 200 with nothing set on the response (no headers, type or logs), as
+ * JSON.stringify writes it: the runtime sends it without encoding it, and the kernel recognises
+ * it without parsing it (kernel/sandbox/protocol.ts).
+ */
+export const PLAIN_200_ENVELOPE = '{"status":200,"headers":{},"logs":[]}';

@@ -3,7 +3,7 @@
 // so a service that overwrites JSON or globals affects only itself.
 import type { Context, Delivery, ResponseControl, ServiceDefinition, UploadedFile, User } from '../context.ts';
 import { ServiceError } from '../errors.ts';
-import type { InvokeRequest } from './invoke-request.ts';
+import { PLAIN_200_ENVELOPE, type InvokeRequest } from './invoke-request.ts';
 import { fromBase64, toBase64, utf8Encode } from './bytes.ts';
 import { HTTP_METHODS } from '../http.ts';
 
@@ -227,13 +227,13 @@ function finish(envelope: Record<string, unknown>): string {
  * decoding it (InvokeRequest.replyBodyJson). Only for what its JSON format would encode the same
  * way: a body whose JSON is a string (a Date, a toJSON returning one) stays in the envelope.
  */
-function finishApart(envelope: Record<string, unknown>, out: unknown): string {
+function finishApart(envelope: Record<string, unknown>, out: unknown, plain: boolean): string {
   let body: string | undefined;
   let text: string;
   try {
     body = stringify(out) as string | undefined;
     if (body === undefined || body.charCodeAt(0) === 34 /* " */) return finish({ ...envelope, body: out });
-    text = stringify(envelope) + '\t' + body;
+    text = (plain ? PLAIN_200_ENVELOPE : stringify(envelope)) + '\t' + body;
   } catch {
     return finish({ ...envelope, body: out });
   }
@@ -252,8 +252,11 @@ function succeeded(ctx: CallContext, out: unknown, bodyApart: boolean): string {
   } else if (out instanceof ArrayBuffer) {
     envelope.body = toBase64(new Uint8Array(out));
     envelope.bodyEncoding = 'base64';
-  } else if (bodyApart && out !== undefined && typeof out !== 'string' && typeof out !== 'function' && typeof out !== 'symbol') return finishApart(envelope, out);
-  else envelope.body = out;
+  } else if (bodyApart && out !== undefined && typeof out !== 'string' && typeof out !== 'function' && typeof out !== 'symbol') {
+    // Nothing set on the response: the envelope every such call sends, without encoding it again.
+    const plain = status === 200 && r.contentType === undefined && ctx.logs.length === 0 && isEmpty(r.headers);
+    return finishApart(envelope, out, plain);
+  } else envelope.body = out;
   return finish(envelope);
 }
 

@@ -60,6 +60,20 @@ export default service({
 });
 `;
 
+// Sets nothing on the response unless asked: the runtime and the kernel then take the plain 200's short way.
+const PLAIN = `import { service } from 'svc/sdk';
+export default service({
+  handle: (ctx) => {
+    if (ctx.query.log) ctx.log.info('logged by plain');
+    if (ctx.query.header) ctx.response.headers['x-set'] = 'yes';
+    if (ctx.query.status) ctx.response.status = Number(ctx.query.status);
+    if (ctx.query.type) ctx.response.contentType = ctx.query.type;
+    return { plain: true, list: [1, 'é'] };
+  },
+});
+`;
+
+const logs: Array<Record<string, unknown>> = [];
 let k: TestKernel;
 beforeAll(async () => {
   k = await startKernel({
@@ -68,8 +82,10 @@ channel_rest:
   - { name: values, url_path: /values, service: values, security: none }
   - { name: wrapped, url_path: /wrapped, service: values, security: none }
   - { name: xml, url_path: /xml, service: values, security: none, data_format: xml }
+  - { name: plain, url_path: /plain, service: plain, security: none }
 `,
-    services: { 'values.ts': VALUES },
+    services: { 'values.ts': VALUES, 'plain.ts': PLAIN },
+    logs,
     extraPlugins: [wrapper],
   });
 });
@@ -127,6 +143,28 @@ describe('a JSON channel answers a returned value with its JSON text', () => {
       expect(res.statusCode).toBe(500);
       expect(res.json().cid).toBe(res.headers['x-svc-cid']);
     }
+  });
+});
+
+describe('a 200 with nothing set on the response', () => {
+  it('answers the same whether or not anything was set beside the value', async () => {
+    const body = JSON.stringify({ plain: true, list: [1, 'é'] });
+    const plain = await get('/plain');
+    expect(plain.statusCode).toBe(200);
+    expect(plain.headers['content-type']).toBe(JSON_TYPE);
+    expect(plain.body).toBe(body);
+    const logged = await get('/plain?log=1');
+    expect(logged.body).toBe(body);
+    expect(logs.some((l) => l.msg === 'logged by plain' && l.cid === logged.headers['x-svc-cid'])).toBe(true);
+    const withHeader = await get('/plain?header=1');
+    expect(withHeader.headers['x-set']).toBe('yes');
+    expect(withHeader.body).toBe(body);
+    const created = await get('/plain?status=201');
+    expect(created.statusCode).toBe(201);
+    expect(created.body).toBe(body);
+    const typed = await get('/plain?type=application/vnd.x%2Bjson');
+    expect(typed.headers['content-type']).toMatch(/^application\/vnd\.x\+json/);
+    expect(typed.body).toBe(body);
   });
 });
 

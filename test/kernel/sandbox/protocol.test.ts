@@ -1,7 +1,7 @@
 import { socketpair } from './socketpair.ts';
 import { describe, expect, it, vi } from 'vitest';
 import { parseInvokeResult, readSandboxMessage } from '../../../kernel/sandbox/protocol.ts';
-import { Wire } from '../../../kernel/sandbox/wire.ts';
+import { quickHeader, Wire } from '../../../kernel/sandbox/wire.ts';
 
 describe('result envelopes from a sandbox', () => {
   it('accepts a well-formed result and builds headers without a prototype', () => {
@@ -56,6 +56,19 @@ describe('result envelopes from a sandbox', () => {
     expect('invalid' in r && r.invalid).toContain(why);
   });
 
+  it('reads the plain 200 with its body apart without parsing, as the full check would', () => {
+    const text = '{"status":200,"headers":{},"logs":[]}\t{"hello":"world"}';
+    const quick = parseInvokeResult(text, true);
+    if ('invalid' in quick) throw new Error(quick.invalid);
+    expect(quick).toEqual({ status: 200, headers: {}, bodyJson: '{"hello":"world"}' });
+    expect(Object.getPrototypeOf(quick.headers)).toBeNull();
+    // Not asked for the body apart: parsed, as before.
+    expect(parseInvokeResult(text)).toMatchObject({ status: 200, body: { hello: 'world' } });
+    // Anything else about it goes the long way, and is refused where it does not fit.
+    expect(parseInvokeResult('{"status":200,"headers":{},"logs":[]}\t', true)).toEqual({ invalid: 'an empty JSON body' });
+    expect(parseInvokeResult('{"status":200,"headers":{},"logs":[] }\t{}', true)).toMatchObject({ status: 200, bodyJson: '{}' });
+  });
+
   it('trims logs and long error messages instead of refusing them', () => {
     const logs = Array.from({ length: 300 }, (_, i) => ['info', 'x'.repeat(i === 0 ? 10_000 : 1)]).concat([['nope', 'x'], [1, 2]] as never);
     const r = parseInvokeResult(JSON.stringify({ status: 500, error: { kind: 'BadRequest', message: 'm'.repeat(10_000) }, logs }));
@@ -75,6 +88,35 @@ describe('sandbox → kernel message headers', () => {
     expect(readSandboxMessage({ t: 'hostcall', id: 1, seq: 1, op: 'x'.repeat(201) })).toBeUndefined();
     expect(readSandboxMessage({ t: 'nope' })).toBeUndefined();
     expect(readSandboxMessage('string')).toBeUndefined();
+  });
+});
+
+describe('message headers read without JSON.parse', () => {
+  it('reads what JSON.parse would, and leaves every other text to it', () => {
+    const read = ['{"t":"result","id":7}', '{"t":"call","id":1234567,"svc":"hello"}', '{"t":"call","id":0,"svc":"a b/é€😀"}', '{"t":"ready","id":10}'];
+    for (const text of read) expect(quickHeader(text, text.length)).toEqual(JSON.parse(text));
+    const left = [
+      '{"t":"result","id":07}', // a leading zero: not JSON
+      '{"t":"result","id":1234567890123456}', // past 15 digits
+      '{"t":"result","id":-1}',
+      '{"t":"result","id":1.5}',
+      '{"t":"Result","id":1}',
+      '{"t":"result","id":1,"fail":"X"}',
+      '{"t":"result", "id":1}',
+      '{"t":"result","id":1}x',
+      '{"t":"result","id":}',
+      '{"t":"","id":1}',
+      '{"t":"call","id":1,"svc":"a\\"b"}',
+      '{"t":"call","id":1,"svc":"a\\u0041"}',
+      '{"t":"call","id":1,"svc":""}',
+      '{"t":"call","id":1,"svc":"a"',
+      '{"t":"call","id":1,"svc":"a\tb"}',
+      '{"t":"ready"}',
+    ];
+    for (const text of left) expect(quickHeader(text, text.length), text).toBeUndefined();
+    // Only the header part of a line counts.
+    const line = '{"t":"result","id":3}\t{"status":200}';
+    expect(quickHeader(line, line.indexOf('\t'))).toEqual({ t: 'result', id: 3 });
   });
 });
 
