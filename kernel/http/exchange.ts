@@ -90,6 +90,21 @@ export class HttpExchange implements Exchange {
     if ((length === undefined || length === '0') && this.headers['transfer-encoding'] === undefined) return Promise.resolve((this.rawBody = EMPTY));
     if (Number(length) > limit) return Promise.reject(this.tooLarge());
     const request = this.request.raw;
+    if (this.allBuffered(request, length)) return this.takeBuffered(request, limit);
+    // A small body usually arrives in the same read as its headers, and Node's parser hands it to
+    // the stream just after the request's first steps ran: look again once that is done.
+    return Promise.resolve().then(() => (this.allBuffered(request, length) ? this.takeBuffered(request, limit) : this.listen(request, limit)));
+  }
+
+  /** Every byte of a body of known length is in the stream's buffer, and nothing else reads the stream. */
+  private allBuffered(request: FastifyRequest['raw'], length: string | string[] | undefined): boolean {
+    if (request.readableFlowing !== null || request.destroyed) return false;
+    if (request.complete) return true;
+    const expected = typeof length === 'string' ? Number(length) : NaN;
+    return Number.isSafeInteger(expected) && request.readableLength >= expected;
+  }
+
+  private listen(request: FastifyRequest['raw'], limit: number): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -116,6 +131,14 @@ export class HttpExchange implements Exchange {
         if (!request.complete) reject(Object.assign(new Error('The client closed the connection before the body was complete'), { code: 'ECONNRESET' }));
       });
     });
+  }
+
+  /** Takes a body the stream already holds: without listeners, events or closures per request. */
+  private takeBuffered(request: FastifyRequest['raw'], limit: number): Promise<Buffer> {
+    const body = (request.read() as Buffer | null) ?? EMPTY;
+    if (body.length > limit) return Promise.reject(this.tooLarge());
+    this.rawBody = body;
+    return Promise.resolve(body);
   }
 
   private tooLarge(): SvcError {
