@@ -105,6 +105,9 @@ export class HttpExchange implements Exchange {
   }
 
   private listen(request: FastifyRequest['raw'], limit: number): Promise<Buffer> {
+    // Destroyed while this step waited for the parser (a client gone, a malformed body): its
+    // 'close' may already have been emitted, and no listener would ever hear of it.
+    if (request.destroyed) return Promise.reject(closedEarly());
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -128,7 +131,7 @@ export class HttpExchange implements Exchange {
         resolve(this.rawBody);
       });
       request.once('close', () => {
-        if (!request.complete) reject(Object.assign(new Error('The client closed the connection before the body was complete'), { code: 'ECONNRESET' }));
+        if (!request.complete) reject(closedEarly());
       });
     });
   }
@@ -188,6 +191,10 @@ export class HttpExchange implements Exchange {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+function closedEarly(): Error {
+  return Object.assign(new Error('The client closed the connection before the body was complete'), { code: 'ECONNRESET' });
+}
 
 
 const EMPTY_BODY_STATUSES = new Set([204, 304]);
