@@ -99,14 +99,11 @@ export class HttpExchange implements Exchange {
   /** Every byte of a body of known length is in the stream's buffer, and nothing else reads the stream. */
   private allBuffered(request: FastifyRequest['raw'], length: string | string[] | undefined): boolean {
     if (request.readableFlowing !== null || request.destroyed) return false;
-    if (request.complete) return true;
-    const expected = typeof length === 'string' ? Number(length) : NaN;
-    return Number.isSafeInteger(expected) && request.readableLength >= expected;
+    return request.complete || (typeof length === 'string' && Number.isSafeInteger(Number(length)) && request.readableLength >= Number(length));
   }
 
   private listen(request: FastifyRequest['raw'], limit: number): Promise<Buffer> {
-    // Destroyed while this step waited for the parser (a client gone, a malformed body): its
-    // 'close' may already have been emitted, and no listener would ever hear of it.
+    // Destroyed while this step waited (client gone, malformed body): its 'close' may be past.
     if (request.destroyed) return Promise.reject(closedEarly());
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
@@ -139,9 +136,7 @@ export class HttpExchange implements Exchange {
   /** Takes a body the stream already holds: without listeners, events or closures per request. */
   private takeBuffered(request: FastifyRequest['raw'], limit: number): Promise<Buffer> {
     const body = (request.read() as Buffer | null) ?? EMPTY;
-    if (body.length > limit) return Promise.reject(this.tooLarge());
-    this.rawBody = body;
-    return Promise.resolve(body);
+    return body.length > limit ? Promise.reject(this.tooLarge()) : Promise.resolve((this.rawBody = body));
   }
 
   private tooLarge(): SvcError {
@@ -192,9 +187,7 @@ export class HttpExchange implements Exchange {
 
 const EMPTY = Buffer.alloc(0);
 
-function closedEarly(): Error {
-  return Object.assign(new Error('The client closed the connection before the body was complete'), { code: 'ECONNRESET' });
-}
+const closedEarly = (): Error => Object.assign(new Error('The client closed the connection before the body was complete'), { code: 'ECONNRESET' });
 
 
 const EMPTY_BODY_STATUSES = new Set([204, 304]);
