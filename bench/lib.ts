@@ -24,7 +24,7 @@ export interface CannonRequest {
   headers?: Record<string, string>;
   body?: string;
 }
-type CannonOptions = { url: string; connections: number; duration: number; method?: string; body?: string; headers?: Record<string, string>; requests?: CannonRequest[] };
+type CannonOptions = { url: string; connections: number; duration: number; overallRate?: number; method?: string; body?: string; headers?: Record<string, string>; requests?: CannonRequest[] };
 const autocannon = createRequire(import.meta.url)('autocannon') as (opts: CannonOptions) => Promise<CannonResult>;
 
 export interface Load {
@@ -231,6 +231,20 @@ function cpuTicks(pids: number[]): number {
   return pids.reduce((sum, pid) => sum + (procStat(pid)?.ticks ?? 0), 0);
 }
 
+/** Sum of /proc/PID/smaps_rollup lines matching `field` over processes, MB. */
+function rollupMb(pids: number[], field: RegExp): number {
+  let kb = 0;
+  for (const pid of pids) {
+    try {
+      const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+      for (const m of rollup.matchAll(field)) kb += Number(m[1]);
+    } catch {
+      /* the process is gone */
+    }
+  }
+  return Math.round(kb / 1024);
+}
+
 /**
  * Private memory (USS) of processes, MB: resident pages no other process maps
  * (Private_Clean + Private_Dirty of /proc/PID/smaps_rollup), what the machine gets back when a
@@ -238,16 +252,12 @@ function cpuTicks(pids: number[]): number {
  * 33 MB of each svc process, are counted again in the kernel and in every sandbox process.
  */
 export function privateMb(pids: number[]): number {
-  let kb = 0;
-  for (const pid of pids) {
-    try {
-      const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-      for (const m of rollup.matchAll(/^Private_(?:Clean|Dirty):\s+(\d+) kB/gm)) kb += Number(m[1]);
-    } catch {
-      /* the process is gone */
-    }
-  }
-  return Math.round(kb / 1024);
+  return rollupMb(pids, /^Private_(?:Clean|Dirty):\s+(\d+) kB/gm);
+}
+
+/** Proportional set size (PSS) of processes, MB: private pages, plus each shared page divided by the number of processes mapping it. */
+export function pssMb(pids: number[]): number {
+  return rollupMb(pids, /^Pss:\s+(\d+) kB/gm);
 }
 
 /** A process's children (/proc/PID/task/PID/children): the sandbox processes of a kernel, as they are now. */

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { isolatedVmEntry } from '../../kernel/sandbox/ivm.ts';
-import { childPids, CLK_TCK, CONNECTIONS, load, privateMb, procStat, rssMb, SECONDS, withSvc, type CannonRequest, type Target } from '../lib.ts';
+import { readFileSync } from 'node:fs';
+import { childPids, CLK_TCK, CONNECTIONS, load, privateMb, procStat, pssMb, rssMb, SECONDS, withSvc, type CannonRequest, type Target } from '../lib.ts';
 
 /**
  * Issue 14: resident memory (VmRSS) of the default server, kernel and each sandbox process, with
@@ -28,7 +29,9 @@ function serviceCode(i: number): string {
   ].join('\n');
 }
 
-const names = Array.from({ length: SERVICES }, (_, i) => `mem${String(i).padStart(2, '0')}`);
+const namesOf = (count: number) => Array.from({ length: count }, (_, i) => `mem${String(i).padStart(2, '0')}`);
+/** Service counts of the slope table, run with one sandbox process: as many isolates at work in it. */
+const SLOPE_COUNTS = (process.env.BENCH_MEMORY_SLOPE ?? '1,3,5,7,10').split(',').filter(Boolean).map(Number);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Snapshot {
@@ -36,19 +39,21 @@ interface Snapshot {
   sandboxes: number[];
   /** Private memory (USS) of each sandbox process: its RSS less the pages it shares (privateMb). */
   sandboxesPrivate: number[];
+  /** Proportional set size of each sandbox process: its private pages and its share of the shared ones (pssMb). */
+  sandboxesPss: number[];
 }
 
 function snapshot(t: Target): Snapshot {
   // Read afresh: an idle process that grew is replaced by a new one (recycle_idle_ms).
   const kernel = t.pids[0]!;
   const sandboxes = childPids(kernel);
-  return { kernel: rssMb([kernel]), sandboxes: sandboxes.map((p) => rssMb([p])), sandboxesPrivate: sandboxes.map((p) => privateMb([p])) };
+  return { kernel: rssMb([kernel]), sandboxes: sandboxes.map((p) => rssMb([p])), sandboxesPrivate: sandboxes.map((p) => privateMb([p])), sandboxesPss: sandboxes.map((p) => pssMb([p])) };
 }
 
 const peaks = (a: number[], b: number[]) => a.map((v, i) => Math.max(v, b[i] ?? 0));
 
 function maxOf(a: Snapshot, b: Snapshot): Snapshot {
-  return { kernel: Math.max(a.kernel, b.kernel), sandboxes: peaks(a.sandboxes, b.sandboxes), sandboxesPrivate: peaks(a.sandboxesPrivate, b.sandboxesPrivate) };
+  return { kernel: Math.max(a.kernel, b.kernel), sandboxes: peaks(a.sandboxes, b.sandboxes), sandboxesPrivate: peaks(a.sandboxesPrivate, b.sandboxesPrivate), sandboxesPss: peaks(a.sandboxesPss, b.sandboxesPss) };
 }
 
 /** The floor of a sandbox process: `node --no-node-snapshot` with isolated-vm loaded and nothing else. */
@@ -74,23 +79,94 @@ async function underLoad(t: Target, requests: CannonRequest[], rate: number | un
   }
 }
 
-export async function run(): Promise<void> {
+/** RssAnon and RssFile of /proc/PID/status, MB: memory of the process's own, and pages mapped from files (the node binary's, chiefly). */
+function rssParts(pid: number): { anon: number; file: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+    return { anon: Math.round(kb('RssAnon') / 1024), file: Math.round(kb('RssFile') / 1024) };
+  } catch {
+    return { anon: 0, file: 0 };
+  }
+}
+
+function deployment(count: number): { services: Record<string, string>; channel_rest: Array<Record<string, string>>; requests: CannonRequest[] } {
+  const list = namesOf(count);
   const services: Record<string, string> = {};
-  names.forEach((n, i) => (services[`${n}.ts`] = serviceCode(i)));
-  const channel_rest = names.map((n) => ({ name: n, url_path: `/${n}`, service: n, security: 'none' }));
+  list.forEach((n, i) => (services[`${n}.ts`] = serviceCode(i)));
+  return {
+    services,
+    channel_rest: list.map((n) => ({ name: n, url_path: `/${n}`, service: n, security: 'none' })),
+    requests: list.map((n) => ({ method: 'GET', path: `/${n}` })),
+  };
+}
+
+async function callEach(url: string, requests: CannonRequest[]): Promise<void> {
+  for (const { path } of requests) {
+    const res = await fetch(`${url}${path}`);
+    if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
+    await res.arrayBuffer();
+  }
+}
+
+/**
+ * A sandbox process's memory under the fixed-rate load against how many isolates are at work in
+ * it: one fresh server per service count with one sandbox process (`server.sandbox.workers: 1`,
+ * so every service is at home there), every service called in turn. What a process holds
+ * apart from its isolates is the intercept; what each isolate at work adds is the slope.
+ */
+async function slope(): Promise<void> {
+  const rows: string[] = [];
+  const points: Array<[number, number]> = [];
+  for (const count of SLOPE_COUNTS) {
+    const { services, channel_rest, requests } = deployment(count);
+    await withSvc({ server: { sandbox: { workers: 1 } }, channel_rest }, services, async (t) => {
+      await sleep(2000);
+      await callEach(t.url, requests);
+      const pids = childPids(t.pids[0]!);
+      let peak = pids.map((p) => ({ rss: rssMb([p]), pss: pssMb([p]), ...rssParts(p) }));
+      const sample = () => (peak = pids.map((p, i) => {
+        const now = { rss: rssMb([p]), pss: pssMb([p]), ...rssParts(p) };
+        return now.rss > peak[i]!.rss ? now : peak[i]!;
+      }));
+      const sampler = setInterval(sample, 250);
+      let l;
+      try {
+        l = await load(t.url, { requests, overallRate: FIXED_RATE });
+      } finally {
+        clearInterval(sampler);
+      }
+      sample();
+      for (const p of peak) points.push([count, p.rss]);
+      rows.push(`| ${count} | ${peak.map((p) => p.rss).join(' / ')} | ${peak.map((p) => p.anon).join(' / ')} | ${peak.map((p) => p.file).join(' / ')} | ${peak.map((p) => p.pss).join(' / ')} | ${Math.round(l.rps)}${l.non2xx + l.errors ? ` (${l.non2xx + l.errors} non-2xx or errors)` : ''} |`);
+    });
+  }
+  console.log(`\n### Memory: one sandbox process under ${FIXED_RATE} req/s against the isolates at work in it (peak MB)\n`);
+  console.log('| services deployed, each called in turn | RSS | of it anonymous (RssAnon) | of it file-backed (RssFile) | PSS | req/s |');
+  console.log('|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) console.log(r);
+  if (points.length >= 2) {
+    // Least squares over every process of every run.
+    const n = points.length;
+    const mx = points.reduce((a, [x]) => a + x, 0) / n;
+    const my = points.reduce((a, [, y]) => a + y, 0) / n;
+    const sxx = points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+    const b = sxx ? points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0) / sxx : 0;
+    console.log(`\nFit: RSS ≈ ${(my - b * mx).toFixed(1)} MB + ${b.toFixed(2)} MB per isolate at work; 64 MB is reached at ${b > 0 ? ((64 - (my - b * mx)) / b).toFixed(1) : '∞'} isolates at work.`);
+  }
+}
+
+export async function run(): Promise<void> {
+  if (SLOPE_COUNTS.length) await slope();
+  const { services, channel_rest, requests } = deployment(SERVICES);
   const bare = await bareSandboxFloor();
   const rows: Array<{ moment: string; s: Snapshot; note?: string }> = [];
   await withSvc({ channel_rest }, services, async (t) => {
     await sleep(3000);
     rows.push({ moment: `idle, ${SERVICES} services deployed`, s: snapshot(t) });
-    for (const n of names) {
-      const res = await fetch(`${t.url}/${n}`);
-      if (res.status !== 200) throw new Error(`${n} answered ${res.status}: ${await res.text()}`);
-      await res.arrayBuffer();
-    }
+    await callEach(t.url, requests);
     await sleep(1000);
     rows.push({ moment: 'after one call to each service', s: snapshot(t) });
-    const requests: CannonRequest[] = names.map((n) => ({ method: 'GET', path: `/${n}` }));
     for (const rate of [FIXED_RATE, undefined]) {
       const l = await underLoad(t, requests, rate);
       const what = rate ? `${rate} req/s` : `as fast as it goes`;
@@ -109,12 +185,12 @@ export async function run(): Promise<void> {
   });
   console.log(`\n### Memory: ${SERVICES} small services, default config (RSS MB per process)\n`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s per load (after 1 s of warm-up), all ${SERVICES} channels in turn; RSS sampled every 250 ms.\n`);
-  console.log('| moment | kernel | sandbox processes | largest sandbox | sandbox processes, private (USS) | total | note |');
-  console.log('|---|---:|---:|---:|---:|---:|---|');
+  console.log('| moment | kernel | sandbox processes | largest sandbox | sandbox processes, PSS | sandbox processes, private (USS) | total | note |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---|');
   for (const { moment, s, note } of rows) {
     const total = s.kernel + s.sandboxes.reduce((a, b) => a + b, 0);
-    console.log(`| ${moment} | ${s.kernel} | ${s.sandboxes.join(' / ')} | ${Math.max(...s.sandboxes)} | ${s.sandboxesPrivate.join(' / ')} | ${total} | ${note ?? ''} |`);
+    console.log(`| ${moment} | ${s.kernel} | ${s.sandboxes.join(' / ')} | ${Math.max(...s.sandboxes)} | ${s.sandboxesPss.join(' / ')} | ${s.sandboxesPrivate.join(' / ')} | ${total} | ${note ?? ''} |`);
   }
   console.log(`\nFloor of a sandbox process (\`node --no-node-snapshot\` with isolated-vm loaded, nothing else): ${bare.rss} MB RSS, ${bare.private} MB private.`);
-  console.log('RSS counts the pages a process shares with others (the node binary\'s, in every svc process); the total sums RSS, so it counts them once per process. Private (USS): pages no other process maps.');
+  console.log('RSS counts the pages a process shares with others (the node binary\'s, in every svc process); the total sums RSS, so it counts them once per process. PSS: private pages plus each shared page divided among the processes that map it. Private (USS): pages no other process maps.');
 }

@@ -60,6 +60,15 @@ function outcomeOf(code: string): string {
   return code.replace(/^(SERVICE|SANDBOX)_/, '').toLowerCase();
 }
 
+/**
+ * isolated-vm needs --no-node-snapshot. The semi-space cap is for the process's own heap only
+ * (isolated-vm clears the flag before it makes isolates, which size theirs from their memory
+ * limit): under load V8 grew it to 4 MB semi-spaces, 8 MB of resident young generation holding
+ * under 1 MB of live data (batches of call text that die at once). Capped at 1 MB, a sandbox
+ * process under load is ≈ 5 MB smaller, at the same CPU per request (bench/README.md, Memory).
+ */
+const SANDBOX_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=1'];
+
 function homeIndex(service: string, workers: number): number {
   let h = 0;
   for (let i = 0; i < service.length; i++) h = (h * 31 + service.charCodeAt(i)) | 0;
@@ -142,7 +151,7 @@ export class SandboxPool {
   private spawn(slot: number | undefined, alone: string | undefined): SandboxWorker {
     // SVC_SANDBOX_NODE_ARGS adds Node flags to sandbox processes (diagnostics, e.g. --cpu-prof).
     const extra = process.env.SVC_SANDBOX_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    const child = spawn(process.execPath, ['--no-node-snapshot', ...extra, this.workerFile], {
+    const child = spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, this.workerFile], {
       stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
       env: sandboxEnv(),
     });
