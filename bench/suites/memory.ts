@@ -152,7 +152,9 @@ async function slope(): Promise<void> {
     const my = points.reduce((a, [, y]) => a + y, 0) / n;
     const sxx = points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
     const b = sxx ? points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0) / sxx : 0;
-    console.log(`\nFit: RSS ≈ ${(my - b * mx).toFixed(1)} MB + ${b.toFixed(2)} MB per isolate at work; 64 MB is reached at ${b > 0 ? ((64 - (my - b * mx)) / b).toFixed(1) : '∞'} isolates at work.`);
+    const a = my - b * mx;
+    const room = a >= 64 ? 'the process alone is past 64 MB' : b > 0 ? `64 MB is reached at ${((64 - a) / b).toFixed(1)} isolates at work` : 'isolates at work add nothing measurable';
+    console.log(`\nFit: RSS ≈ ${a.toFixed(1)} MB + ${b.toFixed(2)} MB per isolate at work; ${room}.`);
   }
 }
 
