@@ -67,27 +67,37 @@ async function bareSandboxFloor(): Promise<{ rss: number; private: number }> {
   return floor;
 }
 
-/** Runs a load while sampling RSS and private memory every 250 ms; the peak of each process. */
-async function underLoad(t: Target, requests: CannonRequest[], rate: number | undefined): Promise<{ peak: Snapshot; rps: number; bad: number }> {
-  let peak = snapshot(t);
-  const sampler = setInterval(() => (peak = maxOf(peak, snapshot(t))), 250);
+/** Runs a load while reading memory every 250 ms (`read`), keeping the higher of two readings (`higher`): the peak. */
+async function peakUnderLoad<S>(url: string, requests: CannonRequest[], rate: number | undefined, read: () => S, higher: (a: S, b: S) => S): Promise<{ peak: S; rps: number; bad: number }> {
+  let peak = read();
+  const sampler = setInterval(() => (peak = higher(peak, read())), 250);
   try {
-    const l = await load(t.url, { requests, ...(rate ? { overallRate: rate } : {}) });
-    return { peak: maxOf(peak, snapshot(t)), rps: l.rps, bad: l.non2xx + l.errors };
+    const l = await load(url, { requests, ...(rate ? { overallRate: rate } : {}) });
+    return { peak: higher(peak, read()), rps: l.rps, bad: l.non2xx + l.errors };
   } finally {
     clearInterval(sampler);
   }
 }
 
-/** RssAnon and RssFile of /proc/PID/status, MB: memory of the process's own, and pages mapped from files (the node binary's, chiefly). */
-function rssParts(pid: number): { anon: number; file: number } {
+interface ProcessMemory {
+  rss: number;
+  /** RssAnon: the process's own memory. */
+  anon: number;
+  /** RssFile: pages mapped from files, the node binary's chiefly, shared with every other node process. */
+  file: number;
+  pss: number;
+}
+
+/** VmRSS, RssAnon and RssFile of /proc/PID/status (one read), and PSS, MB. */
+function processMemory(pid: number): ProcessMemory {
+  let status = '';
   try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
-    return { anon: Math.round(kb('RssAnon') / 1024), file: Math.round(kb('RssFile') / 1024) };
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
   } catch {
-    return { anon: 0, file: 0 };
+    /* the process is gone */
   }
+  const mb = (field: string) => Math.round(Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) / 1024);
+  return { rss: mb('VmRSS'), anon: mb('RssAnon'), file: mb('RssFile'), pss: pssMb([pid]) };
 }
 
 function deployment(count: number): { services: Record<string, string>; channel_rest: Array<Record<string, string>>; requests: CannonRequest[] } {
@@ -124,21 +134,10 @@ async function slope(): Promise<void> {
       await sleep(2000);
       await callEach(t.url, requests);
       const pids = childPids(t.pids[0]!);
-      let peak = pids.map((p) => ({ rss: rssMb([p]), pss: pssMb([p]), ...rssParts(p) }));
-      const sample = () => (peak = pids.map((p, i) => {
-        const now = { rss: rssMb([p]), pss: pssMb([p]), ...rssParts(p) };
-        return now.rss > peak[i]!.rss ? now : peak[i]!;
-      }));
-      const sampler = setInterval(sample, 250);
-      let l;
-      try {
-        l = await load(t.url, { requests, overallRate: FIXED_RATE });
-      } finally {
-        clearInterval(sampler);
-      }
-      sample();
+      const l = await peakUnderLoad(t.url, requests, FIXED_RATE, () => pids.map(processMemory), (a, b) => a.map((m, i) => (b[i]!.rss > m.rss ? b[i]! : m)));
+      const peak = l.peak;
       for (const p of peak) points.push([count, p.rss]);
-      rows.push(`| ${count} | ${peak.map((p) => p.rss).join(' / ')} | ${peak.map((p) => p.anon).join(' / ')} | ${peak.map((p) => p.file).join(' / ')} | ${peak.map((p) => p.pss).join(' / ')} | ${Math.round(l.rps)}${l.non2xx + l.errors ? ` (${l.non2xx + l.errors} non-2xx or errors)` : ''} |`);
+      rows.push(`| ${count} | ${peak.map((p) => p.rss).join(' / ')} | ${peak.map((p) => p.anon).join(' / ')} | ${peak.map((p) => p.file).join(' / ')} | ${peak.map((p) => p.pss).join(' / ')} | ${Math.round(l.rps)}${l.bad ? ` (${l.bad} non-2xx or errors)` : ''} |`);
     });
   }
   console.log(`\n### Memory: one sandbox process under ${FIXED_RATE} req/s against the isolates at work in it (peak MB)\n`);
@@ -170,7 +169,7 @@ export async function run(): Promise<void> {
     await sleep(1000);
     rows.push({ moment: 'after one call to each service', s: snapshot(t) });
     for (const rate of [FIXED_RATE, undefined]) {
-      const l = await underLoad(t, requests, rate);
+      const l = await peakUnderLoad(t.url, requests, rate, () => snapshot(t), maxOf);
       const what = rate ? `${rate} req/s` : `as fast as it goes`;
       rows.push({ moment: `under load, ${what} (peak)`, s: l.peak, note: `${Math.round(l.rps)} req/s${l.bad ? `, ${l.bad} non-2xx or errors` : ''}` });
     }
