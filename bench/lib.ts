@@ -248,8 +248,8 @@ function rollupMb(pids: number[], field: RegExp): number {
 /**
  * Private memory (USS) of processes, MB: resident pages no other process maps
  * (Private_Clean + Private_Dirty of /proc/PID/smaps_rollup), what the machine gets back when a
- * process exits. RSS also counts pages shared with other processes: the node binary's, about
- * 33 MB of each svc process, are counted again in the kernel and in every sandbox process.
+ * process exits. RSS also counts pages shared with other processes: the node binary's, 33–41 MB
+ * of each svc process (more under load), are counted again in the kernel and in every sandbox process.
  */
 export function privateMb(pids: number[]): number {
   return rollupMb(pids, /^Private_(?:Clean|Dirty):\s+(\d+) kB/gm);

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { isolatedVmEntry } from '../../kernel/sandbox/ivm.ts';
+import { SANDBOX_NODE_FLAGS } from '../../kernel/sandbox/pool.ts';
 import { readFileSync } from 'node:fs';
 import { childPids, CLK_TCK, CONNECTIONS, load, privateMb, procStat, pssMb, rssMb, SECONDS, withSvc, type CannonRequest, type Target } from '../lib.ts';
 
@@ -56,10 +57,10 @@ function maxOf(a: Snapshot, b: Snapshot): Snapshot {
   return { kernel: Math.max(a.kernel, b.kernel), sandboxes: peaks(a.sandboxes, b.sandboxes), sandboxesPrivate: peaks(a.sandboxesPrivate, b.sandboxesPrivate), sandboxesPss: peaks(a.sandboxesPss, b.sandboxesPss) };
 }
 
-/** The floor of a sandbox process: `node --no-node-snapshot` with isolated-vm loaded and nothing else. */
+/** The floor of a sandbox process: node with a sandbox process's flags and isolated-vm loaded, nothing else. */
 async function bareSandboxFloor(): Promise<{ rss: number; private: number }> {
   const code = `require(${JSON.stringify(isolatedVmEntry())}); setInterval(() => {}, 1000); process.stdout.write('up\\n')`;
-  const child = spawn(process.execPath, ['--no-node-snapshot', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...SANDBOX_NODE_FLAGS, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((r) => child.stdout!.once('data', () => r()));
   await sleep(1000);
   const floor = { rss: rssMb([child.pid!]), private: privateMb([child.pid!]) };
@@ -192,6 +193,6 @@ export async function run(): Promise<void> {
     const total = s.kernel + s.sandboxes.reduce((a, b) => a + b, 0);
     console.log(`| ${moment} | ${s.kernel} | ${s.sandboxes.join(' / ')} | ${Math.max(...s.sandboxes)} | ${s.sandboxesPss.join(' / ')} | ${s.sandboxesPrivate.join(' / ')} | ${total} | ${note ?? ''} |`);
   }
-  console.log(`\nFloor of a sandbox process (\`node --no-node-snapshot\` with isolated-vm loaded, nothing else): ${bare.rss} MB RSS, ${bare.private} MB private.`);
+  console.log(`\nFloor of a sandbox process (\`node ${SANDBOX_NODE_FLAGS.join(' ')}\` with isolated-vm loaded, nothing else): ${bare.rss} MB RSS, ${bare.private} MB private.`);
   console.log('RSS counts the pages a process shares with others (the node binary\'s, in every svc process); the total sums RSS, so it counts them once per process. PSS: private pages plus each shared page divided among the processes that map it. Private (USS): pages no other process maps.');
 }

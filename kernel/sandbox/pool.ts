@@ -67,7 +67,7 @@ function outcomeOf(code: string): string {
  * under 1 MB of live data (batches of call text that die at once). Capped at 1 MB, a sandbox
  * process under load is ≈ 5 MB smaller, at the same CPU per request (bench/README.md, Memory).
  */
-const SANDBOX_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=1'];
+export const SANDBOX_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=1'];
 
 function homeIndex(service: string, workers: number): number {
   let h = 0;
