@@ -432,7 +432,8 @@ export const KERNEL_NODE_FLAGS = readFileSync(SVC_BIN, 'utf8').split('\n', 1)[0]
  * server.log there, log level and everything else from `config` (defaults when absent). Ready
  * once GET `probe` (a path) answers 2xx; stop() also removes the temp dir.
  */
-export async function startSvcCli(config: Record<string, unknown>, services: Record<string, string>, probe: string, headers?: Record<string, string>): Promise<Running & { dir: string }> {
+/** `env`: more variables for the kernel process (SVC_SANDBOX_PROGRAM, say). */
+export async function startSvcCli(config: Record<string, unknown>, services: Record<string, string>, probe: string, headers?: Record<string, string>, env: NodeJS.ProcessEnv = {}): Promise<Running & { dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-cli-'));
   mkdirSync(join(dir, 'services'));
   for (const [file, code] of Object.entries(services)) writeFileSync(join(dir, 'services', file), code);
@@ -443,7 +444,7 @@ export async function startSvcCli(config: Record<string, unknown>, services: Rec
   try {
     // BENCH_SVC_NODE_ARGS adds Node flags to the kernel process (diagnostics, e.g. --cpu-prof).
     const nodeArgs = process.env.BENCH_SVC_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    const p = await spawnLogged([...KERNEL_NODE_FLAGS, ...nodeArgs, SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0' }, log: join(dir, 'server.log'), probe: url + probe, headers });
+    const p = await spawnLogged([...KERNEL_NODE_FLAGS, ...nodeArgs, SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0', ...env }, log: join(dir, 'server.log'), probe: url + probe, headers });
     return { url, pid: p.pid, dir, stop: () => p.stop().finally(() => rmSync(dir, { recursive: true, force: true })) };
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });

@@ -18,6 +18,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   outgoing: () => import('./suites/outgoing.ts'),
   queue: () => import('./suites/queue.ts'),
   peers: () => import('./suites/peers.ts'),
+  floor: () => import('./suites/floor.ts'),
   tracing: () => import('./suites/tracing.ts'),
   memory: () => import('./suites/memory.ts'),
   nodes: () => import('./suites/nodes.ts'),

@@ -4,6 +4,7 @@
  * at log level warn, and Node-RED running the same trivial flow. Every server in its own
  * process, all started once; rounds interleaved, medians reported.
  */
+import { fileURLToPath } from 'node:url';
 import { describeProcesses, load, median, printGrid, processTree, rounds, roundSpread, rssMb, startProcess, startSvcCli, THREE_RATE_RULES, type Load, type Running } from '../lib.ts';
 import { DOCUMENT_SIZES, jsonBody } from './documents.ts';
 import { startNodeRed } from './node-red.ts';
@@ -47,6 +48,23 @@ export async function channelPath(nodeRedDir: string): Promise<void> {
     { name: 'svc, Basic Auth + 3 rate-limit rules', note: 'default config otherwise; limits never reached', headers: BASIC, start: () => startSvcCli(svcConfigs.secured, { 'hello.ts': HELLO }, '/hello', BASIC) },
     { name: 'svc, `security: none`, log level warn', note: 'no access log', start: () => startSvcCli(svcConfigs.warn, { 'hello.ts': HELLO }, '/hello') },
     { name: 'Node-RED: http in → function → http response', note: 'log level warn, editor off', start: () => startNodeRed(nodeRedDir) },
+  ]);
+}
+
+const standIn = (file: string) => ({ SVC_SANDBOX_PROGRAM: fileURLToPath(new URL(`./standins/${file}`, import.meta.url)) });
+
+/**
+ * How far the channel path can go with service code in isolated-vm in another process: svc's
+ * kernel unchanged, its sandbox processes replaced by stand-ins that run none of svc's sandbox
+ * (standins/standin.mjs): one that answers at once (the crossing alone), and one that only hands
+ * each batch to an isolate and back (isolated-vm's least). Beside them bare Fastify and svc itself.
+ */
+export async function channelFloor(): Promise<void> {
+  await compareChannels('Floor: the channel path with stand-in sandbox processes', [
+    { name: 'bare Fastify hello-world', note: 'bench/server.ts bare', start: bare, alone: true },
+    { name: 'svc kernel, stand-in sandbox answering at once', note: 'standins/echo.mjs: the crossing between processes alone', start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello', undefined, standIn('echo.mjs')) },
+    { name: 'svc kernel, stand-in sandbox with one isolate', note: "standins/isolate.mjs: each batch into an isolate and back, no SDK or limits", start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello', undefined, standIn('isolate.mjs')) },
+    { name: 'svc, default config (log level info), `security: none`', note: 'CLI, as in the peers suite', start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello') },
   ]);
 }
 

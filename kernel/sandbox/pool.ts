@@ -151,7 +151,9 @@ export class SandboxPool {
   private spawn(slot: number | undefined, alone: string | undefined): SandboxWorker {
     // SVC_SANDBOX_NODE_ARGS adds Node flags to sandbox processes (diagnostics, e.g. --cpu-prof).
     const extra = process.env.SVC_SANDBOX_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    const child = spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, this.workerFile], {
+    // SVC_SANDBOX_PROGRAM runs another program in their place: the floor suite's stand-ins (bench/peers/standins/).
+    const program = process.env.SVC_SANDBOX_PROGRAM || this.workerFile;
+    const child = spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, program], {
       stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
       env: sandboxEnv(),
     });

@@ -1,0 +1,3 @@
+import { standIn } from './standin.mjs';
+
+standIn('isolate');
