@@ -430,9 +430,9 @@ export const KERNEL_NODE_FLAGS = readFileSync(SVC_BIN, 'utf8').split('\n', 1)[0]
 /**
  * svc as an operator starts it: `node bin/svc.js start --config FILE` in a temp dir, output to
  * server.log there, log level and everything else from `config` (defaults when absent). Ready
- * once GET `probe` (a path) answers 2xx; stop() also removes the temp dir.
+ * once GET `probe` (a path) answers 2xx; stop() also removes the temp dir. `env`: more variables
+ * for the kernel process (SVC_SANDBOX_PROGRAM, say).
  */
-/** `env`: more variables for the kernel process (SVC_SANDBOX_PROGRAM, say). */
 export async function startSvcCli(config: Record<string, unknown>, services: Record<string, string>, probe: string, headers?: Record<string, string>, env: NodeJS.ProcessEnv = {}): Promise<Running & { dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-cli-'));
   mkdirSync(join(dir, 'services'));
