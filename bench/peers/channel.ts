@@ -4,10 +4,10 @@
  * at log level warn, and Node-RED running the same trivial flow. Every server in its own
  * process, all started once; rounds interleaved, medians reported.
  */
-import { fileURLToPath } from 'node:url';
 import { describeProcesses, load, median, printGrid, processTree, rounds, roundSpread, rssMb, startProcess, startSvcCli, THREE_RATE_RULES, type Load, type Running } from '../lib.ts';
 import { DOCUMENT_SIZES, jsonBody } from './documents.ts';
 import { startNodeRed } from './node-red.ts';
+import { standInProgram, type StandInMode } from './standins/program.ts';
 
 const CONNECTIONS = 50;
 export const HELLO = `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ hello: 'world' }) });\n`;
@@ -51,7 +51,7 @@ export async function channelPath(nodeRedDir: string): Promise<void> {
   ]);
 }
 
-const standIn = (file: string) => ({ SVC_SANDBOX_PROGRAM: fileURLToPath(new URL(`./standins/${file}`, import.meta.url)) });
+const standIn = (mode: StandInMode) => ({ SVC_SANDBOX_PROGRAM: standInProgram(mode) });
 
 /**
  * How far the channel path can go with service code in isolated-vm in another process: svc's
@@ -62,8 +62,8 @@ const standIn = (file: string) => ({ SVC_SANDBOX_PROGRAM: fileURLToPath(new URL(
 export async function channelFloor(): Promise<void> {
   await compareChannels('Floor: the channel path with stand-in sandbox processes', [
     { name: 'bare Fastify hello-world', note: 'bench/server.ts bare', start: bare, alone: true },
-    { name: 'svc kernel, stand-in sandbox answering at once', note: 'standins/echo.mjs: the crossing between processes alone', start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello', undefined, standIn('echo.mjs')) },
-    { name: 'svc kernel, stand-in sandbox with one isolate', note: "standins/isolate.mjs: each batch into an isolate and back, no SDK or limits", start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello', undefined, standIn('isolate.mjs')) },
+    { name: 'svc kernel, stand-in sandbox answering at once', note: 'standins/standin.mjs, echo: the crossing between processes alone', start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello', undefined, standIn('echo')) },
+    { name: 'svc kernel, stand-in sandbox with one isolate', note: 'standins/standin.mjs, isolate: each batch into an isolate and back, no SDK or limits', start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello', undefined, standIn('isolate')) },
     { name: 'svc, default config (log level info), `security: none`', note: 'CLI, as in the peers suite', start: () => startSvcCli(svcConfigs.plain, { 'hello.ts': HELLO }, '/hello') },
   ]);
 }

@@ -6,8 +6,8 @@
  * - `isolate`: hands each batch of calls to one isolated-vm isolate with one asynchronous call and
  *   takes the results back with one callback, as svc's worker does at the least: the floor any
  *   sandbox built on isolated-vm in its own process can reach.
- * Started by the kernel in place of its sandbox program (SVC_SANDBOX_PROGRAM); plain JavaScript,
- * since sandbox processes run without a TypeScript loader.
+ * Started by the kernel in place of its sandbox program (SVC_SANDBOX_PROGRAM names the file
+ * program.ts writes); plain JavaScript, since sandbox processes run without a TypeScript loader.
  */
 import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
@@ -15,7 +15,8 @@ import { Socket } from 'node:net';
 const RESULT = '{"status":200,"headers":{},"logs":[]}';
 const META = { verbs: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'], hasGeneric: true, input: null, limits: {} };
 
-export function standIn(mode) {
+/** `isolatedVm`: the entry of the isolated-vm the kernel loads for this Node (the isolate mode's only). */
+export function standIn(mode, isolatedVm) {
   const channel = new Socket({ fd: 3, readable: true, writable: true });
   channel.on('close', () => process.kill(process.pid, 'SIGKILL'));
   channel.on('error', () => process.kill(process.pid, 'SIGKILL'));
@@ -37,7 +38,7 @@ export function standIn(mode) {
     }
   };
 
-  const answer = mode === 'isolate' ? isolateAnswer(send) : (id) => send('{"t":"result","id":' + id + '}\t' + RESULT + '\t{"hello":"world"}\n');
+  const answer = mode === 'isolate' ? isolateAnswer(send, isolatedVm) : (id) => send('{"t":"result","id":' + id + '}\t' + RESULT + '\t{"hello":"world"}\n');
 
   let buffered = '';
   channel.on('data', (chunk) => {
@@ -55,10 +56,8 @@ export function standIn(mode) {
   });
 }
 
-function isolateAnswer(send) {
-  const major = Number(process.versions.node.split('.')[0]);
-  // The isolated-vm line the kernel loads for this Node (kernel/platform/native.ts).
-  const ivm = createRequire(import.meta.url)(`isolated-vm-${major >= 24 ? 7 : major >= 22 ? 6 : 5}`);
+function isolateAnswer(send, isolatedVm) {
+  const ivm = createRequire(import.meta.url)(isolatedVm);
   const isolate = new ivm.Isolate({ memoryLimit: 64 });
   const context = isolate.createContextSync();
   context.global.setSync(

@@ -1,6 +1,6 @@
-import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
+import { removeStandInPrograms, standInProgram } from '../../../bench/peers/standins/program.ts';
 
 /**
  * The floor suite's stand-in sandbox processes (bench/peers/standins/) speak the kernel's wire: a
@@ -21,11 +21,12 @@ afterEach(async () => {
   await k?.close();
   k = undefined;
 });
+afterAll(removeStandInPrograms);
 
 describe('stand-in sandbox processes', () => {
-  for (const file of ['echo.mjs', 'isolate.mjs']) {
-    it(`${file} answers the channel in place of the sandbox`, async () => {
-      process.env.SVC_SANDBOX_PROGRAM = fileURLToPath(new URL(`../../../bench/peers/standins/${file}`, import.meta.url));
+  for (const mode of ['echo', 'isolate'] as const) {
+    it(`the ${mode} stand-in answers the channel in place of the sandbox`, async () => {
+      process.env.SVC_SANDBOX_PROGRAM = standInProgram(mode);
       k = await startKernel({ config, services });
       for (let i = 0; i < 3; i++) {
         const res = await k.app.inject({ method: 'GET', url: '/hello' });

@@ -1,3 +1,0 @@
-import { standIn } from './standin.mjs';
-
-standIn('isolate');
