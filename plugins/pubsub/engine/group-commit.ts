@@ -1,7 +1,12 @@
 import type { Logger } from 'pino';
-import type { DataStore, Queryable } from '../../../sdk/plugin/index.ts';
+import { runWrites, type DataStore, type WriteStatement } from '../../../sdk/plugin/index.ts';
 
-export type WriteOp = (tx: Queryable) => Promise<void>;
+/** Where a write op puts its statements: they run later, in the group's transaction, and nothing is read back. */
+export interface Writes {
+  run(sql: string, params: readonly unknown[]): void;
+}
+
+export type WriteOp = (w: Writes) => void;
 
 interface Pending {
   op: WriteOp;
@@ -89,10 +94,12 @@ export class GroupCommitter {
     }
   }
 
+  /** The batch's statements in one transaction: on the store's writer thread where it has one (runWrites). */
   private commit(batch: Pending[]): Promise<void> {
-    return this.store.transaction(async (tx) => {
-      for (const p of batch) await p.op(tx);
-    });
+    const statements: WriteStatement[] = [];
+    const writes: Writes = { run: (sql, params) => void statements.push([sql, params]) };
+    for (const p of batch) p.op(writes);
+    return runWrites(this.store, statements);
   }
 
   /** Committed: the other writes are done; the durable ones once the disk has the commit. */

@@ -67,12 +67,13 @@ describe('concurrency', () => {
     fx = await openEngine();
     await fx.engine.subscribe('ep.a', '/orders/new');
     await fx.engine.idle();
-    const realTransaction = fx.store.transaction.bind(fx.store);
+    const store = fx.store as SqliteStore;
+    const realBatch = store.writeBatch.bind(store);
     let commits = 0;
-    fx.store.transaction = ((fn, opts) => {
+    store.writeBatch = (statements) => {
       commits++;
-      return realTransaction(fn, opts);
-    }) as typeof fx.store.transaction;
+      return realBatch(statements);
+    };
     const flushesBefore = (fx.store as SqliteStore).flushCount;
     await Promise.all(Array.from({ length: 500 }, (_, i) => fx.engine.publish(msg('/orders/new', i, { hasGd: true }))));
     const rows = await fx.store.one<{ n: number }>('SELECT COUNT(*) AS n FROM pubsub_queue');
