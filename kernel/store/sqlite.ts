@@ -1,10 +1,8 @@
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { SQLITE_LINES, resolveLine } from '../platform/native.ts';
 import { sqliteDriver } from './sqlite-driver.ts';
-import { SqliteWriter } from './sqlite-writer.ts';
-import { ChangeListeners, MAX_NOTIFY_PAYLOAD, type DataStore, type Migration, type Queryable, type RunResult, type WriteStatement } from '../../sdk/plugin/store.ts';
+import { ChangeListeners, MAX_NOTIFY_PAYLOAD, type DataStore, type Migration, type Queryable, type RunResult } from '../../sdk/plugin/store.ts';
 
 /** Open stores by file: notifications reach the other stores of the same file in this process (one node has one). */
 const OPEN = new Map<string, Set<SqliteStore>>();
@@ -44,8 +42,6 @@ export class SqliteStore implements DataStore {
   private flushes = 0;
   private readonly listeners = new ChangeListeners((err, topic) => process.emitWarning(`store listener of '${topic}' failed: ${(err as Error).message}`));
   private readonly key: string | undefined;
-  /** Runs write batches on a thread of their own; none where the file has no WAL to share. */
-  private readonly writer: SqliteWriter | undefined;
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -62,7 +58,6 @@ export class SqliteStore implements DataStore {
       this.key = resolve(file);
       OPEN.set(this.key, (OPEN.get(this.key) ?? new Set()).add(this));
     }
-    if (wal) this.writer = new SqliteWriter({ file: this.key!, driver: resolveLine(SQLITE_LINES) });
   }
 
   /** Delivered on a later turn of the loop, as a notification from another process would be. */
@@ -109,27 +104,6 @@ export class SqliteStore implements DataStore {
     const next = this.tail.then(fn, fn);
     this.tail = next.catch(() => undefined);
     return next;
-  }
-
-  /**
-   * On the writer thread when the file has a WAL: its statements and COMMIT (with the WAL
-   * write) run while this thread goes on serving. In the serial chain like every statement here.
-   */
-  writeBatch(statements: readonly WriteStatement[]): Promise<void> {
-    const writer = this.writer;
-    if (writer) return this.serial(() => writer.run(statements));
-    return this.serial(async () => this.batchHere(statements));
-  }
-
-  private batchHere(statements: readonly WriteStatement[]): void {
-    this.db.exec('BEGIN IMMEDIATE');
-    try {
-      for (const [sql, params] of statements) this.prepare(sql).run(...(params ?? []));
-      this.db.exec('COMMIT');
-    } catch (err) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      throw err;
-    }
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: { durable?: boolean }): Promise<T> {
@@ -280,7 +254,6 @@ export class SqliteStore implements DataStore {
     if (OPEN.get(this.key ?? '')?.size === 0) OPEN.delete(this.key!);
     await this.tail;
     await Promise.allSettled([...this.flushing, this.queuedFlush?.promise]);
-    await this.writer?.close();
     this.db.close();
     if (this.walFd !== undefined) closeSync(this.walFd);
     this.walFd = undefined;

@@ -39,8 +39,8 @@ export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors
 export { clientErrorReply, listenerTimeouts, type ClientErrorLog } from './client-error.ts';
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
 export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';
-export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy, WriteStatement } from './store.ts';
-export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueViolation, redactStoreUrl, runWrites, sqlTypes } from './store.ts';
+export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy } from './store.ts';
+export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueViolation, redactStoreUrl, sqlTypes } from './store.ts';
 export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
 export type { SandboxStats } from '../../kernel/sandbox/runner.ts';
 export { systemClock, type Clock } from '../../kernel/clock.ts';

@@ -20,9 +20,6 @@ export interface RunResult {
 
 export type Dialect = 'sqlite' | 'postgres';
 
-/** A statement that writes: its SQL and parameters (plugin SDK 1.5). */
-export type WriteStatement = readonly [sql: string, params?: readonly unknown[]];
-
 export interface Queryable {
   all<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
   one<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
@@ -54,13 +51,6 @@ export interface DataStore extends Queryable {
    */
   sync(): Promise<void>;
   /**
-   * Runs write statements in order in one transaction and reads nothing back (plugin SDK 1.5).
-   * A strategy may run them away from the caller's thread: the SQLite store hands them to a
-   * writer thread, so the event loop goes on serving while they run and commit. Optional for
-   * store strategies: call it through `runWrites`, which falls back to `transaction`.
-   */
-  writeBatch?(statements: readonly WriteStatement[]): Promise<void>;
-  /**
    * Tells the other nodes on this database that something under `topic` changed (plugin SDK 1.2).
    * Call it after the transaction that made the change committed, so a node that reacts reads
    * the new rows. Delivered to the listeners of every other store opened on the same database
@@ -81,14 +71,6 @@ export interface DataStore extends Queryable {
    */
   listen(topic: string, onMessage: (payload: string) => void | Promise<void>, onResync?: () => void | Promise<void>): () => void;
   close(): Promise<void>;
-}
-
-/** Runs write statements in one transaction: the store's writeBatch where it has one. */
-export function runWrites(store: DataStore, statements: readonly WriteStatement[]): Promise<void> {
-  if (store.writeBatch) return store.writeBatch(statements);
-  return store.transaction(async (tx) => {
-    for (const [sql, params] of statements) await tx.run(sql, params);
-  });
 }
 
 /** The largest notification: PostgreSQL refuses payloads of 8000 bytes and more; what remains after the envelope. */

@@ -1,12 +1,7 @@
 import type { Logger } from 'pino';
-import { runWrites, type DataStore, type WriteStatement } from '../../../sdk/plugin/index.ts';
+import type { DataStore, Queryable } from '../../../sdk/plugin/index.ts';
 
-/** Where a write op puts its statements: they run later, in the group's transaction, and nothing is read back. */
-export interface Writes {
-  run(sql: string, params: readonly unknown[]): void;
-}
-
-export type WriteOp = (w: Writes) => void;
+export type WriteOp = (tx: Queryable) => Promise<void>;
 
 interface Pending {
   op: WriteOp;
@@ -94,12 +89,10 @@ export class GroupCommitter {
     }
   }
 
-  /** The batch's statements in one transaction: on the store's writer thread where it has one (runWrites). */
   private commit(batch: Pending[]): Promise<void> {
-    const statements: WriteStatement[] = [];
-    const writes: Writes = { run: (sql, params) => void statements.push([sql, params]) };
-    for (const p of batch) p.op(writes);
-    return runWrites(this.store, statements);
+    return this.store.transaction(async (tx) => {
+      for (const p of batch) await p.op(tx);
+    });
   }
 
   /** Committed: the other writes are done; the durable ones once the disk has the commit. */

@@ -1,6 +1,5 @@
 import { sqlTypes, type Dialect, type Migration, type Queryable } from '../../../sdk/plugin/index.ts';
 import { FIELDS } from '../shared/projection.ts';
-import type { Writes } from './group-commit.ts';
 import type { Message, Subscription, SubscriptionSource } from './model.ts';
 
 /**
@@ -164,25 +163,25 @@ function* chunks(items: readonly number[]): Generator<number[]> {
 
 const INSERT_QUEUE_ROW = 'INSERT INTO pubsub_queue (seq, sub_key, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)';
 
-export function insertMessage(w: Writes, m: Message, subKeys: readonly string[], retained: boolean): void {
-  w.run(INSERT_MESSAGE, messageValues(m, retained));
-  for (const subKey of subKeys) w.run(INSERT_QUEUE_ROW, [m.seq, subKey, m.recvTime]);
+export async function insertMessage(tx: Queryable, m: Message, subKeys: readonly string[], retained: boolean): Promise<void> {
+  await tx.run(INSERT_MESSAGE, messageValues(m, retained));
+  for (const subKey of subKeys) await tx.run(INSERT_QUEUE_ROW, [m.seq, subKey, m.recvTime]);
 }
 
 /** Removes messages and every queue row holding them. */
-export function deleteMessages(w: Writes, seqs: readonly number[]): void {
+export async function deleteMessages(tx: Queryable, seqs: readonly number[]): Promise<void> {
   for (const chunk of chunks(seqs)) {
-    w.run(`DELETE FROM pubsub_queue WHERE seq IN (${marks(chunk.length)})`, chunk);
-    w.run(`DELETE FROM pubsub_message WHERE seq IN (${marks(chunk.length)})`, chunk);
+    await tx.run(`DELETE FROM pubsub_queue WHERE seq IN (${marks(chunk.length)})`, chunk);
+    await tx.run(`DELETE FROM pubsub_message WHERE seq IN (${marks(chunk.length)})`, chunk);
   }
 }
 
 /** Removes delivered (or dropped) queue rows, and the messages no queue holds any more. */
-export function deleteQueueRows(
-  w: Writes,
+export async function deleteQueueRows(
+  tx: Queryable,
   rows: ReadonlyArray<{ subKey: string; seq: number }>,
   unreferenced: readonly number[],
-): void {
+): Promise<void> {
   // A get takes from one subscription, or from a few (variant B): one statement per subscription and chunk.
   const bySub = new Map<string, number[]>();
   for (const { subKey, seq } of rows) {
@@ -192,33 +191,33 @@ export function deleteQueueRows(
   }
   for (const [subKey, seqs] of bySub) {
     for (const chunk of chunks(seqs)) {
-      w.run(`DELETE FROM pubsub_queue WHERE sub_key = ? AND seq IN (${marks(chunk.length)})`, [subKey, ...chunk]);
+      await tx.run(`DELETE FROM pubsub_queue WHERE sub_key = ? AND seq IN (${marks(chunk.length)})`, [subKey, ...chunk]);
     }
   }
   for (const chunk of chunks(unreferenced)) {
-    w.run(`DELETE FROM pubsub_message WHERE seq IN (${marks(chunk.length)})`, chunk);
+    await tx.run(`DELETE FROM pubsub_message WHERE seq IN (${marks(chunk.length)})`, chunk);
   }
 }
 
-export function setDeliveryCount(w: Writes, subKey: string, seq: number, count: number): void {
-  w.run('UPDATE pubsub_queue SET delivery_count = ? WHERE seq = ? AND sub_key = ?', [count, seq, subKey]);
+export async function setDeliveryCount(tx: Queryable, subKey: string, seq: number, count: number): Promise<void> {
+  await tx.run('UPDATE pubsub_queue SET delivery_count = ? WHERE seq = ? AND sub_key = ?', [count, seq, subKey]);
 }
 
-export function markRetained(w: Writes, seqs: readonly number[], retained: boolean): void {
+export async function markRetained(tx: Queryable, seqs: readonly number[], retained: boolean): Promise<void> {
   for (const chunk of chunks(seqs)) {
-    w.run(`UPDATE pubsub_message SET retained = ? WHERE seq IN (${marks(chunk.length)})`, [retained ? 1 : 0, ...chunk]);
+    await tx.run(`UPDATE pubsub_message SET retained = ? WHERE seq IN (${marks(chunk.length)})`, [retained ? 1 : 0, ...chunk]);
   }
 }
 
-export function moveRetainedRows(w: Writes, subKey: string, seqs: readonly number[], at: number): void {
-  markRetained(w, seqs, false);
+export async function moveRetainedRows(tx: Queryable, subKey: string, seqs: readonly number[], at: number): Promise<void> {
+  await markRetained(tx, seqs, false);
   for (const seq of seqs) {
-    w.run('INSERT INTO pubsub_queue (seq, sub_key, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)', [seq, subKey, at]);
+    await tx.run('INSERT INTO pubsub_queue (seq, sub_key, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)', [seq, subKey, at]);
   }
 }
 
-export function insertSubscription(w: Writes, s: Subscription): void {
-  w.run('INSERT INTO pubsub_subscription (sub_key, endpoint, topic, source, created_at) VALUES (?, ?, ?, ?, ?)', [
+export async function insertSubscription(tx: Queryable, s: Subscription): Promise<void> {
+  await tx.run('INSERT INTO pubsub_subscription (sub_key, endpoint, topic, source, created_at) VALUES (?, ?, ?, ?, ?)', [
     s.subKey,
     s.endpoint,
     s.topic,
@@ -227,16 +226,16 @@ export function insertSubscription(w: Writes, s: Subscription): void {
   ]);
 }
 
-export function setSubscriptionSource(w: Writes, subKey: string, source: SubscriptionSource): void {
-  w.run('UPDATE pubsub_subscription SET source = ? WHERE sub_key = ?', [source, subKey]);
+export async function setSubscriptionSource(tx: Queryable, subKey: string, source: SubscriptionSource): Promise<void> {
+  await tx.run('UPDATE pubsub_subscription SET source = ? WHERE sub_key = ?', [source, subKey]);
 }
 
 /** Unsubscribing is rare: its queue rows go by a scan, so no publish pays for an index on sub_key. */
-export function deleteSubscription(w: Writes, subKey: string, unreferenced: readonly number[]): void {
-  w.run('DELETE FROM pubsub_queue WHERE sub_key = ?', [subKey]);
-  w.run('DELETE FROM pubsub_subscription WHERE sub_key = ?', [subKey]);
+export async function deleteSubscription(tx: Queryable, subKey: string, unreferenced: readonly number[]): Promise<void> {
+  await tx.run('DELETE FROM pubsub_queue WHERE sub_key = ?', [subKey]);
+  await tx.run('DELETE FROM pubsub_subscription WHERE sub_key = ?', [subKey]);
   for (const chunk of chunks(unreferenced)) {
-    w.run(`DELETE FROM pubsub_message WHERE seq IN (${marks(chunk.length)})`, chunk);
+    await tx.run(`DELETE FROM pubsub_message WHERE seq IN (${marks(chunk.length)})`, chunk);
   }
 }
 

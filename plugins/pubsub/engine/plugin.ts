@@ -146,7 +146,7 @@ export default definePlugin<Options, PubSubState>({
   name: 'pubsub',
   kind: 'pubsub',
   version: VERSION,
-  sdk: '^1.5.0',
+  sdk: '^1.0.0',
   provides: ['pubsub.engine', 'pubsub.stats'],
   configSchema: optionsSchema,
   contributes: {

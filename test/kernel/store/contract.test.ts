@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../../kernel/store/sqlite.ts';
 import { PgStore } from '../../../plugins/store/postgres/store.ts';
-import { isUniqueViolation, runWrites, sqlTypes, type DataStore } from '../../../sdk/plugin/store.ts';
+import { isUniqueViolation, sqlTypes, type DataStore } from '../../../sdk/plugin/store.ts';
 import { PG_SCHEMA_PREFIX, PG_URL, dropPgSchemas, pgAnswers, pgSchemaUrl } from '../../helpers/store.ts';
 
 /**
@@ -165,31 +165,6 @@ describe.each(strategies)('the $name store', ({ skip, open: openAt }) => {
     expect(isUniqueViolation(inside)).toBe(true);
     expect(isUniqueViolation(new Error('other'))).toBe(false);
     expect(await store.all('SELECT k, v FROM t ORDER BY k')).toEqual([{ k: 'a', v: 1 }]);
-  });
-
-  it.skipIf(skip)('runWrites runs a batch in order in one transaction; a failing statement leaves none of it and is a unique violation', async () => {
-    const place = newPlace();
-    const store = await open(place);
-    await store.migrate('t', table(store));
-    const insert = 'INSERT INTO t (k, v) VALUES (?, ?)';
-    await runWrites(store, [
-      [insert, ['a', 1]],
-      ['UPDATE t SET v = v + 10 WHERE k = ?', ['a']],
-      [insert, ['b', 2]],
-    ]);
-    const failed = await runWrites(store, [
-      [insert, ['c', 3]],
-      [insert, ['a', 4]],
-    ]).catch((err: unknown) => err);
-    expect(isUniqueViolation(failed)).toBe(true);
-    // Read back through the store, and from a second store on the same database once synced.
-    expect(await store.all('SELECT k, v FROM t ORDER BY k')).toEqual([
-      { k: 'a', v: 11 },
-      { k: 'b', v: 2 },
-    ]);
-    await store.sync();
-    const other = await open(place);
-    expect(await other.all('SELECT k FROM t ORDER BY k')).toEqual([{ k: 'a' }, { k: 'b' }]);
   });
 
   it.skipIf(skip)('upserts with ON CONFLICT ... DO UPDATE (excluded) and DO NOTHING', async () => {

@@ -67,13 +67,12 @@ describe('concurrency', () => {
     fx = await openEngine();
     await fx.engine.subscribe('ep.a', '/orders/new');
     await fx.engine.idle();
-    const store = fx.store as SqliteStore;
-    const realBatch = store.writeBatch.bind(store);
+    const realTransaction = fx.store.transaction.bind(fx.store);
     let commits = 0;
-    store.writeBatch = (statements) => {
+    fx.store.transaction = ((fn, opts) => {
       commits++;
-      return realBatch(statements);
-    };
+      return realTransaction(fn, opts);
+    }) as typeof fx.store.transaction;
     const flushesBefore = (fx.store as SqliteStore).flushCount;
     await Promise.all(Array.from({ length: 500 }, (_, i) => fx.engine.publish(msg('/orders/new', i, { hasGd: true }))));
     const rows = await fx.store.one<{ n: number }>('SELECT COUNT(*) AS n FROM pubsub_queue');
