@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as here from './lib.ts';
+import { publishAlone } from './peers/publish.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const ref = process.argv[2] ?? 'HEAD~1';
@@ -26,26 +27,15 @@ try {
 }
 
 async function compare(there: typeof here, commit: string): Promise<void> {
-  const servers = {
-    [commit]: await there.startSvcCli(there.PUBSUB.config, {}, '/svc/pubsub/openapi.json'),
-    'this tree': await here.startSvcCli(here.PUBSUB.config, {}, '/svc/pubsub/openapi.json'),
-  };
+  const servers: Record<string, Awaited<ReturnType<typeof here.startSvcCli>>> = {};
   try {
+    // The ref's server is its own CLI and config; both are measured by this tree's bench code.
+    servers[commit] = await there.startSvcCli(there.PUBSUB.config, {}, '/svc/pubsub/openapi.json');
+    servers['this tree'] = await here.startSvcCli(here.PUBSUB.config, {}, '/svc/pubsub/openapi.json');
     const names = Object.keys(servers);
     const cases: Array<{ name: string; run: () => Promise<here.Load> }> = [];
     for (const variant of ['A', 'B'] as const) {
-      for (const name of names) {
-        const svc = servers[name]!;
-        cases.push({
-          name: `${name}, variant ${variant}`,
-          run: async () => {
-            const { url, ...req } = here.publishRequest(svc.url, variant, true, '/bench/pub');
-            const l = await here.load(url, { ...req, connections: 50 }, { pids: here.processTree(svc.pid) });
-            await here.drain(here.getter(svc.url, 'A', here.PUBSUB.publisher, '/bench/pub'));
-            return l;
-          },
-        });
-      }
+      for (const name of names) cases.push({ name: `${name}, variant ${variant}`, run: () => publishAlone(servers[name]!, variant) });
     }
     const results = await here.rounds(cases.map((c) => c.run));
     const rows = cases.map((c, i) => {

@@ -21,18 +21,24 @@ interface Case {
   run: () => Promise<Result>;
 }
 
+/**
+ * One measurement of durable publish with no getter: PUBLISHERS publishers to /bench/pub (ep.bench's
+ * subscription), which is emptied afterwards so the next round starts from an empty queue.
+ */
+export async function publishAlone(svc: { url: string; pid: number }, variant: 'A' | 'B'): Promise<Load> {
+  const { url, ...req } = publishRequest(svc.url, variant, true, '/bench/pub');
+  const l = await load(url, { ...req, connections: PUBLISHERS }, { pids: processTree(svc.pid) });
+  await drain(getter(svc.url, 'A', PUBSUB.publisher, '/bench/pub'));
+  return l;
+}
+
 export async function durablePublish(rabbit: Rabbit | string): Promise<void> {
   // Messages published without a getter go to ep.bench's subscription of /bench/pub, emptied
   // after each measurement; with a getter to /bench/flow, which ep.reader's getter drains as they come.
   const svc = await startSvcCli(PUBSUB.config, {}, '/svc/pubsub/openapi.json');
   try {
     const pids = () => processTree(svc.pid);
-    const alone = (variant: 'A' | 'B') => async (): Promise<Result> => {
-      const { url, ...req } = publishRequest(svc.url, variant, true, '/bench/pub');
-      const l = await load(url, { ...req, connections: PUBLISHERS }, { pids: pids() });
-      await drain(getter(svc.url, 'A', PUBSUB.publisher, '/bench/pub'));
-      return { l };
-    };
+    const alone = (variant: 'A' | 'B') => async (): Promise<Result> => ({ l: await publishAlone(svc, variant) });
     const withGetter = (variant: 'A' | 'B') => async (): Promise<Result> => {
       const { url, ...req } = publishRequest(svc.url, variant, true, '/bench/flow');
       const get = getter(svc.url, variant, PUBSUB.reader, '/bench/flow');
