@@ -10,6 +10,7 @@ import { defineConfig } from 'vitest/config';
 const POSTGRES_SUITES = [
   'test/plugins/pubsub/engine/engine.test.ts',
   'test/plugins/pubsub/engine/control.test.ts',
+  'test/plugins/pubsub/engine/coalesced-inserts.test.ts',
   'test/plugins/pubsub/crash.test.ts',
   'test/plugins/delivery/use-queue/accept.test.ts',
   'test/plugins/delivery/use-queue/control.test.ts',

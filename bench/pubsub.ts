@@ -9,8 +9,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { drain, getter, getterLoop, load, printTable, publishRequest, PUBSUB, rssMb, SECONDS, withBareFastify, withSvc, type Load, type Row, type Target } from './lib.ts';
+import { CLK_TCK, drain, getter, getterLoop, load, printTable, publishRequest, PUBSUB, rssMb, SECONDS, withBareFastify, withSvc, type Load, type Row, type Target } from './lib.ts';
+import { readFileSync } from 'node:fs';
+import pino from 'pino';
 import { sqliteDriver } from '../kernel/store/sqlite-driver.ts';
+import { SqliteStore } from '../kernel/store/sqlite.ts';
+import { systemClock } from '../kernel/clock.ts';
+import { PubSubEngine } from '../plugins/pubsub/engine/engine.ts';
 
 const Database = sqliteDriver();
 const MESSAGE = PUBSUB.message;
@@ -63,6 +68,48 @@ function sqliteBaseline(synchronous: 'NORMAL' | 'FULL'): number {
   }
 }
 
+/** CPU seconds of this process's main thread (the event loop), from /proc. */
+function mainThreadSeconds(): number {
+  const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+/**
+ * The engine alone, in this process: 50 publishers awaiting GD publishes to one subscribed topic
+ * on a SQLite file, no HTTP. What the store and the engine cost the kernel's event loop per
+ * publish (the WAL flushes run on libuv's pool); the queue is emptied afterwards.
+ */
+async function engineAlone(): Promise<{ rate: number; mainUs: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-engine-'));
+  const store = new SqliteStore(join(dir, 'svc.db'));
+  const engine = await PubSubEngine.open({ store, clock: systemClock, log: pino({ level: 'silent' }), defaultMaxDepth: 10_000_000, sweepIntervalMs: 0 });
+  try {
+    await engine.applyConfig({ topics: [{ name: '/bench/pub' }], endpoints: [{ name: 'ep.bench', security: 'sec.bench', pub: ['/bench/*'], sub: ['/bench/*'] }], subscriptions: [] });
+    const { subKey } = await engine.subscribe('ep.bench', '/bench/pub');
+    const publish = () => engine.publish({ topic: '/bench/pub', data: MESSAGE.data, mimeType: 'application/json', priority: 5, expiration: undefined, hasGd: true, publisher: 'ep.bench' });
+    const run = async (ms: number) => {
+      const deadline = performance.now() + ms;
+      let n = 0;
+      await Promise.all(Array.from({ length: 50 }, async () => {
+        while (performance.now() < deadline) (await publish(), n++);
+      }));
+      return n;
+    };
+    await run(1000);
+    const cpu = mainThreadSeconds();
+    const started = performance.now();
+    const n = await run(SECONDS * 1000);
+    const result = { rate: n / ((performance.now() - started) / 1000), mainUs: ((mainThreadSeconds() - cpu) * 1e6) / n };
+    for (let d = engine.take([subKey], { order: 'priority', maxMessages: 10_000, maxBytes: Infinity }); d.messages.length > 0; d = engine.take([subKey], { order: 'priority', maxMessages: 10_000, maxBytes: Infinity })) d.ack();
+    return result;
+  } finally {
+    await engine.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const rows: Row[] = [];
 const bare = new Map<number, Load>();
 await withBareFastify(async (t) => {
@@ -82,6 +129,13 @@ for (const sync of ['NORMAL', 'FULL'] as const) {
     note: sync === 'FULL' ? 'pairs/s, one fsync per statement (autocommit)' : 'pairs/s, autocommit, no fsync per commit',
   });
 }
+
+const inProcess = await engineAlone();
+rows.push({
+  name: 'the engine alone, in process: GD publish, 50 publishers, SQLite file',
+  value: Math.round(inProcess.rate).toString(),
+  note: `publishes/s, no HTTP; the event loop's CPU ${inProcess.mainUs.toFixed(1)} µs per publish (store and engine)`,
+});
 
 /** Publish-only req/s by variant, GD and clients: what the flow rows' publish rate is held against. */
 const alone = new Map<string, number>();

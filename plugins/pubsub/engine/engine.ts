@@ -64,7 +64,7 @@ export class PubSubEngine implements PubSubStrategy {
   private timer: NodeJS.Timeout | undefined;
 
   private constructor(private readonly opts: EngineOptions) {
-    this.writer = new GroupCommitter(opts.store, opts.log);
+    this.writer = new GroupCommitter(opts.store, opts.log, db.PUBLISH_INSERTS);
   }
 
   /** Migrates the tables and loads the stored state. Call applyConfig next. */

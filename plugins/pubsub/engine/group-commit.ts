@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { DataStore, Queryable } from '../../../sdk/plugin/index.ts';
+import { CoalescedInserts, type InsertShapes } from './coalesced-inserts.ts';
 
 export type WriteOp = (tx: Queryable) => Promise<void>;
 
@@ -27,6 +28,8 @@ export class GroupCommitter {
   constructor(
     private readonly store: DataStore,
     private readonly log: Logger,
+    /** INSERTs whose rows a transaction sends together, as multi-row statements. */
+    private readonly coalescable?: InsertShapes,
   ) {}
 
   write(op: WriteOp, durable: boolean): Promise<void> {
@@ -90,8 +93,15 @@ export class GroupCommitter {
   }
 
   private commit(batch: Pending[]): Promise<void> {
+    const shapes = this.coalescable;
     return this.store.transaction(async (tx) => {
-      for (const p of batch) await p.op(tx);
+      if (shapes === undefined) {
+        for (const p of batch) await p.op(tx);
+        return;
+      }
+      const inserts = new CoalescedInserts(tx, shapes);
+      for (const p of batch) await p.op(inserts);
+      await inserts.flush();
     });
   }
 

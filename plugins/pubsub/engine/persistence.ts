@@ -1,5 +1,6 @@
 import { sqlTypes, type Dialect, type Migration, type Queryable } from '../../../sdk/plugin/index.ts';
 import { FIELDS } from '../shared/projection.ts';
+import { InsertShapes } from './coalesced-inserts.ts';
 import type { Message, Subscription, SubscriptionSource } from './model.ts';
 
 /**
@@ -163,6 +164,9 @@ function* chunks(items: readonly number[]): Generator<number[]> {
 
 const INSERT_QUEUE_ROW = 'INSERT INTO pubsub_queue (seq, sub_key, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)';
 
+/** A publish's two INSERTs: a batch of publishes sends their rows as multi-row statements (group-commit.ts). */
+export const PUBLISH_INSERTS = new InsertShapes([INSERT_MESSAGE, INSERT_QUEUE_ROW]);
+
 export async function insertMessage(tx: Queryable, m: Message, subKeys: readonly string[], retained: boolean): Promise<void> {
   await tx.run(INSERT_MESSAGE, messageValues(m, retained));
   for (const subKey of subKeys) await tx.run(INSERT_QUEUE_ROW, [m.seq, subKey, m.recvTime]);
@@ -212,7 +216,7 @@ export async function markRetained(tx: Queryable, seqs: readonly number[], retai
 export async function moveRetainedRows(tx: Queryable, subKey: string, seqs: readonly number[], at: number): Promise<void> {
   await markRetained(tx, seqs, false);
   for (const seq of seqs) {
-    await tx.run('INSERT INTO pubsub_queue (seq, sub_key, delivery_count, enqueued_at) VALUES (?, ?, 0, ?)', [seq, subKey, at]);
+    await tx.run(INSERT_QUEUE_ROW, [seq, subKey, at]);
   }
 }
 
