@@ -2,7 +2,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type AddressInfo } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { availableParallelism, homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -113,6 +113,49 @@ export async function metered<T>(pids: number[], work: () => Promise<T>, count: 
     result,
     cost: { count: n, serverUs: server / n, mainUs: main / n, loaderUs: (loader.user + loader.system) / n, rssMb: rss || rssMb(pids), otherCores: Math.max(0, others / 1e6 / seconds) },
   };
+}
+
+/** A process's CPU affinity list as taskset prints it (`0,1`, `0-3`); undefined when taskset is missing or refuses. */
+function affinityOf(pid: number): string | undefined {
+  try {
+    return execFileSync('taskset', ['-c', '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split(':').pop()!.trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sets the CPU affinity of every thread of a process; false when taskset is missing or refuses. */
+function setAffinity(pid: number, cpus: string): boolean {
+  try {
+    execFileSync('taskset', ['-a', '-c', '-p', cpus, String(pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs work with the server processes `pids` on CPU 0 and this process (the load generator) on
+ * the machine's last CPU, then puts every affinity back as it was. Why not, when the machine has
+ * a single CPU or taskset is missing or not permitted. Processes started later by a pinned one
+ * inherit its CPU.
+ */
+export async function onOwnCores<T>(pids: number[], work: () => Promise<T>): Promise<T | string> {
+  const cpus = availableParallelism();
+  if (cpus < 2) return 'the machine has one CPU';
+  const before = new Map<number, string>();
+  for (const pid of [process.pid, ...pids]) {
+    const mask = affinityOf(pid);
+    if (mask === undefined) return 'taskset is missing or may not read CPU affinities';
+    before.set(pid, mask);
+  }
+  try {
+    if (!setAffinity(process.pid, String(cpus - 1))) return 'taskset may not set CPU affinities';
+    for (const pid of pids) if (!setAffinity(pid, '0')) return `taskset may not set the CPU affinity of process ${pid}`;
+    return await work();
+  } finally {
+    for (const [pid, mask] of before) setAffinity(pid, mask);
+  }
 }
 
 /** Rounds per measured case; each case keeps its best round (a 2-core machine is noisy, and order matters). */

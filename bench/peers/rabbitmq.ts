@@ -33,6 +33,8 @@ export interface Rabbit {
   server: string;
   client: string;
   publish(kind: QueueKind, publishers: number): Promise<Load>;
+  /** The broker's processes on this machine (none when it runs elsewhere or cannot be found). */
+  pids(): number[];
   close(): Promise<void>;
 }
 
@@ -74,6 +76,7 @@ export async function rabbit(): Promise<Rabbit | string> {
       await admin.purgeQueue(QUEUES[kind]);
       return r;
     },
+    pids: () => (beam ? processTree(beam) : []),
     async close() {
       for (const q of Object.values(QUEUES)) await admin.deleteQueue(q);
       for (const c of conns) await c.close();
