@@ -13,6 +13,7 @@ import {
   unsubscribeCaller,
   type PubSubContext,
 } from '../shared/http.ts';
+import { AnswerTurns } from '../shared/answer-turns.ts';
 import { toMessageA } from '../shared/projection.ts';
 import { publishRequestA, quickPublishA, type MessageA, type PublishRequestA } from './schemas.ts';
 
@@ -36,6 +37,9 @@ function parsePublish(body: unknown, topic: string): PublishRequestA {
 }
 
 export function routesA(ctx: PubSubContext, plugin: string): PluginRoute[] {
+  // GD publishes are answered together already, when the flush that covers them ends.
+  const quickAnswers = new AnswerTurns();
+
   async function publish(ex: Exchange): Promise<void> {
     const endpoint = ctx.endpointOf(ex);
     const topic = topicOf(ex);
@@ -53,6 +57,7 @@ export function routesA(ctx: PubSubContext, plugin: string): PluginRoute[] {
       hasGd: req.has_gd,
       publisher: endpoint.name,
     });
+    if (!req.has_gd) await quickAnswers.next();
     ex.reply(200, { msg_id: msgId });
   }
 

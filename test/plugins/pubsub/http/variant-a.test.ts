@@ -80,6 +80,15 @@ describe('variant A publish', () => {
     expect(m).toMatchObject({ correl_id: 'series-1', in_reply_to: 'svcpsm0', ext_client_id: 'erp-3' });
   });
 
+  it('non-GD publishes arriving together are all answered, each with its own message queued', async () => {
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => k.call('POST', TOPIC_URL, ALICE, { data: `m${i}` })));
+    expect(answers.map((r) => r.statusCode)).toEqual(answers.map(() => 200));
+    const ids = answers.map((r) => (json(r) as { msg_id: string }).msg_id);
+    expect(new Set(ids).size).toBe(30);
+    const queued = await drain();
+    expect(new Set(queued.map((m) => m.msg_id))).toEqual(new Set(ids));
+  });
+
   it('has_gd defaults to false', async () => {
     await k.call('POST', TOPIC_URL, ALICE, { data: 'x' });
     await k.call('POST', TOPIC_URL, ALICE, { data: 'y', has_gd: true });
