@@ -9,8 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLK_TCK, drain, getter, getterLoop, load, printTable, publishRequest, PUBSUB, rssMb, SECONDS, withBareFastify, withSvc, type Load, type Row, type Target } from './lib.ts';
-import { readFileSync } from 'node:fs';
+import { CLK_TCK, drain, getter, getterLoop, load, printTable, procStat, publishRequest, PUBSUB, rssMb, SECONDS, withBareFastify, withSvc, type Load, type Row, type Target } from './lib.ts';
 import pino from 'pino';
 import { sqliteDriver } from '../kernel/store/sqlite-driver.ts';
 import { SqliteStore } from '../kernel/store/sqlite.ts';
@@ -70,9 +69,7 @@ function sqliteBaseline(synchronous: 'NORMAL' | 'FULL'): number {
 
 /** CPU seconds of this process's main thread (the event loop), from /proc. */
 function mainThreadSeconds(): number {
-  const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  return procStat(`${process.pid}/task/${process.pid}`)!.ticks / CLK_TCK;
 }
 
 /**
