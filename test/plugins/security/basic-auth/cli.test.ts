@@ -55,5 +55,6 @@ describe('svc secdef set-password (real processes)', () => {
     expect(await status(restarted, 'rotated:2')).toBe(200);
     expect(await status(restarted, 'from-config')).toBe(401);
     await restarted.stop();
-  });
+    // Two server starts and three CLI runs, each a process loading TypeScript: 30 s ran out once on a loaded CI machine.
+  }, 120_000);
 });
