@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
-import { makeProject, runCli, startCli, type CliServer, waitFor } from '../helpers/cli.ts';
+import { makeProject, runCliAsync, startCli, type CliServer, waitFor } from '../helpers/cli.ts';
 
 /**
  * Issue 12 against `svc start` over real sockets: the Use queue answers before the service
@@ -35,7 +35,7 @@ function readJson(req: IncomingMessage): Promise<Run> {
   return new Promise((resolve, reject) => {
     let s = '';
     req.on('data', (c: Buffer) => (s += c.toString()));
-    req.on('end', () => resolve({ ...(JSON.parse(s) as Omit<Run, 'at'>), at: Date.now() }));
+    req.on('end', () => resolve(JSON.parse(s) as Run));
     req.on('error', reject);
   });
 }
@@ -62,7 +62,8 @@ const REPORT = (extra: string) => `import { service, outgoing } from 'svc/sdk';
 const sink = outgoing('sink');
 async function report(ctx, tag, extra = {}) {
   const d = ctx.delivery;
-  const res = await sink.post(ctx.cid, { payload: { tag, attempt: d ? d.attempt : 0, original: d ? d.cid : ctx.cid, ...extra } });
+  // The run's own clock: the test process reads reports late while a spawnSync of the CLI blocks it.
+  const res = await sink.post(ctx.cid, { payload: { tag, attempt: d ? d.attempt : 0, original: d ? d.cid : ctx.cid, at: Date.now(), ...extra } });
   if (!res.ok) throw new Error('sink answered ' + res.status);
 }
 ${extra}`;
@@ -133,8 +134,9 @@ interface Shown extends Listed {
   errors: Array<{ attempt: number; cid: string; kind: string; message: string }>;
 }
 
-function svcQueue<T>(args: string[]): T {
-  const r = runCli(['queue', ...args], dir);
+// Asynchronous: the sink in this process keeps answering the services while the CLI runs.
+async function svcQueue<T>(args: string[]): Promise<T> {
+  const r = await runCliAsync(['queue', ...args], dir);
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as T;
 }
@@ -162,16 +164,16 @@ describe('Use queue over a real socket (svc start)', () => {
     // The service started (its report reached the sink) and cannot finish until the sink answers.
     const run = await waitFor('the held run', () => held.find((h) => h.run.original === accepted.cid));
     expect(run.run.attempt).toBe(1);
-    expect(queue(['list', '--channel', 'hold']).map((e) => [e.cid, e.state])).toEqual([[accepted.cid, 'running']]);
+    expect((await queue(['list', '--channel', 'hold'])).map((e) => [e.cid, e.state])).toEqual([[accepted.cid, 'running']]);
     release('hold');
-    await waitFor('the queue to empty', () => queue(['list', '--channel', 'hold']).length === 0 || undefined);
+    await waitFor('the queue to empty', async () => (await queue(['list', '--channel', 'hold'])).length === 0 || undefined);
   });
 
   it('retries with the configured delays, keeps every error in the dead-letter queue, and replays after a hot deploy', async () => {
     const accepted = await post('/flaky', { order: 7 });
     expect(accepted.status).toBe(200);
-    const dead = await waitFor('the dead-letter queue', () => {
-      const d = queue(['list', '--channel', 'flaky', '--state', 'dead']);
+    const dead = await waitFor('the dead-letter queue', async () => {
+      const d = await queue(['list', '--channel', 'flaky', '--state', 'dead']);
       return d.length ? d : undefined;
     });
     const tries = runs.filter((r) => r.tag === 'flaky' && r.original === accepted.cid);
@@ -180,17 +182,17 @@ describe('Use queue over a real socket (svc start)', () => {
     expect(tries[1]!.at - tries[0]!.at).toBeGreaterThanOrEqual(290);
     expect(tries[2]!.at - tries[1]!.at).toBeGreaterThanOrEqual(590);
     expect(dead.map((d) => [d.cid, d.attempts, d.errorCount])).toEqual([[accepted.cid, 3, 3]]);
-    const shown = svcQueue<Shown>(['show', String(dead[0]!.id)]);
+    const shown = await svcQueue<Shown>(['show', String(dead[0]!.id)]);
     expect(shown.errors.map((e) => [e.attempt, e.message])).toEqual([1, 2, 3].map((a) => [a, 'Error: upstream said no']));
     expect(new Set(shown.errors.map((e) => e.cid)).size).toBe(3);
 
     writeFileSync(join(dir, 'services', 'flaky.js'), REPORT(`export default service({ async handle(ctx) { await report(ctx, 'flaky-fixed'); } });`));
     await waitFor('the fixed service to deploy', () => /"service":"flaky".*service deployed[\s\S]*"service":"flaky".*service deployed/.test(server.output()) || undefined);
-    const replay = runCli(['queue', 'replay', '--all', '--channel', 'flaky'], dir);
+    const replay = await runCliAsync(['queue', 'replay', '--all', '--channel', 'flaky'], dir);
     expect(replay.status, replay.stderr).toBe(0);
     const fixed = await waitFor('the replayed run', () => runs.find((r) => r.tag === 'flaky-fixed' && r.original === accepted.cid));
     expect(fixed.attempt).toBe(1);
-    await waitFor('the queue to empty', () => queue(['list', '--channel', 'flaky']).length === 0 || undefined);
+    await waitFor('the queue to empty', async () => (await queue(['list', '--channel', 'flaky'])).length === 0 || undefined);
   });
 
   it('a slow queued channel leaves a synchronous channel its latency (p99 within 2× idle)', async () => {
@@ -207,14 +209,14 @@ describe('Use queue over a real socket (svc start)', () => {
       await waitFor('the slow queue to be busy', () => runs.filter((r) => r.tag === 'slow').length > slowBefore || undefined);
       const busy = await helloLatencies(400);
       expect(runs.filter((r) => r.tag === 'slow').length - slowBefore).toBeLessThan(200); // still draining while measured
-      const deleted = runCli(['queue', 'delete', '--all', '--state', 'pending', '--channel', 'slow'], dir);
+      const deleted = await runCliAsync(['queue', 'delete', '--all', '--state', 'pending', '--channel', 'slow'], dir);
       expect(deleted.status, deleted.stderr).toBe(0);
       const [idleP99, busyP99] = [percentile(idle, 99), percentile(busy, 99)];
       pairs.push(`idle ${idleP99.toFixed(2)} ms, busy ${busyP99.toFixed(2)} ms (p50 ${percentile(idle, 50).toFixed(2)} / ${percentile(busy, 50).toFixed(2)} ms)`);
       // A floor of 2 ms for the idle figure: below it, one scheduler tick of the test runner is the noise.
       held = busyP99 <= 2 * Math.max(idleP99, 2);
       // Each probe starts a CLI process; on a loaded machine that alone takes seconds, so allow a minute.
-      await waitFor('the slow queue to drain', () => queue(['list', '--channel', 'slow']).length === 0 || undefined, 60_000);
+      await waitFor('the slow queue to drain', async () => (await queue(['list', '--channel', 'slow'])).length === 0 || undefined, 60_000);
     }
     console.log(`sync channel p99 with a slow queue: ${pairs.join('; ')}`);
     expect(held, pairs.join('; ')).toBe(true);
@@ -250,7 +252,7 @@ describe('Use queue over a real socket (svc start)', () => {
       60_000,
     );
     expect(seen.size).toBe(N);
-    await waitFor('the queue to empty', () => queue(['list', '--channel', 'work']).length === 0 || undefined, 30_000);
+    await waitFor('the queue to empty', async () => (await queue(['list', '--channel', 'work'])).length === 0 || undefined, 30_000);
 
     const work = runs.filter((r) => r.tag === 'work');
     const originals = new Set(work.map((r) => r.original));

@@ -72,11 +72,27 @@ export function runCli(args: string[], cwd: string, input?: string, env?: NodeJS
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Polls `probe` every 20 ms until it returns something truthy; throws after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+/**
+ * Runs an svc command to completion without blocking this process: servers the test runs itself
+ * (sinks, upstreams) keep answering meanwhile, which runCli's spawnSync stops for seconds on a loaded machine.
+ */
+export function runCliAsync(args: string[], cwd: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [SVC_BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    proc.once('error', reject);
+    proc.once('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+/** Polls `probe` every 20 ms until it returns (or resolves to) something truthy; throws after `timeoutMs`. */
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const v = probe();
+    const v = await probe();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
