@@ -26,6 +26,16 @@ export function makeProject(config: string, services: Record<string, string> = {
 }
 
 /**
+ * Every server startCli spawned and that still runs. A test that times out while one starts has no
+ * handle to stop it, and a server left running would outlive the test run: this process kills
+ * whatever is left when it exits.
+ */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const proc of running) proc.kill('SIGKILL');
+});
+
+/**
  * Starts `svc start` in a project directory on a free port; resolves once it listens. `detached`
  * makes it a process group leader, as a shell's foreground job is (Ctrl-C signals the group).
  */
@@ -36,6 +46,8 @@ export function startCli(dir: string, env: NodeJS.ProcessEnv = {}, opts: { detac
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: opts.detached,
   });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   let out = '';
   proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
