@@ -93,19 +93,35 @@ export class EntryQueue {
     return all;
   }
 
-  /** Removes the given entries (a set of this queue's entries). */
+  /**
+   * Removes the given entries (a set of this queue's entries). A get takes a run from one end of
+   * each bucket (oldest first by priority, or newest first), so the run is cut off that end
+   * without looking at the rest of the bucket: a get costs what it takes, not the queue's depth.
+   * Entries from the middle of a bucket (a get that skipped a message too large for its byte cap)
+   * make that bucket be copied without them.
+   */
   remove(gone: ReadonlySet<Entry>): void {
     if (gone.size === 0) return;
+    const perBucket = new Array<number>(PRIORITY_LEVELS).fill(0);
+    for (const entry of gone) perBucket[entry.msg.priority]!++;
     for (let p = 0; p < PRIORITY_LEVELS; p++) {
+      const wanted = perBucket[p]!;
+      if (wanted === 0) continue;
       const bucket = this.buckets[p]!;
-      let prefix = 0;
-      while (prefix < bucket.length && gone.has(bucket[prefix]!)) prefix++;
-      let later = 0;
-      for (let i = prefix; i < bucket.length; i++) if (gone.has(bucket[i]!)) later++;
-      // Gets usually take a prefix of each bucket: splice it instead of copying the bucket.
-      if (later === 0) bucket.splice(0, prefix);
-      else this.buckets[p] = bucket.filter((e) => !gone.has(e));
-      this.size -= prefix + later;
+      const before = bucket.length;
+      let head = 0;
+      while (head < wanted && head < before && gone.has(bucket[head]!)) head++;
+      let tail = 0;
+      while (head + tail < wanted && before - 1 - tail >= head && gone.has(bucket[before - 1 - tail]!)) tail++;
+      if (head + tail === wanted) {
+        bucket.length = before - tail;
+        if (head > 0) bucket.splice(0, head);
+        this.size -= wanted;
+      } else {
+        const kept = bucket.filter((e) => !gone.has(e));
+        this.buckets[p] = kept;
+        this.size -= before - kept.length;
+      }
     }
   }
 
