@@ -95,8 +95,9 @@ export class EntryQueue {
 
   /**
    * Removes the given entries (a set of this queue's entries). A get takes a run from one end of
-   * each bucket (oldest first by priority, or newest first), so the run is cut off that end
-   * without looking at the rest of the bucket: a get costs what it takes, not the queue's depth.
+   * each bucket (oldest first by priority, or newest first), so the run is cut off that end with
+   * no lookup in the rest of the bucket (a cut at the front still moves the rest down, one memory
+   * copy): a get's lookups are what it takes, not the queue's depth.
    * Entries from the middle of a bucket (a get that skipped a message too large for its byte cap)
    * make that bucket be copied without them.
    */
