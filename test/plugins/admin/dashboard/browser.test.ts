@@ -69,17 +69,27 @@ async function go(hash: string, heading?: string): Promise<void> {
   await page.goto(`${k.admin}/admin/${hash}`);
   if (heading) await page.locator('h1', { hasText: heading }).waitFor();
 }
-/** Saves the form and waits for the Dashboard to confirm it was applied. */
+/**
+ * Saves the form and waits for the Dashboard to confirm it was applied. The page records every
+ * message its flash box shows: a success message clears itself after 4 s, and on a loaded CI
+ * machine polling for it from here once missed it whole.
+ */
 async function save(label: 'Create' | 'Save'): Promise<void> {
   await page.locator('#flash').evaluate((n) => {
     n.textContent = '';
     n.setAttribute('class', 'flash');
+    const seen: Array<{ kind: string; text: string }> = [];
+    (window as unknown as { svcFlashes: typeof seen }).svcFlashes = seen;
+    new MutationObserver(() => {
+      if (n.textContent) seen.push({ kind: n.className, text: n.textContent });
+    }).observe(n, { childList: true, characterData: true, subtree: true, attributes: true });
   });
   await page.getByRole('button', { name: label, exact: true }).click();
-  await page.locator('#flash.ok, #flash.error').filter({ hasText: /./ }).waitFor();
-  const flash = page.locator('#flash');
-  if (await flash.evaluate((n) => n.classList.contains('error'))) throw new Error(`the Dashboard said: ${await flash.textContent()} / ${await page.locator('.issues').allTextContents()}`);
-  await page.locator('#flash.ok').filter({ hasText: 'saved and applied' }).waitFor();
+  await page.waitForFunction(() => (window as unknown as { svcFlashes: unknown[] }).svcFlashes.length > 0);
+  const first = await page.evaluate(() => (window as unknown as { svcFlashes: Array<{ kind: string; text: string }> }).svcFlashes[0]!);
+  if (first.kind.includes('error')) throw new Error(`the Dashboard said: ${first.text} / ${await page.locator('.issues').allTextContents()}`);
+  expect(first.kind).toContain('ok');
+  expect(first.text).toContain('saved and applied');
 }
 
 describe('the Dashboard in Chromium', () => {
