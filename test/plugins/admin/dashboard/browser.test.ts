@@ -79,10 +79,14 @@ async function save(label: 'Create' | 'Save'): Promise<void> {
     n.textContent = '';
     n.setAttribute('class', 'flash');
     const seen: Array<{ kind: string; text: string }> = [];
-    (window as unknown as { svcFlashes: typeof seen }).svcFlashes = seen;
-    new MutationObserver(() => {
+    const w = window as unknown as { svcFlashes: typeof seen; svcFlashObserver?: MutationObserver };
+    // One observer per page: the previous save's stops here, or it would keep recording into its own list.
+    w.svcFlashObserver?.disconnect();
+    w.svcFlashes = seen;
+    w.svcFlashObserver = new MutationObserver(() => {
       if (n.textContent) seen.push({ kind: n.className, text: n.textContent });
-    }).observe(n, { childList: true, characterData: true, subtree: true, attributes: true });
+    });
+    w.svcFlashObserver.observe(n, { childList: true, characterData: true, subtree: true, attributes: true });
   });
   await page.getByRole('button', { name: label, exact: true }).click();
   await page.waitForFunction(() => (window as unknown as { svcFlashes: unknown[] }).svcFlashes.length > 0);
