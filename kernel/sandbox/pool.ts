@@ -69,7 +69,8 @@ function outcomeOf(code: string): string {
  */
 export const SANDBOX_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=1'];
 
-function homeIndex(service: string, workers: number): number {
+/** The home process slot of a service: a stable hash of its name (tests place neighbours with it). */
+export function homeIndex(service: string, workers: number): number {
   let h = 0;
   for (let i = 0; i < service.length; i++) h = (h * 31 + service.charCodeAt(i)) | 0;
   return Math.abs(h) % workers;
