@@ -2,7 +2,7 @@ import { readFileSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { systemClock, type Clock } from './clock.ts';
+import { monotonicClock, systemClock, type Clock } from './clock.ts';
 import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } from './config/store.ts';
 import { configSectionSchemas, formatIssue, zodIssues } from './config/compose.ts';
 import type { Channel, SvcConfig } from './config/schema.ts';
@@ -29,7 +29,10 @@ import { SvcError } from './errors.ts';
 
 export interface KernelOptions {
   configPath: string;
+  /** Calendar time (rate-limit windows, stored timestamps). */
   clock?: Clock;
+  /** Durations and deadlines (sandbox calls, wedged processes, step limits); monotonic unless a test moves it by hand. */
+  monotonic?: Clock;
   logger?: Logger;
   /** Watch the config file and services directory (the CLI does; tests may not). */
   watch?: boolean;
@@ -82,6 +85,7 @@ export class Kernel {
     readonly log: Logger,
     accessLog: AccessLog | undefined,
     readonly clock: Clock,
+    monotonic: Clock,
     readonly dataDir: string,
     private readonly hostCalls: HostCalls,
     env: NodeJS.ProcessEnv,
@@ -118,7 +122,7 @@ export class Kernel {
       sandboxStats: () => pool.stats(),
     };
     this.router = new ChannelRouter([]);
-    this.steps = new StepWatch(configStore.current().server.step_timeout_ms, expireStep);
+    this.steps = new StepWatch(configStore.current().server.step_timeout_ms, expireStep, undefined, monotonic);
     this.app = buildHttp({ log, accessLog, router: () => this.router, server: () => this.configStore.current().server, trusted: () => this.trusted, closing: () => this.closing, steps: this.steps });
   }
 
@@ -141,13 +145,14 @@ export class Kernel {
         log,
         hostCall: (op, argsJson, invocation) => hostCalls.run(op, argsJson, invocation),
         hostCallsDone: (invocation) => hostCalls.finish(invocation),
+        clock: opts.monotonic,
       },
       buildSdkBundle(),
     );
     const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log);
     const env = opts.env ?? process.env;
     const configStore = new ConfigStore(configPath, plugins, log, text, config, env, raw);
-    const kernel = new Kernel(configStore, loaded, store, pool, services, log, access, opts.clock ?? systemClock, dataDir, hostCalls, env);
+    const kernel = new Kernel(configStore, loaded, store, pool, services, log, access, opts.clock ?? systemClock, opts.monotonic ?? monotonicClock, dataDir, hostCalls, env);
     try {
       await kernel.init(opts.watch ?? false);
     } catch (err) {

@@ -1,3 +1,5 @@
+import { monotonicClock, type Clock } from '../clock.ts';
+
 /**
  * A bound on how long a request waits on a step of its chain. The service call has its own
  * limit (its time limit plus the pool's margin) and the request's arrival has
@@ -7,14 +9,15 @@
  *
  * One timer for the whole kernel, not one per request: a request enters the watch when a step
  * of it first awaits, and the deadlines are read from a coarse clock the timer keeps (off by at
- * most one tick). A request past its deadline goes to `expire`, which answers it, or says it is
+ * most one tick), which runs from the first step on; before that there is no coarse time to read,
+ * so the first deadline starts it. A request past its deadline goes to `expire`, which answers it, or says it is
  * not to be cut yet (its body is still arriving): then its step gets the whole limit again.
  */
 export class StepWatch<R extends { stepUntil: number }, C> {
   private readonly waiting = new Map<R, C>();
   private timer: NodeJS.Timeout | undefined;
-  /** Coarse time, advanced by the timer. */
-  private now = Date.now();
+  /** Coarse time, advanced by the timer; read only while the timer runs. */
+  private now = 0;
 
   constructor(
     /** 0: no limit. */
@@ -22,20 +25,27 @@ export class StepWatch<R extends { stepUntil: number }, C> {
     /** Answers a request whose step overran and returns true, or returns false to give it the limit again. */
     private readonly expire: (request: R, context: C) => boolean,
     private readonly tickMs = 250,
+    /** Monotonic: a wall clock set forward must not expire every waiting step at once. */
+    private readonly clock: Clock = monotonicClock,
   ) {}
 
   /** Deadline of a step starting now. */
   deadline(): number {
-    return this.limitMs > 0 ? this.now + this.limitMs : Infinity;
+    if (this.limitMs <= 0) return Infinity;
+    this.start();
+    return this.now + this.limitMs;
   }
 
   watch(request: R, context: C): void {
     this.waiting.set(request, context);
-    if (!this.timer) {
-      this.now = Date.now();
-      this.timer = setInterval(() => this.sweep(), this.tickMs);
-      this.timer.unref();
-    }
+    this.start();
+  }
+
+  private start(): void {
+    if (this.timer) return;
+    this.now = this.clock.now();
+    this.timer = setInterval(() => this.sweep(), this.tickMs);
+    this.timer.unref();
   }
 
   unwatch(request: R): void {
@@ -43,7 +53,7 @@ export class StepWatch<R extends { stepUntil: number }, C> {
   }
 
   private sweep(): void {
-    this.now = Date.now();
+    this.now = this.clock.now();
     for (const [request, context] of this.waiting) {
       if (request.stepUntil > this.now) continue;
       if (this.expire(request, context)) this.waiting.delete(request);

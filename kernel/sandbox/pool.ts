@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
+import { monotonicClock, monotonicNow, type Clock } from '../clock.ts';
 import { SvcError } from '../errors.ts';
 import { ServicePositions } from './source-map.ts';
 import { residentMb } from './resident.ts';
@@ -45,7 +46,11 @@ const MAX_PROBATION_PROCESSES = 4;
 const BACKOFF_WINDOW_MS = 30_000;
 const BACKOFF_BASE_MS = 100;
 const BACKOFF_MAX_MS = 5_000;
-/** A process with calls in flight that sent nothing for this long past the longest limit is wedged. */
+/**
+ * A process that owes an answer and has said nothing for this long past the longest time limit
+ * is wedged. Counted from when it began to owe one (SandboxWorker.owedSince), never from the
+ * last time it spoke: after a quiet spell that would be long ago.
+ */
 const WEDGED_AFTER_MS = 5_000;
 const SWEEP_MS = 50;
 /** Growth over its size when ready that a process must show before it is recycled (RecyclePolicy). */
@@ -138,6 +143,8 @@ export class SandboxPool {
     private readonly hostCall: HostCallHandler,
     /** Called when a call that made host calls is over, however it ended. */
     private readonly hostCallsDone: (request: InvokeRequest) => void = () => undefined,
+    /** Durations, deadlines and quiet periods: monotonic, so a wall clock that jumps cuts no call short. */
+    private readonly clock: Clock = monotonicClock,
   ) {}
 
   async start(sdkCode: string): Promise<void> {
@@ -171,6 +178,7 @@ export class SandboxPool {
       this.log.error({ err }, 'sandbox process could not be started');
       this.onExit(worker, null, null);
     });
+    worker.quietSince = this.clock.now();
     child.on('exit', (code, signal) => this.onExit(worker, code, signal));
     worker.send({ t: 'init', caps: this.caps }, JSON.stringify(this.sdkCode));
     return worker;
@@ -235,13 +243,13 @@ export class SandboxPool {
       if (this.probation.size >= MAX_PROBATION_PROCESSES) break;
       if (this.probation.has(name) || this.quarantined.has(name) || !this.services.has(name)) continue;
       this.log.warn({ service: name, with: [...suspects] }, 'service shared a sandbox crash with others; it runs alone on probation');
-      this.probation.set(name, { worker: this.spawn(undefined, name), until: Date.now() + PROBATION_MS });
+      this.probation.set(name, { worker: this.spawn(undefined, name), until: this.clock.now() + PROBATION_MS });
     }
   }
 
   private strike(name: string): void {
     if (!this.services.has(name) || this.quarantined.has(name)) return;
-    const now = Date.now();
+    const now = this.clock.now();
     const list = (this.strikes.get(name) ?? []).filter((t) => t > now - STRIKE_WINDOW_MS);
     list.push(now);
     this.strikes.set(name, list);
@@ -264,7 +272,7 @@ export class SandboxPool {
 
   private restartLater(worker: SandboxWorker): void {
     const key = worker.alone === undefined ? `home:${worker.slot}` : `alone:${worker.alone}`;
-    const now = Date.now();
+    const now = this.clock.now();
     const recent = (this.deaths.get(key) ?? []).filter((t) => t > now - BACKOFF_WINDOW_MS);
     recent.push(now);
     this.deaths.set(key, recent);
@@ -433,9 +441,10 @@ export class SandboxPool {
   }
 
   private async whenReady(ms: number, ready: () => boolean): Promise<void> {
-    const until = Date.now() + ms;
+    // Real time, whatever clock the pool was given: this loop sleeps on real timers.
+    const until = monotonicNow() + ms;
     while (!ready()) {
-      if (this.closing || Date.now() > until) throw new SvcError('SERVICE_UNAVAILABLE', 'no sandbox process became ready');
+      if (this.closing || monotonicNow() > until) throw new SvcError('SERVICE_UNAVAILABLE', 'no sandbox process became ready');
       await new Promise((r) => setTimeout(r, 20));
     }
   }
@@ -484,7 +493,7 @@ export class SandboxPool {
     if (this.closing) return this.refuse(request, 'SERVICE_UNAVAILABLE');
     const timeoutMs = this.services.get(request.service)?.timeoutMs ?? this.caps.defaultTimeoutMs;
     return new Promise<InvokeResult>((resolve, reject) => {
-      const call: PendingCall = { id: this.nextId++, request, deadline: Date.now() + timeoutMs + CALL_MARGIN_MS, worker: undefined, calledHost: false, resolve, reject };
+      const call: PendingCall = { id: this.nextId++, request, deadline: this.clock.now() + timeoutMs + CALL_MARGIN_MS, worker: undefined, calledHost: false, resolve, reject };
       this.pending.set(call.id, call);
       const worker = this.route(request.service);
       if (worker) this.send(worker, call);
@@ -553,6 +562,7 @@ export class SandboxPool {
     }
     call.worker = worker;
     worker.sent++;
+    worker.owedSince ??= this.clock.now();
     worker.inflight.set(call.id, call);
     // callId goes first so the isolate can route host calls; the rest is the request as it is.
     worker.sendCall(call.id, call.request.service, `{"callId":${call.id},${json.slice(1)}`, raw);
@@ -576,7 +586,7 @@ export class SandboxPool {
 
   /** Deadlines, wedged processes and probation ends; one timer for the whole pool. */
   private sweep(): void {
-    const now = Date.now();
+    const now = this.clock.now();
     for (const call of this.pending.values()) {
       if (now <= call.deadline) continue;
       this.settle(call, call.worker ? new SvcError('SERVICE_TIMEOUT') : new SvcError('SERVICE_UNAVAILABLE', 'No sandbox process was ready in time'));
@@ -584,8 +594,13 @@ export class SandboxPool {
     if (this.waiting.length && this.waiting.some((c) => !this.pending.has(c.id))) this.waiting = this.waiting.filter((c) => this.pending.has(c.id));
     const wedgedBefore = now - this.caps.maxTimeoutMs - WEDGED_AFTER_MS;
     for (const w of this.liveWorkers()) {
-      if (w.inflight.size && w.lastHeard < wedgedBefore) {
-        this.log.error({ pid: w.child.pid }, 'sandbox process stopped answering; stopping it');
+      // Calls still in flight after it last spoke: it owes them from now on. A call the pool gave
+      // up on (its deadline passed) stays owed until the process says anything: a process that
+      // answers nothing is stopped even when its calls come one at a time, minutes apart.
+      if (w.owedSince === undefined) {
+        if (w.inflight.size) w.owedSince = now;
+      } else if (w.owedSince < wedgedBefore) {
+        this.log.error({ pid: w.child.pid, silentMs: Math.round(now - w.owedSince), inflight: w.inflight.size }, 'sandbox process owed answers and said nothing; stopping it');
         w.child.kill('SIGKILL');
       }
     }

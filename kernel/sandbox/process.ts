@@ -85,14 +85,20 @@ export class SandboxWorker {
   readonly deploys = new Map<number, { name: string; kind: DeployKind; done: (o: DeployOutcome) => void }>();
   /** Service versions this process holds. */
   readonly holds = new Map<string, number>();
-  lastHeard = Date.now();
+  /**
+   * Since when (pool clock) the process has owed an answer without saying anything at all;
+   * undefined once it is heard. Set when a call is sent to it, and by the pool's sweep for calls
+   * still in flight after it was last heard. A process with nothing to do owes nothing, so a long
+   * quiet spell never makes it look wedged.
+   */
+  owedSince: number | undefined;
   /** Stopped on purpose (probation ended, replaced after a load): its exit is not a crash. */
   retiring = false;
   /** Calls sent to it so far: the pool's sweep tells from it whether the process was idle. */
   sent = 0;
   /** `sent` when the sweep last looked, and since when it has not changed. */
   seenSent = 0;
-  quietSince = Date.now();
+  quietSince = 0;
   /** Resident MB when it became ready (RecyclePolicy). */
   readyMb: number | undefined;
   /** Started to take over a home slot once ready; not a home until then. */
@@ -115,7 +121,7 @@ export class SandboxWorker {
       maxLine,
       onViolation: (why) => onViolation(this, why),
       onMessage: (header, body) => {
-        this.lastHeard = Date.now();
+        this.owedSince = undefined;
         const message = readSandboxMessage(header);
         if (message) onMessage(this, message, body);
         else onViolation(this, 'a message of unknown shape');

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
 import { SandboxPool, type CallInFlight, type DeployOutcome, type HostCallHandler, type PoolCaps } from './pool.ts';
 import type { InvokeRequest, InvokeResult, SandboxStats } from './protocol.ts';
 
@@ -40,11 +41,13 @@ export interface RunnerOptions {
   hostCall: HostCallHandler;
   /** Called when a call that made host calls is over, however it ended. */
   hostCallsDone?: (request: InvokeRequest) => void;
+  /** For durations and deadlines; monotonic unless a test moves it by hand. */
+  clock?: Clock;
 }
 
 /** Starts the sandbox processes with the services' SDK compiled in. */
 export async function startServiceRunner(options: RunnerOptions, sdkCode: string): Promise<ServiceRunner> {
-  const pool = new SandboxPool(options.processes, options.caps, options.log, options.hostCall, options.hostCallsDone);
+  const pool = new SandboxPool(options.processes, options.caps, options.log, options.hostCall, options.hostCallsDone, options.clock);
   await pool.start(sdkCode);
   return pool;
 }

@@ -10,6 +10,7 @@
 import ivm from 'isolated-vm';
 import { Socket } from 'node:net';
 import { Wire } from './wire.ts';
+import { monotonicNow } from '../clock.ts';
 import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
 import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
 
@@ -163,7 +164,7 @@ async function createInstance(svc: Deployed): Promise<{ instance: Instance; meta
     const definition = mod.namespace.getSync('default', { reference: true }) as ivm.Reference<unknown>;
     if (definition.typeof === 'undefined') throw new Error('the service file must `export default service({...})`');
     const metaJson = await register.apply(undefined, [definition.derefInto(), caps.maxOutputBytes], { timeout: EVALUATE_MS });
-    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], parked: 0, flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined, lastUsed: Date.now() };
+    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], parked: 0, flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined, lastUsed: monotonicNow() };
     holder.instance = instance;
     return { instance, meta: JSON.parse(metaJson) as Record<string, unknown> };
   } catch (err) {
@@ -307,7 +308,7 @@ function startWaiting(instance: Instance): void {
   const room = Math.min(MAX_CONCURRENT_CALLS - (instance.running.size - instance.parked), MAX_CALLS_IN_ISOLATE - instance.running.size);
   if (room <= 0 || !instance.waiting.length || instance.isolate.isDisposed) return;
   const batch = instance.waiting.splice(0, room);
-  const now = Date.now();
+  const now = monotonicNow();
   instance.lastUsed = now;
   let json = '[';
   // The bodies that crossed apart, in the batch's order: the runtime cuts them by their lengths.
@@ -438,12 +439,13 @@ function onMessage(message: KernelMessage, body: string, raw: string | undefined
   }
 }
 
-// Wall-clock watchdog: one timer for all calls, so a call costs no timer of its own.
+// Elapsed-time watchdog: one timer for all calls, so a call costs no timer of its own. Deadlines
+// are read from the monotonic clock: a wall clock set forward must not time out every call.
 // It also notices isolates that died under their calls (the memory limit disposes them), and
 // isolates still using CPU after their last call's deadline (a microtask chain, or code resumed
 // by host replies, that a handler left behind): nothing a service starts outlives its limit.
 setInterval(() => {
-  const now = Date.now();
+  const now = monotonicNow();
   const dead = new Set<Instance>();
   for (const entry of calls.values()) {
     const instance = entry.instance;
@@ -483,7 +485,7 @@ setInterval(() => {
  */
 setInterval(() => {
   if (!(caps.idleMs > 0)) return;
-  const now = Date.now();
+  const now = monotonicNow();
   for (const svc of services.values()) {
     const instance = svc.instance;
     if (!usable(instance) || instance.running.size || instance.waiting.length || cooling.has(instance)) continue;

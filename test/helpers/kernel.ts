@@ -30,6 +30,8 @@ export interface StartOptions {
   config: string;
   services?: Record<string, string>;
   clock?: Clock;
+  /** The kernel's clock for durations (sandbox deadlines, wedged processes, step limits). */
+  monotonic?: Clock;
   listen?: boolean;
   env?: NodeJS.ProcessEnv;
   extraPlugins?: Plugin[];
@@ -54,7 +56,7 @@ export async function startKernel(opts: StartOptions): Promise<TestKernel> {
     : pino({ level: 'silent' });
   // Under SVC_TEST_STORE=postgres the store is the data directory's schema (test/helpers/store.ts).
   const storeEnv = await testStoreEnv(join(dir, 'data'));
-  const kernel = await Kernel.create({ configPath, clock: opts.clock, logger, watch: true, env: { SVC_ADMIN_PORT: '0', ...process.env, ...storeEnv, ...opts.env }, extraPlugins: opts.extraPlugins });
+  const kernel = await Kernel.create({ configPath, clock: opts.clock, monotonic: opts.monotonic, logger, watch: true, env: { SVC_ADMIN_PORT: '0', ...process.env, ...storeEnv, ...opts.env }, extraPlugins: opts.extraPlugins });
   let url: string | undefined;
   if (opts.listen) url = await kernel.listen();
   else await kernel.app.ready();

@@ -23,6 +23,8 @@ const hanging = definePlugin({
     return undefined;
   },
   hooks: {
+    // The first step of the chain: one that finishes well within the limit, but after the watch's first tick (250 ms).
+    onRequest: () => (ex: Exchange) => (ex.headers['x-hang'] === 'slow' ? new Promise<void>((r) => setTimeout(r, LIMIT_MS / 2 + 100)) : undefined),
     // A step that never settles when asked to, in the phase where a body parser runs.
     parse: () => async (ex: Exchange) => {
       if (ex.headers['x-hang'] === 'parse') await new Promise(() => undefined);
@@ -38,9 +40,8 @@ const hanging = definePlugin({
 const slowService = `import { service } from 'svc/sdk';
 export default service({ limits: { timeoutMs: 2000 }, handle: () => { const until = Date.now() + ${LIMIT_MS * 2}; while (Date.now() < until) {} return 'slow but within its own limit'; } });`;
 
-let k: TestKernel;
-beforeAll(async () => {
-  k = await startKernel({
+const start = () =>
+  startKernel({
     config: `
 server: { step_timeout_ms: ${LIMIT_MS}, request_timeout_ms: 5000 }
 channel_rest:
@@ -51,6 +52,10 @@ channel_rest:
     extraPlugins: [hanging],
     listen: true,
   });
+
+let k: TestKernel;
+beforeAll(async () => {
+  k = await start();
 }, 60_000);
 afterAll(() => k?.close());
 
@@ -94,5 +99,22 @@ describe('a chain step that never finishes', () => {
     const [hung, ok] = await Promise.all([timed('/hello', { 'x-hang': 'parse' }), timed('/hello')]);
     expect(hung.status).toBe(503);
     expect(ok).toMatchObject({ status: 200, body: 'hello' });
+  });
+});
+
+describe('the first step after a quiet start', () => {
+  let quiet: TestKernel;
+  beforeAll(async () => {
+    quiet = await start();
+  }, 60_000);
+  afterAll(() => quiet?.close());
+
+  // The watch's coarse clock was read once, when the server started: the first step awaited after
+  // a quiet spell longer than the limit got a deadline already past and was cut at the first tick.
+  it('gets the whole limit, however long the server sat idle before it', async () => {
+    await new Promise((r) => setTimeout(r, LIMIT_MS * 2));
+    const r = await fetch(quiet.url + '/hello', { headers: { 'x-hang': 'slow' } });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toBe('hello');
   });
 });
