@@ -7,6 +7,7 @@ import { z } from 'zod';
  */
 
 import { HTTP_METHODS } from '../../sdk/http.ts';
+import { isTimeZone } from '../../sdk/plugin/zone.ts';
 import type { ChannelFields, ConfigSections, ServerFields } from '../../sdk/plugin/extensions.ts';
 export { HTTP_METHODS, type HttpMethod } from '../../sdk/http.ts';
 
@@ -186,11 +187,3 @@ export interface KernelConfig {
 /** The validated config as the kernel and plugins read it: the kernel's sections and the enabled plugins'. */
 export type SvcConfig = KernelConfig & ConfigSections;
 
-function isTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -1,7 +1,8 @@
+import { ZoneTime as WallClockZone } from '../../sdk/plugin/index.ts';
 import type { LimitUnit } from './schema.ts';
 
 /**
- * Calendar arithmetic in UTC or an IANA zone, using only Intl for zone offsets.
+ * Calendar windows in UTC or an IANA zone (the SDK's ZoneTime does the offsets).
  * Windows of a day or longer follow the zone's calendar (real month lengths, leap years,
  * 23- and 25-hour days at DST changes); hour and shorter windows are aligned to the
  * zone's wall clock with the offset in force, so they last their nominal length except where
@@ -19,73 +20,9 @@ function mod(a: number, b: number): number {
   return ((a % b) + b) % b;
 }
 
-export class ZoneTime {
-  private readonly format: Intl.DateTimeFormat | undefined;
+export class ZoneTime extends WallClockZone {
   private minuteFrom = Number.NaN;
   private minuteValue = 0;
-
-  constructor(readonly zone: string) {
-    this.format =
-      zone === 'UTC' || zone === 'Etc/UTC'
-        ? undefined
-        : new Intl.DateTimeFormat('en-US', {
-            timeZone: zone,
-            hourCycle: 'h23',
-            year: 'numeric',
-            month: 'numeric',
-            day: 'numeric',
-            hour: 'numeric',
-            minute: 'numeric',
-            second: 'numeric',
-          });
-  }
-
-  /** Milliseconds to add to a UTC instant to get the zone's wall-clock time. */
-  offsetAt(utcMs: number): number {
-    if (this.format === undefined) return 0;
-    const whole = utcMs - mod(utcMs, SECOND);
-    let y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
-    for (const part of this.format.formatToParts(whole)) {
-      switch (part.type) {
-        case 'year': y = Number(part.value); break;
-        case 'month': mo = Number(part.value); break;
-        case 'day': d = Number(part.value); break;
-        case 'hour': h = Number(part.value); break;
-        case 'minute': mi = Number(part.value); break;
-        case 'second': s = Number(part.value); break;
-      }
-    }
-    return Date.UTC(y, mo - 1, d, h, mi, s) - whole;
-  }
-
-  /**
-   * The instant at which the wall clock first shows `localMs` (a wall time written as if UTC).
-   * In a fall-back overlap the earlier instant; in a spring-forward gap the end of the gap.
-   */
-  localToUtc(localMs: number): number {
-    const before = this.offsetAt(localMs - DAY);
-    const after = this.offsetAt(localMs + DAY);
-    const early = localMs - Math.max(before, after);
-    const late = localMs - Math.min(before, after);
-    if (early + this.offsetAt(early) === localMs) return early;
-    if (late + this.offsetAt(late) === localMs) return late;
-    // Gap: the wall clock jumps over localMs; the first instant past it is where the jump lands.
-    return localMs - before;
-  }
-
-  /**
-   * The first instant in (lo, hi] whose offset differs from lo's, given that hi's does (offset
-   * changes are rare and far apart: there is one in the span).
-   */
-  private changeAfter(lo: number, hi: number): number {
-    const before = this.offsetAt(lo);
-    while (hi - lo > 1) {
-      const mid = lo + Math.floor((hi - lo) / 2);
-      if (this.offsetAt(mid) === before) lo = mid;
-      else hi = mid;
-    }
-    return hi;
-  }
 
   /** Minute of the day (0..1439) on the zone's wall clock; recomputed once per minute. */
   minuteOfDay(now: number): number {

@@ -44,6 +44,7 @@ export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueVio
 export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
 export type { SandboxStats } from '../../kernel/sandbox/runner.ts';
 export { systemClock, type Clock } from '../../kernel/clock.ts';
+export { ZoneTime, isTimeZone } from './zone.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';
 export { jsonSchemaOf, openApiDocument } from './openapi.ts';
