@@ -33,12 +33,39 @@ function values(params: readonly unknown[] | undefined): unknown[] | undefined {
   return params.some((p) => typeof p === 'boolean') ? params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p)) : (params as unknown[]);
 }
 
-function queryableOf(db: pg.Pool | pg.PoolClient): Queryable {
+type Send = (text: string, params?: unknown[]) => Promise<pg.QueryResult>;
+
+function queryableOf(send: Send): Queryable {
+  const query = (sql: string, params?: readonly unknown[]) => send(positional(sql), values(params));
   return {
-    all: async <T>(sql: string, params?: readonly unknown[]) => (await db.query(positional(sql), values(params))).rows as T[],
-    one: async <T>(sql: string, params?: readonly unknown[]) => (await db.query(positional(sql), values(params))).rows[0] as T | undefined,
-    run: async (sql: string, params?: readonly unknown[]): Promise<RunResult> => ({ changes: (await db.query(positional(sql), values(params))).rowCount ?? 0 }),
+    all: async <T>(sql: string, params?: readonly unknown[]) => (await query(sql, params)).rows as T[],
+    one: async <T>(sql: string, params?: readonly unknown[]) => (await query(sql, params)).rows[0] as T | undefined,
+    run: async (sql: string, params?: readonly unknown[]): Promise<RunResult> => ({ changes: (await query(sql, params)).rowCount ?? 0 }),
   };
+}
+
+/**
+ * A pool connection held by one transaction (or the migration lock). pg-pool listens for a
+ * connection's 'error' events only while it sits idle: one the server ends while it is checked
+ * out (pg_terminate_backend, a failover, a proxy's idle timeout) emits 'error' to nobody, which
+ * crashes the process. Here the loss is kept instead; statements after it fail with its reason
+ * (not pg's "not queryable"), and the connection is discarded on release.
+ */
+class CheckedOut {
+  private lost: Error | undefined;
+  private readonly onError = (err: Error) => void (this.lost ??= err);
+
+  constructor(private readonly client: pg.PoolClient) {
+    client.on('error', this.onError);
+  }
+
+  readonly query: Send = (text, params) => (this.lost === undefined ? this.client.query(text, params) : Promise.reject(this.lost));
+
+  /** Back to the pool, or closed when it failed (`broken`) or was lost. */
+  release(broken: Error | undefined): void {
+    this.client.release(broken ?? this.lost);
+    this.client.off('error', this.onError);
+  }
 }
 
 /**
@@ -60,7 +87,7 @@ export class PgStore implements DataStore {
     /** LISTEN/NOTIFY on the schema's channel (notifications.ts). */
     readonly notifications: PgNotifications,
   ) {
-    this.direct = queryableOf(pool);
+    this.direct = queryableOf((text, params) => pool.query(text, params));
   }
 
   /** Connects, creates svc_migrations if needed; StoreUnavailableError when the server does not answer. */
@@ -94,8 +121,8 @@ export class PgStore implements DataStore {
     const notifications = new PgNotifications(url, pool, PgNotifications.channelOf(schema), ctx.log);
     const store = new PgStore(pool, lockKey, notifications);
     try {
-      await store.locked(async (client) => {
-        await client.query('CREATE TABLE IF NOT EXISTS svc_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (owner, version))');
+      await store.locked(async (query) => {
+        await query('CREATE TABLE IF NOT EXISTS svc_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (owner, version))');
       });
     } catch (err) {
       await pool.end().catch(() => undefined);
@@ -121,19 +148,19 @@ export class PgStore implements DataStore {
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const held = new CheckedOut(await this.pool.connect());
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
-      const result = await fn(queryableOf(client));
-      await client.query('COMMIT');
+      await held.query('BEGIN');
+      const result = await fn(queryableOf(held.query));
+      await held.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+      await held.query('ROLLBACK').catch((e: Error) => (broken = e));
       throw err;
     } finally {
       // A connection that cannot even roll back is closed rather than handed to the next caller.
-      client.release(broken);
+      held.release(broken);
     }
   }
 
@@ -143,18 +170,18 @@ export class PgStore implements DataStore {
   }
 
   async migrate(owner: string, migrations: readonly Migration[]): Promise<void> {
-    await this.locked(async (client) => {
-      const done = new Set((await client.query<{ version: number }>('SELECT version FROM svc_migrations WHERE owner = $1', [owner])).rows.map((r) => r.version));
+    await this.locked(async (query) => {
+      const done = new Set((await query('SELECT version FROM svc_migrations WHERE owner = $1', [owner])).rows.map((r: { version: number }) => r.version));
       for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
         if (done.has(m.version)) continue;
         try {
-          await client.query('BEGIN');
+          await query('BEGIN');
           // No parameters: the simple protocol, which runs several statements in one text.
-          await client.query(m.up);
-          await client.query('INSERT INTO svc_migrations (owner, version) VALUES ($1, $2)', [owner, m.version]);
-          await client.query('COMMIT');
+          await query(m.up);
+          await query('INSERT INTO svc_migrations (owner, version) VALUES ($1, $2)', [owner, m.version]);
+          await query('COMMIT');
         } catch (err) {
-          await client.query('ROLLBACK').catch(() => undefined);
+          await query('ROLLBACK').catch(() => undefined);
           throw new Error(`migration ${owner} v${m.version} failed: ${(err as Error).message}`);
         }
       }
@@ -166,18 +193,18 @@ export class PgStore implements DataStore {
    * migrate one after the other (the later ones find the versions applied), and a node that dies
    * holding it frees it with its connection.
    */
-  private async locked(fn: (client: pg.PoolClient) => Promise<void>): Promise<void> {
-    const client = await this.pool.connect();
+  private async locked(fn: (query: Send) => Promise<void>): Promise<void> {
+    const held = new CheckedOut(await this.pool.connect());
     let broken: Error | undefined;
     try {
-      await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [this.lockKey]);
+      await held.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [this.lockKey]);
       try {
-        await fn(client);
+        await fn(held.query);
       } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [this.lockKey]).catch((e: Error) => (broken = e));
+        await held.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [this.lockKey]).catch((e: Error) => (broken = e));
       }
     } finally {
-      client.release(broken);
+      held.release(broken);
     }
   }
 
