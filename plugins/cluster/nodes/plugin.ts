@@ -21,10 +21,16 @@ export default definePlugin<NodesOptions, NodeRegistry>({
   async setup(kernel, options) {
     const name = options.name ?? defaultNodeName(kernel.env, kernel.server().port);
     const timing = { heartbeatMs: options.heartbeat_ms, downAfterMs: options.down_after_ms, forgetAfterMs: options.forget_after_ms };
-    const registry = new NodeRegistry(kernel.store, kernel.clock, timing, name, SVC_VERSION, (error) => {
+    const onError = (error: string | undefined) => {
       if (error === undefined) kernel.log.info({ node: registry.self.id }, 'nodes: heartbeat written again');
       else kernel.log.warn({ node: registry.self.id, err: error }, 'nodes: heartbeat failed');
-    });
+    };
+    const onRejoined = () =>
+      kernel.log.warn(
+        { node: registry.self.id, forget_after_ms: timing.forgetAfterMs },
+        'nodes: this node was silent so long that other nodes forgot it; its row is written again (they may have taken over its queued events meanwhile)',
+      );
+    const registry = new NodeRegistry(kernel.store, kernel.clock, timing, name, SVC_VERSION, onError, onRejoined);
     await registry.start();
     kernel.provide('cluster.node', { ...registry.self, liveNodes: () => registry.liveIds() });
     const list: ControlOp = { op: 'cluster.nodes', readOnly: true, args: listArgsSchema, handler: async () => ({ self: registry.self.id, nodes: await registry.list() }) };

@@ -66,6 +66,8 @@ export class NodeRegistry {
     name: string,
     private readonly version: string,
     private readonly onError: (message: string | undefined) => void,
+    /** This node's row was gone (others forgot it) and was written again. */
+    private readonly onRejoined: () => void = () => undefined,
   ) {
     this.self = { id: randomBytes(6).toString('hex'), name, startedAt: clock.now() };
   }
@@ -73,16 +75,31 @@ export class NodeRegistry {
   async start(): Promise<void> {
     await this.store.migrate(OWNER, migrations(this.store.dialect));
     const now = this.clock.now();
-    await this.store.run('INSERT INTO svc_node (id, name, host, pid, version, runtime, started_at, heard_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [this.self.id, this.self.name, hostname(), process.pid, this.version, process.version, this.self.startedAt, now]);
+    await this.insertSelf(now);
     await this.store.run('DELETE FROM svc_node WHERE heard_at < ?', [now - this.timing.forgetAfterMs]);
     this.timer = setInterval(() => void this.beat(), this.timing.heartbeatMs);
     this.timer.unref();
   }
 
-  /** One heartbeat at a time; a failing store is reported once per change, and the next beat tries again. */
+  private insertSelf(now: number): Promise<unknown> {
+    return this.store.run('INSERT INTO svc_node (id, name, host, pid, version, runtime, started_at, heard_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [this.self.id, this.self.name, hostname(), process.pid, this.version, process.version, this.self.startedAt, now]);
+  }
+
+  /**
+   * One heartbeat at a time; a failing store is reported once per change, and the next beat tries
+   * again. A node silent past forget_after_ms (a suspended machine, a long store outage) finds its
+   * row deleted by a node that started meanwhile: it writes it again, or it would stay invisible,
+   * and the others would take over its queued events at every look while it runs them.
+   */
   beat(): Promise<void> {
-    this.beating ??= this.store
-      .run('UPDATE svc_node SET heard_at = ? WHERE id = ?', [this.clock.now(), this.self.id])
+    this.beating ??= (async () => {
+      const now = this.clock.now();
+      const { changes } = await this.store.run('UPDATE svc_node SET heard_at = ? WHERE id = ?', [now, this.self.id]);
+      if (changes === 0) {
+        await this.insertSelf(now);
+        this.onRejoined();
+      }
+    })()
       .then(
         () => this.report(undefined),
         (err: unknown) => this.report(err instanceof Error ? err.message : String(err)),

@@ -63,6 +63,30 @@ describe('node registry', () => {
     expect(errors).toEqual([]);
   });
 
+  it('a node the others forgot (silent past forget_after_ms: a suspended machine) writes its row again at its next heartbeat', async () => {
+    const db = store();
+    const clock = new ManualClock();
+    const errors: Array<string | undefined> = [];
+    let rejoined = 0;
+    const a = new NodeRegistry(db, clock, TIMING, 'node-a', '1.2.3', (e) => errors.push(e), () => rejoined++);
+    await a.start();
+    clock.advance(TIMING.forgetAfterMs + 1);
+    // A node starting now forgets a: its row goes.
+    const b = new NodeRegistry(db, clock, TIMING, 'node-b', '1.2.3', (e) => errors.push(e));
+    await b.start();
+    expect((await b.list()).map((n) => n.name)).toEqual(['node-b']);
+
+    await a.beat();
+    expect(rejoined).toBe(1);
+    expect(await b.liveIds()).toContain(a.self.id);
+    expect((await b.list()).find((n) => n.id === a.self.id)).toMatchObject({ name: 'node-a', state: 'up', started_at: new Date(clock.now() - TIMING.forgetAfterMs - 1).toISOString() });
+    await a.beat();
+    expect(rejoined).toBe(1);
+    expect(errors).toEqual([]);
+    await a.stop();
+    await b.stop();
+  });
+
   it('reports a failing heartbeat once, and its recovery once', async () => {
     const db = store();
     const clock = new ManualClock();
