@@ -119,7 +119,9 @@ async function sendOwn(send: NonNullable<OutgoingAuthorizer['send']>, request: O
 export async function callWithRetries(conn: Connection, args: CallArgs, ctx: HostCallContext, clock: Clock, tracing?: Tracing): Promise<CallResult> {
   const { entry, auth } = conn;
   const policy = entry.retry;
-  const deadline = clock.now() + policy.budget_ms;
+  // The budget is a duration: read on the monotonic clock, which a wall clock set back or forward
+  // does not move. `clock` (the wall clock) stays for Retry-After dates.
+  const deadline = performance.now() + policy.budget_ms;
   // Spec D: space-separated; an empty string means none given (the definition's scopes apply).
   const scopes = args.auth_scopes?.split(/\s+/).filter(Boolean);
   const authContext: OutgoingAuthContext = { cid: ctx.cid, scopes: scopes?.length ? scopes : undefined, signal: ctx.signal };
@@ -128,7 +130,7 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
     const request = requestOf(conn, args);
     // Started before credentials are added: waiting for a token counts in the attempt's span.
     const span = tracing?.outgoing(ctx.trace, request, { connection: entry.name, template: entry.url_path, attempt });
-    const timeoutMs = Math.max(1, Math.min(entry.timeout_ms, deadline - clock.now()));
+    const timeoutMs = Math.max(1, Math.floor(Math.min(entry.timeout_ms, deadline - performance.now())));
     let response: OutgoingResponse | undefined;
     let failure: TransportFailure | undefined;
     try {
@@ -157,7 +159,7 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
 
     const retryable = response !== undefined || ((failure!.kind === 'timeout' || failure!.kind === 'connection') && (!failure!.sent || safeToRepeat(request.method, request.headers)));
     const wait = response ? (retryAfterMs(response.headers['retry-after'], clock.now()) ?? backoffMs(policy, attempt - 1)) : backoffMs(policy, attempt - 1);
-    const outOfBudget = clock.now() + wait >= deadline;
+    const outOfBudget = performance.now() + wait >= deadline;
     if (!retryable || attempt >= policy.max_attempts || outOfBudget) {
       if (response) return { status: response.status, headers: flatHeaders(response.headers), text: response.body.toString('utf8') };
       const kind = retryable && outOfBudget && attempt < policy.max_attempts ? 'budget' : failure!.kind;

@@ -61,6 +61,13 @@ export const outgoingEntrySchema = z
     headers: headerMapSchema.optional(),
     tls: tlsSchema.optional().describe('TLS settings of an https address.'),
     max_connections: z.number().int().min(1).max(1024).default(16).describe('Most sockets kept open to the address (keep-alive).'),
+    keep_alive_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(600_000)
+      .default(4_000)
+      .describe('Longest a socket with nothing to do is kept for the next call; a server\'s Keep-Alive: timeout shortens it. Keep it below the idle timeout of the server and of proxies on the way: a call sent as they close the socket fails, and a POST is not sent again.'),
     max_response_bytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(16 * 1024 * 1024).describe('Largest response body a call accepts; larger is a failed call.'),
     allowed_services: z.array(z.string().min(1)).optional().describe('Services that may use the connection; every service when absent.'),
   })

@@ -31,7 +31,10 @@ export class HttpTransport {
     const tls = entry.tls;
     this.pool = new Pool(new URL(entry.address).origin, {
       connections: entry.max_connections,
-      keepAliveTimeout: 30_000,
+      // A socket kept idle past the server's own idle timeout is closed by the server, and a call
+      // sent just then is lost with it: keep_alive_ms bounds even a longer Keep-Alive: timeout.
+      keepAliveTimeout: entry.keep_alive_ms,
+      keepAliveMaxTimeout: entry.keep_alive_ms,
       connect: tls && {
         rejectUnauthorized: tls.reject_unauthorized,
         // Relative to the working directory, like server.data_dir.

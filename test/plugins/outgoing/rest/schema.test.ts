@@ -29,6 +29,7 @@ describe('outgoing_rest schema', () => {
       timeout_ms: 10_000,
       retry: { max_attempts: 3, base_backoff_ms: 200, max_backoff_ms: 5_000, budget_ms: 30_000 },
       max_connections: 16,
+      keep_alive_ms: 4_000,
       max_response_bytes: 16 * 1024 * 1024,
     });
   });
