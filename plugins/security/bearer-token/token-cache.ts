@@ -19,9 +19,12 @@ interface Flight {
 }
 
 interface Slot {
-  /** `Bearer <token>`, usable while clock.now() < freshUntil. */
+  /** `Bearer <token>`, usable while both clocks are before their limit. */
   header: string | undefined;
+  /** On the wall clock: it runs on while the machine is suspended, which the monotonic one does not. */
   freshUntil: number;
+  /** On the monotonic clock: a wall clock set back does not move it. */
+  freshUntilElapsed: number;
   flight: Flight | undefined;
 }
 
@@ -29,26 +32,34 @@ interface Slot {
  * Tokens by definition key (its name and a digest of its fields) and scope set. At most one token
  * request per key is in flight; callers arriving meanwhile wait for it. A token is kept for half
  * its validity (spec); a failed request is not cached and fails everyone who waited for it.
+ *
+ * Validity is a duration (expires_in), measured on two clocks and over when either says so: the
+ * wall clock (`clock`, the kernel's) keeps running through a suspend, the monotonic one
+ * (`elapsed`) through the wall clock being set back. A clock set forward costs one token request.
  */
 export class TokenCache {
   private readonly byDefinition = new Map<string, Map<string, Slot>>();
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly elapsed: () => number = () => performance.now(),
+  ) {}
 
   /** The Authorization header value for the scope set, from the cache or a token request. */
   async header(definitionKey: string, scopes: readonly string[], fetch: TokenFetcher, signal: AbortSignal): Promise<string> {
     const scopeKey = scopeKeyOf(scopes);
     let slots = this.byDefinition.get(definitionKey);
     const slot = slots?.get(scopeKey);
-    if (slot?.header !== undefined && this.clock.now() < slot.freshUntil) return slot.header;
+    if (slot?.header !== undefined && this.clock.now() < slot.freshUntil && this.elapsed() < slot.freshUntilElapsed) return slot.header;
     signal.throwIfAborted();
     // A flight every caller left is being cancelled: a new caller needs a request of its own.
     if (slot?.flight !== undefined && !slot.flight.controller.signal.aborted) return join(slot.flight, signal);
 
     if (slots === undefined) this.byDefinition.set(definitionKey, (slots = new Map()));
-    const fresh: Slot = slot ?? { header: undefined, freshUntil: 0, flight: undefined };
+    const fresh: Slot = slot ?? { header: undefined, freshUntil: 0, freshUntilElapsed: 0, flight: undefined };
     if (slot === undefined) this.remember(slots, scopeKey, fresh);
     const startedAt = this.clock.now();
+    const startedElapsed = this.elapsed();
     const controller = new AbortController();
     const flight: Flight = { controller, waiters: 0, promise: undefined as unknown as Promise<string> };
     flight.promise = fetch(scopes, controller.signal).then(
@@ -61,6 +72,7 @@ export class TokenCache {
           if (this.byDefinition.get(definitionKey)?.get(scopeKey) === fresh) {
             fresh.header = header;
             fresh.freshUntil = startedAt + validityMs / 2;
+            fresh.freshUntilElapsed = startedElapsed + validityMs / 2;
           }
         }
         return header;
@@ -85,6 +97,7 @@ export class TokenCache {
     if (slot !== undefined && slot.header !== undefined && slot.header === header) {
       slot.header = undefined;
       slot.freshUntil = 0;
+      slot.freshUntilElapsed = 0;
     }
   }
 

@@ -135,6 +135,23 @@ describe('bearer_token: getting and caching tokens', () => {
     expect(await authorized('crm')).toBe('Bearer tok-2');
   });
 
+  it('a wall clock set back keeps no token past its validity: the time that really passed counts too', async () => {
+    auth.reply = (_call, n) => ({ body: { access_token: `tok-${n}`, token_type: 'bearer', expires_in: 1 } });
+    expect(await authorized('crm')).toBe('Bearer tok-1');
+    clock.set(clock.now() - 3_600_000);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await authorized('crm')).toBe('Bearer tok-2');
+    expect(await authorized('crm')).toBe('Bearer tok-2');
+  });
+
+  it('a wall clock set forward (or a machine resumed from suspend) fetches one new token, not one per call', async () => {
+    expect(await authorized('crm')).toBe('Bearer tok-1');
+    clock.advance(365 * 86_400_000);
+    expect(await authorized('crm')).toBe('Bearer tok-2');
+    expect(await authorized('crm')).toBe('Bearer tok-2');
+    expect(auth.calls).toHaveLength(2);
+  });
+
   it("use the call's scopes instead of the definition's, each scope set with a token of its own", async () => {
     expect(await authorized('crm')).toBe('Bearer tok-1');
     expect(await authorized('crm', ['admin', 'audit'])).toBe('Bearer tok-2');
