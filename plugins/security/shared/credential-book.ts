@@ -40,6 +40,11 @@ export interface CredentialBookOptions {
   /** Turns the raw token (header part) into credentials; undefined when malformed. */
   parse: (token: string) => Presented | undefined;
   maxCacheEntries?: number;
+  /**
+   * Milliseconds on a monotonic clock (default performance.now()): how long a failure is
+   * remembered is a duration, which a wall clock set back or forward must not stretch or cut.
+   */
+  elapsed?: () => number;
 }
 
 /**
@@ -54,12 +59,13 @@ const MAX_FAILED = 10_000;
 export class CredentialBook {
   readonly type: string;
   private readonly parse: (token: string) => Presented | undefined;
+  private readonly elapsed: () => number;
   private readonly digest = new KeyedDigest();
   private readonly cache: VerifiedCache<SecretRecord>;
   private readonly pending = new Map<string, Promise<SecretRecord | undefined>>();
   private records = new Map<string, SecretRecord>();
   /**
-   * Credentials that failed recently (digest → when to forget): the same wrong credential sent
+   * Credentials that failed recently (digest → when to forget, on `elapsed`): the same wrong credential sent
    * again is refused without another KDF run, so repeating one bad request cannot burn CPU.
    * Forgotten as soon as any record changes (the credential may have become valid).
    */
@@ -70,6 +76,7 @@ export class CredentialBook {
   constructor(opts: CredentialBookOptions) {
     this.type = opts.type;
     this.parse = opts.parse;
+    this.elapsed = opts.elapsed ?? (() => performance.now());
     this.cache = new VerifiedCache(opts.maxCacheEntries);
   }
 
@@ -119,7 +126,7 @@ export class CredentialBook {
     const failedKey = `${scope.key}\0${digest}`;
     const failedUntil = this.failed.get(failedKey);
     if (failedUntil !== undefined) {
-      if (failedUntil > Date.now()) return Promise.resolve(undefined);
+      if (failedUntil > this.elapsed()) return Promise.resolve(undefined);
       this.failed.delete(failedKey);
     }
     return this.verifyCold(digest, token, scope);
@@ -139,7 +146,7 @@ export class CredentialBook {
       // Remembered only if no record changed meanwhile, and within a bound (oldest forgotten first).
       if (this.generation === generation) {
         if (this.failed.size >= MAX_FAILED) this.failed.delete(this.failed.keys().next().value!);
-        this.failed.set(`${scope.key}\0${digest}`, Date.now() + FAILED_TTL_MS);
+        this.failed.set(`${scope.key}\0${digest}`, this.elapsed() + FAILED_TTL_MS);
       }
       return undefined;
     }

@@ -6,10 +6,11 @@ import { hashSecret } from '../../../../plugins/security/shared/secrets.ts';
 const CHEAP = { log2N: 10, r: 8, p: 1 } as const;
 
 /** Token format of these tests: "username|secret" (or just "secret" for key-like books). */
-function bookWithParseCount(type = 'basic_auth') {
+function bookWithParseCount(type = 'basic_auth', elapsed?: () => number) {
   let parses = 0;
   const book = new CredentialBook({
     type,
+    elapsed,
     parse: (token): Presented | undefined => {
       parses++;
       if (token === '' || token.includes('!')) return undefined;
@@ -67,6 +68,20 @@ describe('CredentialBook', () => {
     // The admin sets exactly that password: the failure is forgotten at once.
     book.put(book.makeRecord('alice-def', await hashSecret('wrong', CHEAP), 'alice'));
     expect((await book.authenticate('alice|wrong', scope))?.definition).toBe('alice-def');
+  });
+
+  it('remembers a failure for a minute of time that passed (monotonic: a wall clock set back does not lengthen it)', async () => {
+    let elapsed = 1_000;
+    const { book, parses } = bookWithParseCount('basic_auth', () => elapsed);
+    book.replaceAll([book.makeRecord('alice-def', await hashSecret('right', CHEAP), 'alice')]);
+    expect(await book.authenticate('alice|wrong', ANY_DEFINITION)).toBeUndefined();
+    const before = parses();
+    elapsed += 59_999;
+    expect(await book.authenticate('alice|wrong', ANY_DEFINITION)).toBeUndefined();
+    expect(parses()).toBe(before);
+    elapsed += 1;
+    expect(await book.authenticate('alice|wrong', ANY_DEFINITION)).toBeUndefined();
+    expect(parses()).toBe(before + 1);
   });
 
   it('refuses malformed tokens without caching them', async () => {
