@@ -19,6 +19,8 @@ export interface ClusterEngineOptions {
   sweepIntervalMs: number;
   /** How long a get's messages stay in flight for its node before any node may deliver them again. */
   leaseMs: number;
+  /** Milliseconds on a monotonic clock (default performance.now()), for how old a queue count is. */
+  elapsed?: () => number;
 }
 
 interface TopicConf {
@@ -71,11 +73,15 @@ export class ClusterEngine implements PubSubStrategy {
   private settleScheduled = false;
   private idleWaiters: Array<() => void> = [];
   private sweeps = 0;
-  /** Per queue (sub_key) or topic's retained set (retainedKey): the last count, and when it was made. */
+  /** Per queue (sub_key) or topic's retained set (retainedKey): the last count, and when it was made (on `elapsed`: an age is a duration, which a wall clock set back would stretch). */
   private readonly depthSeen = new Map<string, { depth: number; at: number }>();
   private timer: NodeJS.Timeout | undefined;
 
-  private constructor(private readonly opts: ClusterEngineOptions) {}
+  private readonly elapsed: () => number;
+
+  private constructor(private readonly opts: ClusterEngineOptions) {
+    this.elapsed = opts.elapsed ?? (() => performance.now());
+  }
 
   static async open(opts: ClusterEngineOptions): Promise<ClusterEngine> {
     if (opts.store.dialect !== 'postgres') throw new Error('the shared pub/sub strategy needs PostgreSQL');
@@ -297,9 +303,10 @@ export class ClusterEngine implements PubSubStrategy {
     const recountQueues: string[] = [];
     const recountTopics: string[] = [];
     let cap = 0;
+    const at = this.elapsed();
     for (const [k, l] of limits) {
       const seen = this.depthSeen.get(k);
-      if (seen && now - seen.at < DEPTH_FRESH_MS && seen.depth + l.adding < l.max * (1 - DEPTH_MARGIN)) {
+      if (seen && at - seen.at < DEPTH_FRESH_MS && seen.depth + l.adding < l.max * (1 - DEPTH_MARGIN)) {
         depths.set(k, seen.depth);
         continue;
       }
@@ -312,7 +319,7 @@ export class ClusterEngine implements PubSubStrategy {
     for (const k of [...recountQueues, ...recountTopics.map(retainedKey)]) {
       const n = counted.get(k) ?? 0;
       depths.set(k, n);
-      this.depthSeen.set(k, { depth: n, at: now });
+      this.depthSeen.set(k, { depth: n, at });
     }
     return depths;
   }
