@@ -6,12 +6,22 @@ export const SESSION_COOKIE = 'svc_admin_session';
 export interface Session {
   user: string;
   csrfToken: string;
+  /** On the wall clock: what the login answer shows. */
   expiresAt: number;
+  /** The same end on the monotonic clock (`elapsed`), which a wall clock set back does not move. */
+  expiresAtElapsed: number;
 }
+
+/** Monotonic milliseconds: durations measured on it survive the wall clock being set. */
+const monotonic = () => performance.now();
 
 /**
  * Server-side sessions, in memory (a restart logs everyone out). The map is keyed by a digest
  * of the cookie value, so a memory dump of the map alone does not hand out sessions.
+ *
+ * A session's time to live is measured on the wall clock (`clock`, which runs on while the
+ * machine is suspended) and on the monotonic one (`elapsed`, which a wall clock set back does
+ * not move); either ends it.
  */
 export class Sessions {
   private readonly byDigest = new Map<string, Session>();
@@ -19,14 +29,20 @@ export class Sessions {
   constructor(
     private readonly clock: Clock,
     private readonly ttlMs: () => number,
+    private readonly elapsed: () => number = monotonic,
   ) {}
 
   create(user: string): { token: string; session: Session } {
     this.sweep();
     const token = randomBytes(32).toString('base64url');
-    const session = { user, csrfToken: randomBytes(24).toString('base64url'), expiresAt: this.clock.now() + this.ttlMs() };
+    const ttl = this.ttlMs();
+    const session = { user, csrfToken: randomBytes(24).toString('base64url'), expiresAt: this.clock.now() + ttl, expiresAtElapsed: this.elapsed() + ttl };
     this.byDigest.set(digest(token), session);
     return { token, session };
+  }
+
+  private over(session: Session, now: number, elapsed: number): boolean {
+    return session.expiresAt <= now || session.expiresAtElapsed <= elapsed;
   }
 
   get(token: string | undefined): Session | undefined {
@@ -34,7 +50,7 @@ export class Sessions {
     const key = digest(token);
     const session = this.byDigest.get(key);
     if (session === undefined) return undefined;
-    if (session.expiresAt <= this.clock.now()) {
+    if (this.over(session, this.clock.now(), this.elapsed())) {
       this.byDigest.delete(key);
       return undefined;
     }
@@ -52,7 +68,8 @@ export class Sessions {
 
   private sweep(): void {
     const now = this.clock.now();
-    for (const [key, s] of this.byDigest) if (s.expiresAt <= now) this.byDigest.delete(key);
+    const elapsed = this.elapsed();
+    for (const [key, s] of this.byDigest) if (this.over(s, now, elapsed)) this.byDigest.delete(key);
   }
 }
 
@@ -69,27 +86,42 @@ export function csrfMatches(session: Session, presented: string | undefined): bo
 
 const MAX_TRACKED = 10_000;
 
-/** Failed logins per client address within a sliding minute. */
+/** One failed login, on both clocks. */
+interface Failure {
+  at: number;
+  atElapsed: number;
+}
+
+const THROTTLE_WINDOW_MS = 60_000;
+
+/**
+ * Failed logins per client address within a sliding minute. A failure is forgotten once a
+ * minute has passed on either clock, so a wall clock set back does not lock an address out for
+ * the length of the jump.
+ */
 export class LoginThrottle {
-  private readonly failures = new Map<string, number[]>();
+  private readonly failures = new Map<string, Failure[]>();
 
   constructor(
     private readonly clock: Clock,
     private readonly perMinute: () => number,
+    private readonly elapsed: () => number = monotonic,
   ) {}
 
   /** Seconds until the address may try again; 0 when it may now. */
   retryAfter(address: string): number {
     const recent = this.recent(address);
     if (recent.length < this.perMinute()) return 0;
-    return Math.max(1, Math.ceil((recent[0]! + 60_000 - this.clock.now()) / 1000));
+    const oldest = recent[0]!;
+    const left = Math.min(oldest.at + THROTTLE_WINDOW_MS - this.clock.now(), oldest.atElapsed + THROTTLE_WINDOW_MS - this.elapsed());
+    return Math.max(1, Math.ceil(left / 1000));
   }
 
   failed(address: string): void {
     // Failures from many addresses must not grow the map without bound: past the cap, old ones go.
     if (this.failures.size >= MAX_TRACKED) for (const key of [...this.failures.keys()]) this.recent(key);
     const recent = this.recent(address);
-    recent.push(this.clock.now());
+    recent.push({ at: this.clock.now(), atElapsed: this.elapsed() });
     this.failures.set(address, recent);
   }
 
@@ -97,9 +129,10 @@ export class LoginThrottle {
     this.failures.delete(address);
   }
 
-  private recent(address: string): number[] {
-    const since = this.clock.now() - 60_000;
-    const list = (this.failures.get(address) ?? []).filter((t) => t > since);
+  private recent(address: string): Failure[] {
+    const since = this.clock.now() - THROTTLE_WINDOW_MS;
+    const sinceElapsed = this.elapsed() - THROTTLE_WINDOW_MS;
+    const list = (this.failures.get(address) ?? []).filter((f) => f.at > since && f.atElapsed > sinceElapsed);
     if (list.length === 0) this.failures.delete(address);
     return list;
   }
