@@ -70,9 +70,17 @@ export class MemoryCounterStore implements CounterStore {
     let n = c.n;
     if (rate > 0) {
       const burstScaled = req.burst * 1000;
-      if ((anchor - now) * rate + n * 1000 <= 0) {
+      const owed = (anchor - now) * rate + n * 1000;
+      if (owed <= 0) {
         anchor = now;
         n = 0;
+      } else if (owed > burstScaled) {
+        // More owed than a whole burst: admitting never leaves that much, so the clock was set back
+        // since (or burst lowered). Counted as a burst just spent, not as the jump's length of
+        // debt; kept even if this request is refused, or every request would start it again.
+        anchor = c.anchor = now;
+        n = c.n = req.burst;
+        c.rate = rate;
       }
       const excess = (anchor - now) * rate + (n + 1) * 1000;
       if (excess <= burstScaled) {

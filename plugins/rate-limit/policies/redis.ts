@@ -34,9 +34,14 @@ local remaining = -1
 local retry = 0
 if rate > 0 then
   local bs = burst * 1000
-  if (anchor - now) * rate + n * 1000 <= 0 then
+  local owed = (anchor - now) * rate + n * 1000
+  if owed <= 0 then
     anchor = now
     n = 0
+  elseif owed > bs then
+    anchor = now
+    n = burst
+    redis.call('HSET', KEYS[1], 'a', string.format('%.0f', anchor), 'n', string.format('%.0f', n))
   end
   local excess = (anchor - now) * rate + (n + 1) * 1000
   if excess <= bs then

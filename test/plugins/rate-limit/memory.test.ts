@@ -68,6 +68,19 @@ describe('GCRA rate and burst', () => {
     expect(burstAt(store, 'k', req, 10)).toBe(5);
   });
 
+  it('a wall clock set back an hour costs a client one emission interval, not an hour of refusals', () => {
+    const store = new MemoryCounterStore();
+    const req = request({ rate: 10, burst: 10 });
+    expect(store.decide('k', req, newDecision()).allowed).toBe(true);
+    req.now = T0 - 3_600_000;
+    // Its bucket seems an hour in the future: counted as a burst just spent, nothing more.
+    expect(store.decide('k', req, newDecision())).toEqual({ allowed: false, remaining: 0, retryAtMs: req.now + 100 });
+    req.now += 100;
+    expect(store.decide('k', req, newDecision()).allowed).toBe(true);
+    req.now += 1_000;
+    expect(burstAt(store, 'k', req, 20)).toBe(10);
+  });
+
   it('keeps what was used when burst is raised on reload', () => {
     const store = new MemoryCounterStore();
     const req = request({ rate: 1, burst: 10 });

@@ -108,6 +108,20 @@ describe.skipIf(!run)('redis policy store', () => {
     }
   });
 
+  it('a wall clock set back an hour costs one emission interval, as in the memory store, not an hour of refusals', async () => {
+    const memory = new MemoryCounterStore();
+    const redis = await open();
+    const back = T0 - 3_600_000;
+    const steps = [T0, T0, back, back + 50, back + 100, back + 100, back + 1_100].map((now) => request({ rate: 10, burst: 10, now }));
+    const decided: boolean[] = [];
+    for (const [i, req] of steps.entries()) {
+      const d = plain(await redis.decide('k', req, newDecision()));
+      expect(d, `step ${i}`).toEqual(plain(memory.decide('k', req, newDecision())));
+      decided.push(d.allowed);
+    }
+    expect(decided).toEqual([true, true, false, false, true, false, true]);
+  });
+
   it('is atomic under many decisions at once', async () => {
     const redis = await open();
     const req = request({ rate: 1, burst: 50, limit: 40, windowStart: T0 - 10_000, windowEnd: T0 + 50_000 });
