@@ -165,6 +165,20 @@ describe.skipIf(!run)('redis policy store', () => {
     expect((await redis.decide('channel:ab/r1/all-day/', req, newDecision())).allowed).toBe(false);
   });
 
+  it('a connection Redis closes while idle (CLIENT KILL, its `timeout` setting) is made again; the next decisions count', async () => {
+    const warned: Warned = [];
+    const redis = await open({ onError: 'deny', warned });
+    const req = request({ rate: 1, burst: 3 });
+    expect((await redis.decide('k', req, newDecision())).remaining).toBe(2);
+    const client = (redis as unknown as { client: { sendCommand<T>(args: string[]): Promise<T> } }).client;
+    const id = await client.sendCommand<number>(['CLIENT', 'ID']);
+    expect(await redisCommand(['CLIENT', 'KILL', 'ID', String(id)])).toBe(1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(redis.ready).toBe(true);
+    expect(plain(await redis.decide('k', req, newDecision()))).toEqual({ allowed: true, remaining: 1, retryAtMs: 0 });
+    expect(await client.sendCommand<number>(['CLIENT', 'ID'])).not.toBe(id);
+  });
+
   describe('when Redis is unreachable', () => {
     it('fails open with on_redis_error allow: admitted, uncounted, counted as a failure, one warning line for many', async () => {
       const warned: Warned = [];
