@@ -13,7 +13,7 @@ import { CLK_TCK, drain, getter, getterLoop, load, printTable, procStat, publish
 import pino from 'pino';
 import { sqliteDriver } from '../kernel/store/sqlite-driver.ts';
 import { SqliteStore } from '../kernel/store/sqlite.ts';
-import { systemClock } from '../kernel/clock.ts';
+import { systemClock } from '../kernel/platform/clock.ts';
 import { PubSubEngine } from '../plugins/pubsub/engine/engine.ts';
 
 const Database = sqliteDriver();

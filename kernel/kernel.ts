@@ -2,7 +2,7 @@ import { readFileSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { monotonicClock, systemClock, type Clock } from './clock.ts';
+import { monotonicClock, systemClock, type Clock } from './platform/clock.ts';
 import { ConfigError, ConfigStore, readPluginsSection, readSource, validate } from './config/store.ts';
 import { configSectionSchemas, formatIssue, zodIssues } from './config/compose.ts';
 import type { Channel, SvcConfig } from './config/schema.ts';

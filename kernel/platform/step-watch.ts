@@ -1,4 +1,4 @@
-import { monotonicClock, type Clock } from '../clock.ts';
+import { monotonicClock, type Clock } from './clock.ts';
 
 /**
  * A bound on how long a request waits on a step of its chain. The service call has its own

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
-import { monotonicClock, monotonicNow, type Clock } from '../clock.ts';
+import { monotonicClock, monotonicNow, type Clock } from '../platform/clock.ts';
 import { SvcError } from '../errors.ts';
 import { ServicePositions } from './source-map.ts';
 import { residentMb } from './resident.ts';

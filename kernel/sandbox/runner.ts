@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../platform/clock.ts';
 import { SandboxPool, type CallInFlight, type DeployOutcome, type HostCallHandler, type PoolCaps } from './pool.ts';
 import type { InvokeRequest, InvokeResult, SandboxStats } from './protocol.ts';
 

@@ -10,7 +10,7 @@
 import ivm from 'isolated-vm';
 import { Socket } from 'node:net';
 import { Wire } from './wire.ts';
-import { monotonicNow } from '../clock.ts';
+import { monotonicNow } from '../platform/clock.ts';
 import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
 import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
 

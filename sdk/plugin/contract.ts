@@ -5,7 +5,7 @@ import type { Exchange } from './exchange.ts';
 import type { HookName } from '../../kernel/hooks.ts';
 import type { Channel, SvcConfig, ServerConfig } from '../../kernel/config/schema.ts';
 import type { DataStore, StoreStrategy } from './store.ts';
-import type { Clock } from '../../kernel/clock.ts';
+import type { Clock } from '../../kernel/platform/clock.ts';
 import type { InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
 import type { SandboxStats } from '../../kernel/sandbox/runner.ts';
 

@@ -43,7 +43,7 @@ export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, Sto
 export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueViolation, redactStoreUrl, sqlTypes } from './store.ts';
 export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
 export type { SandboxStats } from '../../kernel/sandbox/runner.ts';
-export { systemClock, type Clock } from '../../kernel/clock.ts';
+export { systemClock, type Clock } from '../../kernel/platform/clock.ts';
 export { ZoneTime, isTimeZone } from './zone.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { parse, stringify } from 'yaml';
 import type { FastifyInstance } from 'fastify';
 import { Kernel } from '../../kernel/kernel.ts';
-import type { Clock } from '../../kernel/clock.ts';
+import type { Clock } from '../../kernel/platform/clock.ts';
 import type { Plugin } from '../../kernel/plugin.ts';
 import { testStoreEnv } from './store.ts';
 

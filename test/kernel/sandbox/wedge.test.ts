@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ManualClock } from '../../../kernel/clock.ts';
+import { ManualClock } from '../../../kernel/platform/clock.ts';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 import { waitFor } from '../../helpers/cli.ts';
 

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../kernel/clock.ts';
+import { ManualClock } from '../../../kernel/platform/clock.ts';
 import { sendControl } from '../../../kernel/control.ts';
 import type { CliEnv } from '../../../kernel/plugin.ts';
 import { clearCommand } from '../../../plugins/rate-limit/clear.ts';

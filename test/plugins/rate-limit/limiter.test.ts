@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../kernel/clock.ts';
+import { ManualClock } from '../../../kernel/platform/clock.ts';
 import { AddressCache } from '../../../plugins/rate-limit/addresses.ts';
 import { ZoneTime } from '../../../plugins/rate-limit/calendar.ts';
 import { clearCounters, parseClearArgs } from '../../../plugins/rate-limit/clear.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../kernel/clock.ts';
+import { ManualClock } from '../../../kernel/platform/clock.ts';
 import { MemoryCounterStore } from '../../../plugins/rate-limit/policies/memory.ts';
 import { newDecision, type DecisionRequest } from '../../../plugins/rate-limit/policies/types.ts';
 

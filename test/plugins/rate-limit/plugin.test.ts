@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../kernel/clock.ts';
+import { ManualClock } from '../../../kernel/platform/clock.ts';
 import type { HookName } from '../../../kernel/hooks.ts';
 import type { KernelApi } from '../../../kernel/plugin.ts';
 import rateLimit from '../../../plugins/rate-limit/plugin.ts';

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../kernel/clock.ts';
+import { ManualClock } from '../../../kernel/platform/clock.ts';
 import { makeProject, runCli } from '../../helpers/cli.ts';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 import { closedRedisUrl, dropKeys, redisForTests, TEST_REDIS_URL, uniquePrefix } from '../../helpers/redis.ts';

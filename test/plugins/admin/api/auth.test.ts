@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { newKey } from '../../../../plugins/admin/api/credential.ts';
 import { hashSecret } from '../../../../sdk/plugin/index.ts';
 import { AdminClient, ADMIN_PASSWORD, startAdmin, type AdminKernel } from './support.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { LoginThrottle, Sessions } from '../../../../plugins/admin/api/sessions.ts';
 
 /**

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
 import { NodeRegistry } from '../../../../plugins/cluster/nodes/registry.ts';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 
 const SERVICES = {

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { ClusterEngine } from '../../../../plugins/pubsub/engine/cluster.ts';
 import type { ResourceSet } from '../../../../plugins/pubsub/engine/model.ts';
 import { PgStore } from '../../../../plugins/store/postgres/store.ts';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import type { DataStore } from '../../../../sdk/plugin/store.ts';
 import { openTestStore } from '../../../helpers/store.ts';
 import { PubSubEngine, type ResourceSet } from '../../../../plugins/pubsub/engine/engine.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { ALICE, BOB, CAROL, PUBSUB_CONFIG, WRONG, json, startPubSub, type PubSubKernel } from './helpers.ts';
 
 let k: PubSubKernel;

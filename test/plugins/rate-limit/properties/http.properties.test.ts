@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 import { addressTextArb, bits128Arb, junkArb, refAddress, refCidr, refContains, spellingArb, spellIPv6, wall } from './reference.ts';
 

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { SvcError } from '../../../../kernel/errors.ts';
 import type { OutgoingAuthContext, OutgoingAuthFactory, OutgoingRequest } from '../../../../plugins/capabilities.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { openTestStore } from '../../../helpers/store.ts';
 import { ANY_DEFINITION, CredentialBook, type Presented } from '../../../../plugins/security/shared/credential-book.ts';
 import { SecretManager, storeSecretOffline, type DefinitionInput } from '../../../../plugins/security/shared/secret-manager.ts';

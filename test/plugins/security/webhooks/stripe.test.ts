@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../../kernel/clock.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 import { control, errorsOf, until } from '../../delivery/use-queue/support.ts';
 import { logLine, messagesOf, nowSeconds, post, sampleCode, stripeSignature, type LogLine } from './support.ts';
