@@ -22,6 +22,7 @@ export const ERRORS = {
   INTERNAL: { status: 500, message: 'Internal server error' },
   SERVICE_FAILED: { status: 500, message: 'Service raised an exception' },
   SERVICE_NOT_DEPLOYED: { status: 500, message: 'Service is not deployed' },
+  SERVICE_NOT_COMPILED: { status: 422, message: 'Service did not compile' },
   SERVICE_MEMORY_LIMIT: { status: 500, message: 'Service exceeded its memory limit' },
   SERVICE_OUTPUT_TOO_LARGE: { status: 500, message: 'Service output exceeds the limit' },
   SERVICE_OUTPUT_INVALID: { status: 500, message: 'Service output is invalid' },
@@ -54,6 +55,19 @@ export class SvcError extends Error {
     this.status = opts?.status ?? entry.status;
     this.details = details ?? entry.message;
     this.headers = opts?.headers;
+  }
+}
+
+/** What was wrong with one field of a request (a config path, an argument, an uploaded source), for showing at that field. */
+export interface FieldIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+/** An error whose body also lists issues by field: a refused config, refused arguments, a service that did not compile. */
+export class IssuesError<I extends FieldIssue = FieldIssue> extends SvcError {
+  constructor(code: ErrorCode, details: string, readonly issues: I[]) {
+    super(code, details);
   }
 }
 

@@ -149,7 +149,7 @@ export class Kernel {
       },
       buildSdkBundle(),
     );
-    const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log);
+    const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log, dataDir);
     const env = opts.env ?? process.env;
     const configStore = new ConfigStore(configPath, plugins, log, text, config, env, raw);
     const kernel = new Kernel(configStore, loaded, store, pool, services, log, access, opts.clock ?? systemClock, opts.monotonic ?? monotonicClock, dataDir, hostCalls, env);

@@ -1,20 +1,20 @@
-import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { DataStore } from '../../sdk/plugin/store.ts';
 import type { SvcConfig } from '../config/schema.ts';
-import { SvcError } from '../errors.ts';
+import { IssuesError, SvcError } from '../errors.ts';
 import type { ControlOp } from '../plugin.ts';
 import { isServiceFile, serviceName, type ServiceRegistry } from './registry.ts';
 import { SharedServices } from './shared.ts';
 
 /**
  * Deployed services as control ops (admin API, Dashboard, control socket): list, read the
- * source, upload (a hot deploy that reports its outcome) and delete. Uploads go through the
- * same registry as files saved by hand: a version that fails to compile is reported and the
- * previous one keeps serving. On a PostgreSQL store uploads and deletes reach every node
+ * source, upload (a hot deploy that reports its outcome) and delete. An upload is compiled and
+ * deployed before its file is written: a version that does not compile is refused whole (422
+ * SERVICE_NOT_COMPILED, the position as an issue of `source`), and the previous one keeps
+ * serving, on disk and in the store. On a PostgreSQL store uploads and deletes reach every node
  * (shared.ts), and the stored services are written into services_dir here before it deploys.
  */
 
@@ -56,13 +56,18 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     const current = config();
     const svc = registry.get(name);
     const error = registry.errors.get(name) ?? null;
+    const quarantine = registry.quarantineOf(name);
     const { timeout_ms, memory_mb } = current.server.sandbox;
     return {
       name,
       file: fileOf(name) ?? null,
       deployed: svc !== undefined,
-      // Deployed with an error: the newest file failed and the previous version keeps serving.
+      state: stateOf(svc !== undefined, error !== null, quarantine !== undefined),
+      // With an error while deployed: the file on disk failed and the previous version keeps serving.
       error,
+      quarantine: quarantine ?? null,
+      // Serving the copy kept from before a restart, because the file did not compile then.
+      last_good_from: svc?.lastGoodFrom ?? null,
       error_position: error === null ? null : positionOf(error),
       verbs: svc?.meta.verbs ?? [],
       limits: svc ? { timeout_ms: svc.meta.limits.timeoutMs ?? timeout_ms, memory_mb: svc.meta.limits.memoryMb ?? memory_mb } : null,
@@ -100,19 +105,14 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
       const other = files().find((f) => f !== file && serviceName(f) === name);
       if (other) throw new SvcError('CONFLICT', `service '${name}' is already the file ${other}: delete it first, or upload as ${other}`);
       if (!existsSync(registry.dir)) throw new SvcError('NOT_FOUND', `services directory ${registry.dir} does not exist`);
-      // Written beside the target under a dot name (the registry ignores dot files), then renamed: never read half-written.
-      const temp = join(registry.dir, `.${file}.${randomBytes(6).toString('hex')}.upload`);
-      try {
-        writeFileSync(temp, text, { mode: 0o644 });
-        renameSync(temp, join(registry.dir, file));
-      } finally {
-        rmSync(temp, { force: true });
+      const outcome = await registry.upload(file, text);
+      if (!outcome.ok) {
+        const serving = registry.get(name) ? 'the previous version keeps serving' : 'nothing was deployed';
+        throw new IssuesError('SERVICE_NOT_COMPILED', `not deployed: ${outcome.error.split('\n')[0]}; ${serving}`, [{ path: ['source'], message: outcome.error }]);
       }
-      await registry.syncNow(file);
-      // Only a version that compiled goes to the other nodes: a failing one stays this node's file.
-      if (!registry.errors.has(name)) await shared?.uploaded(file, text);
-      const outcome = describe(name);
-      return { ...outcome, serving: registry.errors.has(name) ? (outcome.deployed ? 'previous version' : 'nothing') : 'this version' };
+      // Only a version that compiled is written, here and on the other nodes.
+      await shared?.uploaded(file, text);
+      return { ...describe(name), serving: 'this version' };
     },
   };
 
@@ -130,4 +130,15 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
   };
 
   return [list, source, upload, remove];
+}
+
+/**
+ * A service's state as the lists show it: serving its file; serving the previous version (its file
+ * did not compile); not deployed (no version compiled); quarantined (it crashed its sandbox process
+ * repeatedly: calls answer 503 until its file changes).
+ */
+function stateOf(deployed: boolean, failed: boolean, quarantined: boolean): 'serving' | 'serving_previous' | 'not_deployed' | 'quarantined' {
+  if (quarantined) return 'quarantined';
+  if (!deployed) return 'not_deployed';
+  return failed ? 'serving_previous' : 'serving';
 }

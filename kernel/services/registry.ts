@@ -1,11 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { readdirSync, readFileSync, watch, existsSync, type FSWatcher } from 'node:fs';
+import { readdirSync, readFileSync, watch, existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync, type FSWatcher } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { buildSync, transformSync, type Message } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { ServiceRunner } from '../sandbox/runner.ts';
 import type { ServiceMeta } from '../sandbox/protocol.ts';
+import type { DeployOutcome } from '../sandbox/runner.ts';
 import { compileModel, type InputChecker } from '../model.ts';
 
 /** A deployed service as the kernel sees it: what it declares, and its compiled input checker. */
@@ -16,6 +18,8 @@ export interface DeployedService {
   checkInput: InputChecker | undefined;
   /** Verbs with handlers, for the Allow header of a 405. */
   allow: string;
+  /** Deployed at start from the last good copy because the file did not compile: when that copy was saved. */
+  lastGoodFrom?: string;
 }
 
 const SDK_ENTRY = fileURLToPath(new URL('../../sdk/index.ts', import.meta.url));
@@ -55,6 +59,12 @@ export function transpile(file: string, source: string): { code: string; map: st
  * Deploys every service file of a directory into the sandbox pool and keeps them in step
  * with the files: add, change and remove deploy, redeploy and undeploy at once. A file that
  * fails to compile is reported and does not replace the last good version.
+ *
+ * The source of every version that deployed is kept in `<data_dir>/services-last-good/`: a file
+ * saved with an error is still not serving after a restart otherwise. At start, a file that does
+ * not compile deploys its last good copy instead, with an error in the log and in the services
+ * list (docs/decisions/kernel.md). An upload (`upload`) is compiled before anything is written:
+ * a version that does not compile never reaches the directory.
  */
 export class ServiceRegistry extends EventEmitter {
   private readonly deployed = new Map<string, DeployedService>();
@@ -65,12 +75,23 @@ export class ServiceRegistry extends EventEmitter {
   /** Files synced on request (syncNow) and their content then: the watcher's echo of that write is no second deploy. */
   private readonly echoes = new Map<string, string | undefined>();
 
+  private readonly lastGoodDir: string | undefined;
+  private starting = false;
+
   constructor(
     readonly dir: string,
     private readonly pool: ServiceRunner,
     private readonly log: Logger,
+    /** Where last good copies are kept; none without it. */
+    dataDir?: string,
   ) {
     super();
+    this.lastGoodDir = dataDir === undefined ? undefined : join(dataDir, 'services-last-good');
+  }
+
+  /** Why a service is quarantined (it crashed its sandbox process repeatedly), or undefined. */
+  quarantineOf(name: string): string | undefined {
+    return this.pool.quarantineOf(name);
   }
 
   get(name: string): DeployedService | undefined {
@@ -83,7 +104,12 @@ export class ServiceRegistry extends EventEmitter {
 
   async start(watchFiles: boolean): Promise<void> {
     if (existsSync(this.dir)) {
-      for (const file of readdirSync(this.dir).filter(isServiceFile).sort()) await this.sync(file);
+      this.starting = true;
+      try {
+        for (const file of readdirSync(this.dir).filter(isServiceFile).sort()) await this.sync(file);
+      } finally {
+        this.starting = false;
+      }
     } else this.log.warn({ dir: this.dir }, 'services directory does not exist');
     if (watchFiles && existsSync(this.dir)) {
       this.watcher = watch(this.dir, (_event, file) => {
@@ -140,25 +166,101 @@ export class ServiceRegistry extends EventEmitter {
         this.deployed.delete(name);
         this.errors.delete(name);
         this.pool.undeploy(name);
+        const lastGood = this.lastGoodPath(file);
+        if (lastGood !== undefined) rmSync(lastGood, { force: true });
         this.log.info({ service: name, file }, 'service undeployed');
         this.emit('change', name);
       } else if (!this.deployed.has(name)) this.errors.delete(name);
       return;
     }
     const source = readFileSync(path, 'utf8');
-    const compiled = transpile(file, source);
-    const outcome = 'error' in compiled ? { ok: false as const, error: compiled.error } : await this.pool.deploy(name, file, compiled.code, compiled.map);
+    const outcome = await this.compile(name, file, source);
     if (!outcome.ok) {
       this.errors.set(name, outcome.error);
-      this.log.error({ service: name, file, error: outcome.error }, this.deployed.has(name) ? 'service failed to compile; the last good version stays deployed' : 'service failed to compile');
       this.emit('error-deploy', name, outcome.error);
+      if (this.starting && !this.deployed.has(name) && (await this.deployLastGood(name, file, outcome.error))) return;
+      this.log.error({ service: name, file, error: outcome.error }, this.deployed.has(name) ? 'service failed to compile; the last good version stays deployed' : 'service failed to compile');
       return;
     }
-    this.errors.delete(name);
-    const meta = outcome.meta;
-    this.deployed.set(name, { name, file, meta, checkInput: compileModel(meta.input), allow: meta.verbs.join(', ') });
+    this.accept(name, file, source, outcome.meta);
+  }
+
+  /** Transpiles and deploys a version into the sandboxes; a failure leaves the running version in place. */
+  private async compile(name: string, file: string, source: string): Promise<DeployOutcome> {
+    const compiled = transpile(file, source);
+    return 'error' in compiled ? { ok: false, error: compiled.error } : this.pool.deploy(name, file, compiled.code, compiled.map);
+  }
+
+  /** A version that deployed: it serves, and it is the last good copy from now on. */
+  private accept(name: string, file: string, source: string, meta: ServiceMeta, lastGoodFrom?: string): void {
+    if (lastGoodFrom === undefined) {
+      this.errors.delete(name);
+      this.keepLastGood(file, source);
+    }
+    this.deployed.set(name, { name, file, meta, checkInput: compileModel(meta.input), allow: meta.verbs.join(', '), lastGoodFrom });
     this.log.info({ service: name, file }, 'service deployed');
     this.emit('change', name);
+  }
+
+  /**
+   * Deploys a version given as text (the management plane's upload): compiled and deployed first,
+   * written to the directory only once it deployed. One that does not compile changes nothing,
+   * on disk or in the sandboxes, and its error is returned.
+   */
+  upload(file: string, source: string): Promise<DeployOutcome> {
+    const run = this.queue.then(() => this.uploadNow(file, source));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async uploadNow(file: string, source: string): Promise<DeployOutcome> {
+    const name = serviceName(file);
+    // Written beside the target under a dot name (the registry ignores dot files) before anything
+    // deploys: a disk that refuses it fails the upload with nothing changed.
+    const temp = join(this.dir, `.${file}.${randomBytes(6).toString('hex')}.upload`);
+    writeFileSync(temp, source, { mode: 0o644 });
+    try {
+      const outcome = await this.compile(name, file, source);
+      if (!outcome.ok) return outcome;
+      // The watcher's event for this rename is no second deploy.
+      this.echoes.set(file, source);
+      renameSync(temp, join(this.dir, file));
+      this.accept(name, file, source, outcome.meta);
+      return outcome;
+    } finally {
+      rmSync(temp, { force: true });
+    }
+  }
+
+  private lastGoodPath(file: string): string | undefined {
+    return this.lastGoodDir === undefined ? undefined : join(this.lastGoodDir, file);
+  }
+
+  private keepLastGood(file: string, source: string): void {
+    const path = this.lastGoodPath(file);
+    if (path === undefined) return;
+    try {
+      if (existsSync(path) && readFileSync(path, 'utf8') === source) return;
+      mkdirSync(this.lastGoodDir!, { recursive: true, mode: 0o700 });
+      const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+      writeFileSync(temp, source, { mode: 0o600 });
+      renameSync(temp, path);
+    } catch (err) {
+      this.log.warn({ file, err }, 'could not keep the last good copy of a service');
+    }
+  }
+
+  /** At start, a file that does not compile: its last good copy serves, loudly. */
+  private async deployLastGood(name: string, file: string, error: string): Promise<boolean> {
+    const path = this.lastGoodPath(file);
+    if (path === undefined || !existsSync(path)) return false;
+    const source = readFileSync(path, 'utf8');
+    const savedAt = statSync(path).mtime.toISOString();
+    const outcome = await this.compile(name, file, source);
+    if (!outcome.ok) return false;
+    this.log.error({ service: name, file, error, last_good_from: savedAt }, `service ${file} failed to compile: ${error.split('\n')[0]}; serving its last good version from ${savedAt}`);
+    this.accept(name, file, source, outcome.meta, savedAt);
+    return true;
   }
 
   /** Closed with the kernel: changes from other nodes are no longer taken up. */

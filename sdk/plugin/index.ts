@@ -35,7 +35,7 @@ export type {
 export { HOOK_NAMES, type HookName } from '../../kernel/hooks.ts';
 export type { Exchange, ResponseDraft, UploadedFile } from './exchange.ts';
 export type { AuthInfo, ChannelFields, ConfigSections, ServerFields } from './extensions.ts';
-export { ERRORS, SvcError, errorBody, type ErrorCode } from '../../kernel/errors.ts';
+export { ERRORS, IssuesError, SvcError, errorBody, type ErrorCode, type FieldIssue } from '../../kernel/errors.ts';
 export { clientErrorReply, listenerTimeouts, type ClientErrorLog } from './client-error.ts';
 export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
 export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';

@@ -1,4 +1,6 @@
-import { SvcError, type ConfigIssue, type ErrorCode } from '../../../sdk/plugin/index.ts';
+import type { ConfigIssue } from '../../../sdk/plugin/index.ts';
+
+export { IssuesError } from '../../../sdk/plugin/index.ts';
 
 /** A config issue as the admin API reports it: the path in the whole config, and the resource it falls in. */
 export interface ResourceIssue extends ConfigIssue {
@@ -6,15 +8,4 @@ export interface ResourceIssue extends ConfigIssue {
   name?: string;
   /** The path inside that resource's entry. */
   field?: (string | number)[];
-}
-
-/** An error whose body also lists issues (a refused config, refused arguments). */
-export class IssuesError extends SvcError {
-  constructor(
-    code: ErrorCode,
-    details: string,
-    readonly issues: ResourceIssue[],
-  ) {
-    super(code, details);
-  }
 }

@@ -1,8 +1,10 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sendControl } from '../../../kernel/control.ts';
 import { MAX_SERVICE_SOURCE } from '../../../kernel/services/control.ts';
+import { IssuesError } from '../../../kernel/errors.ts';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 
 const version = (v: string) => `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ version: '${v}' }) });\n`;
@@ -20,8 +22,11 @@ interface Described {
   name: string;
   file: string | null;
   deployed: boolean;
+  state: 'serving' | 'serving_previous' | 'not_deployed' | 'quarantined';
   error: string | null;
   error_position: { line: number; column: number } | null;
+  quarantine: string | null;
+  last_good_from: string | null;
   verbs: string[];
   limits: { timeout_ms: number; memory_mb: number } | null;
   channels: string[];
@@ -51,15 +56,18 @@ describe('services.list and services.source', () => {
       name: 'hello',
       file: 'hello.ts',
       deployed: true,
+      state: 'serving',
       error: null,
       error_position: null,
+      quarantine: null,
+      last_good_from: null,
       verbs: [],
       limits: { timeout_ms: 5000, memory_mb: 64 },
       channels: ['hello'],
     });
     expect(byName.get('limited')).toMatchObject({ deployed: true, verbs: ['GET'], limits: { timeout_ms: 1500, memory_mb: 64 }, channels: ['limited'] });
     const broken = byName.get('broken')!;
-    expect(broken).toMatchObject({ file: 'broken.ts', deployed: false, error_position: { line: 3 }, limits: null, channels: [] });
+    expect(broken).toMatchObject({ file: 'broken.ts', deployed: false, state: 'not_deployed', error_position: { line: 3 }, limits: null, channels: [] });
     expect(broken.error).toMatch(/^broken\.ts:3:\d+: /);
   });
 
@@ -88,27 +96,39 @@ describe('services.upload', () => {
     expect(readdirSync(k.servicesDir).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 
-  it('reports a compile error with its line, and the previous version keeps serving', async () => {
-    const failed = await upload('hello.ts', `import { service } from 'svc/sdk';\n\n\nexport default service({ handle: () => { return ( } });\n`);
-    expect(failed).toMatchObject({ name: 'hello', deployed: true, serving: 'previous version', error_position: { line: 4 } });
-    expect(failed.error).toMatch(/^hello\.ts:4:\d+: /);
+  it('refuses a version that does not compile whole: nothing is written, the previous version keeps serving, and the list still says so', async () => {
+    const broken = `import { service } from 'svc/sdk';\n\n\nexport default service({ handle: () => { return ( } });\n`;
+    const refused = await upload('hello.ts', broken).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(IssuesError);
+    const err = refused as IssuesError;
+    expect(err).toMatchObject({ code: 'SERVICE_NOT_COMPILED', status: 422 });
+    expect(err.details).toMatch(/^not deployed: hello\.ts:4:\d+: .*; the previous version keeps serving$/);
+    expect(err.issues).toHaveLength(1);
+    expect(err.issues[0]!.path).toEqual(['source']);
+    expect(err.issues[0]!.message).toMatch(/^hello\.ts:4:\d+: /);
+    // The good file stays on disk, and it is what serves.
+    expect(readFileSync(join(k.servicesDir, 'hello.ts'), 'utf8')).toBe(version('two'));
     expect((await get('/hello')).body).toEqual({ version: 'two' });
-    expect((await list()).find((s) => s.name === 'hello')).toMatchObject({ deployed: true, error: failed.error });
+    expect((await list()).find((s) => s.name === 'hello')).toMatchObject({ deployed: true, state: 'serving', error: null });
+    expect(readdirSync(k.servicesDir).filter((f) => f.startsWith('.'))).toEqual([]);
 
     const fixed = await upload('hello.ts', version('three'));
-    expect(fixed).toMatchObject({ deployed: true, error: null, serving: 'this version' });
+    expect(fixed).toMatchObject({ deployed: true, state: 'serving', error: null, serving: 'this version' });
     expect((await get('/hello')).body).toEqual({ version: 'three' });
   });
 
-  it('a module that throws while loading is reported too, and a failed new service serves nothing', async () => {
-    const thrown = await upload('fresh.ts', `throw new Error('cannot start');\n`);
-    expect(thrown).toMatchObject({ name: 'fresh', deployed: false, serving: 'nothing' });
-    expect(thrown.error).toContain('cannot start');
+  it('a module that throws while loading is refused too; a new service that fails leaves no file and serves nothing', async () => {
+    await expect(upload('fresh.ts', `throw new Error('cannot start');\n`)).rejects.toThrow(/^not deployed: .*cannot start.*; nothing was deployed$/);
+    expect(existsSync(join(k.servicesDir, 'fresh.ts'))).toBe(false);
     expect((await get('/fresh')).status).toBe(500);
+    expect((await list()).map((s) => s.name)).not.toContain('fresh');
   });
 
   it('a new file deploys a new service the channel was waiting for; .js works too', async () => {
-    expect(await upload('fresh.ts', version('fresh'))).toMatchObject({ deployed: true, channels: ['fresh'], serving: 'this version' });
+    expect(await upload('fresh.ts', version('fresh'))).toMatchObject({ deployed: true, state: 'serving', channels: ['fresh'], serving: 'this version' });
     expect((await get('/fresh')).body).toEqual({ version: 'fresh' });
     const js = await upload('plain_js-1.js', `export default { handle: () => ({ js: true }) };\n`);
     expect(js).toMatchObject({ name: 'plain_js-1', file: 'plain_js-1.js', deployed: true });
@@ -152,5 +172,71 @@ describe('services.delete', () => {
     expect(await op('services.delete', { name: 'broken' })).toMatchObject({ deleted: true, deployed: false });
     expect((await list()).map((s) => s.name)).not.toContain('broken');
     expect(readFileSync(join(k.servicesDir, 'hello.ts'), 'utf8')).toBe(version('socket'));
+  });
+});
+
+describe('a file saved with an error, then a restart', () => {
+  const lastGood = (dir: string, file: string) => join(dir, 'data', 'services-last-good', file);
+  // One directory across both starts: the helper removes only directories it made.
+  let dir: string;
+  beforeEach(() => void (dir = mkdtempSync(join(tmpdir(), 'svc-restart-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('serves the last good version after the restart, says so loudly, and the list shows it with the error', async () => {
+    const first = await startKernel({ config: CONFIG, services: { 'hello.ts': version('good') }, dir });
+    expect(readFileSync(lastGood(dir, 'hello.ts'), 'utf8')).toBe(version('good'));
+    // Saved by hand while running: the last good version keeps serving, as before.
+    await first.writeService('hello.ts', BROKEN);
+    expect((await first.app.inject({ method: 'GET', url: '/hello' })).json()).toEqual({ version: 'good' });
+    await first.close();
+
+    const restartLogs: Array<Record<string, unknown>> = [];
+    const again = await startKernel({ config: CONFIG, dir, logs: restartLogs });
+    try {
+      expect((await again.app.inject({ method: 'GET', url: '/hello' })).json()).toEqual({ version: 'good' });
+      const described = ((await again.kernel.runControl('services.list', {})) as Described[]).find((s) => s.name === 'hello')!;
+      expect(described).toMatchObject({ deployed: true, state: 'serving_previous', error_position: { line: 3 } });
+      expect(described.last_good_from).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+      const loud = restartLogs.find((l) => l.level === 50 && l.service === 'hello');
+      expect(loud?.msg).toMatch(/^service hello\.ts failed to compile: hello\.ts:3:\d+: .*; serving its last good version from \d{4}-/);
+      // The broken file is left as it is, for its author to fix; fixing it serves the fix.
+      expect(readFileSync(join(again.servicesDir, 'hello.ts'), 'utf8')).toBe(BROKEN);
+      await again.writeService('hello.ts', version('fixed'));
+      expect((await again.app.inject({ method: 'GET', url: '/hello' })).json()).toEqual({ version: 'fixed' });
+      expect((((await again.kernel.runControl('services.list', {})) as Described[]).find((s) => s.name === 'hello'))).toMatchObject({ state: 'serving', error: null, last_good_from: null });
+      expect(readFileSync(lastGood(dir, 'hello.ts'), 'utf8')).toBe(version('fixed'));
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('without a last good copy the service is not deployed after the restart, and the list says why', async () => {
+    const first = await startKernel({ config: CONFIG, services: { 'hello.ts': version('good') }, dir });
+    await first.close();
+    writeFileSync(join(dir, 'services', 'hello.ts'), BROKEN);
+    // A copy from another installation, or removed by hand: nothing to fall back on.
+    writeFileSync(lastGood(dir, 'hello.ts'), BROKEN);
+    const again = await startKernel({ config: CONFIG, dir });
+    try {
+      const res = await again.app.inject({ method: 'GET', url: '/hello' });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toMatchObject({ details: "Service 'hello' is not deployed" });
+      const described = ((await again.kernel.runControl('services.list', {})) as Described[]).find((s) => s.name === 'hello')!;
+      expect(described).toMatchObject({ deployed: false, state: 'not_deployed', last_good_from: null });
+      expect(described.error).toMatch(/^hello\.ts:3:\d+: /);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('deleting a service removes its last good copy: a file saved later under its name does not bring back old code', async () => {
+    const k2 = await startKernel({ config: CONFIG, services: { 'hello.ts': version('old') } });
+    try {
+      expect(existsSync(lastGood(k2.dir, 'hello.ts'))).toBe(true);
+      await k2.kernel.runControl('services.delete', { name: 'hello' });
+      expect(existsSync(lastGood(k2.dir, 'hello.ts'))).toBe(false);
+    } finally {
+      await k2.close();
+    }
   });
 });

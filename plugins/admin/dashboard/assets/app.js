@@ -139,13 +139,21 @@ function overviewPage() {
 }
 
 const sectionOf = (name) => catalogue.sections.find((s) => s.name === name);
-/** A few scalar columns of an entry for its list row. */
+/** A few scalar columns of an entry for its list row: from its schema, or the first variant's of each field (security types). */
 function columnsOf(section) {
-  const props = section.schema?.items?.properties ?? section.schema?.properties ?? {};
+  const items = section.schema?.items ?? section.schema ?? {};
+  const props = {};
+  for (const v of [items, ...(items.oneOf ?? items.anyOf ?? [])]) for (const [k, s] of Object.entries(v.properties ?? {})) props[k] ??= s;
   return Object.entries(props)
     .filter(([k, s]) => k !== 'name' && ['string', 'integer', 'boolean', 'number'].includes(s.type) && !/pass|secret|key/i.test(k))
     .slice(0, 4)
     .map(([k]) => k);
+}
+
+/** A list row's cell: the admin API lists each entry as `{ name, source, entry }`, its fields under `entry`. */
+function cellOf(item, column) {
+  const value = item.entry?.[column];
+  return value === undefined || value === null ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
 
 async function listPage(name) {
@@ -161,7 +169,7 @@ async function listPage(name) {
     body.replaceChildren(
       ...entries
         .filter((e) => !q || JSON.stringify(e).toLowerCase().includes(q))
-        .map((e) => el('tr', {}, el('td', {}, link(`#/r/${encodeURIComponent(name)}/${encodeURIComponent(e.name)}`, e.name)), cols.map((c) => el('td', { text: e[c] === undefined ? '' : String(e[c]) })))),
+        .map((e) => el('tr', { 'data-name': e.name }, el('td', {}, link(`#/r/${encodeURIComponent(name)}/${encodeURIComponent(e.name)}`, e.name)), cols.map((c) => el('td', { 'data-column': c, text: cellOf(e, c) })))),
     );
   };
   search.addEventListener('input', render);
@@ -295,23 +303,35 @@ async function servicesPage(name) {
     return show(seq, el('p', {}, link('#/services', '← Services')), h1(name), pre(src.source ?? src));
   }
   const list = await api.op('services.list', {});
-  const file = el('input', { id: 'upload-file', placeholder: 'name.ts' });
-  const source = el('textarea', { id: 'upload-source', rows: 12, class: 'json', placeholder: "import { service } from 'svc/sdk';" });
-  const outcome = el('div', { class: 'outcome' });
-  const upload = el('form', { class: 'upload' }, el('h2', { text: 'Upload (hot deploy)' }), file, source, el('button', { type: 'submit', text: 'Upload' }), outcome);
+  const file = el('input', { id: 'upload-file', name: 'file', placeholder: 'name.ts' });
+  const source = el('textarea', { id: 'upload-source', name: 'source', rows: 12, class: 'json', placeholder: "import { service } from 'svc/sdk';" });
+  const slot = (label, input, path) => el('div', { class: 'field' }, el('label', { for: input.id }, el('span', { class: 'name', text: label })), input, el('div', { class: 'field-error', 'data-path': path }));
+  const issues = el('div', { class: 'issues' });
+  const upload = el('form', { class: 'upload' }, el('h2', { text: 'Upload (hot deploy)' }), slot('file', file, 'file'), slot('source', source, 'source'), issues, el('button', { type: 'submit', text: 'Upload' }));
   upload.addEventListener('submit', async (e) => {
     e.preventDefault();
+    showIssues(upload, [], issues);
     try {
       const r = await api.op('services.upload', { file: file.value, source: source.value });
-      outcome.replaceChildren(pre(r));
-      flash(r.deployed ? `${file.value} deployed` : `${file.value} did not deploy`, r.deployed ? 'ok' : 'error');
+      navigate('#/services', `${r.file} deployed: ${r.name} serves this version`);
     } catch (err) {
+      // A version that did not compile is refused whole: its position shows at the source.
+      if (err instanceof ApiError && err.issues.length) showIssues(upload, err.issues, issues);
       failed(err);
     }
   });
-  const row = (s) =>
-    el('tr', {}, el('td', {}, link(`#/services/${encodeURIComponent(s.name)}`, s.name)), el('td', { text: s.file ?? '' }), el('td', { text: s.deployed ? 'deployed' : `error: ${s.error?.message ?? s.error ?? ''}` }));
-  show(seq, h1('Services'), el('table', { class: 'list', id: 'services' }, el('tr', {}, ['name', 'file', 'state'].map((t) => el('th', { text: t }))), list.map(row)), upload);
+  const STATES = { serving: 'serving', serving_previous: 'serving the previous version', not_deployed: 'not deployed', quarantined: 'quarantined' };
+  const stateCell = (s) =>
+    el(
+      'td',
+      { class: s.state === 'serving' ? 'state' : 'state bad', 'data-state': s.state },
+      STATES[s.state] ?? s.state,
+      s.last_good_from ? el('div', { class: 'help', text: `the last good copy, saved ${s.last_good_from}` }) : '',
+      s.error ? el('pre', { class: 'field-error', text: s.error }) : '',
+      s.quarantine ? el('div', { class: 'field-error', text: s.quarantine }) : '',
+    );
+  const row = (s) => el('tr', { 'data-name': s.name }, el('td', {}, link(`#/services/${encodeURIComponent(s.name)}`, s.name)), el('td', { text: s.file ?? '' }), stateCell(s), el('td', { text: s.channels.join(', ') }));
+  show(seq, h1('Services'), el('table', { class: 'list', id: 'services' }, el('tr', {}, ['name', 'file', 'state', 'channels'].map((t) => el('th', { text: t }))), list.map(row)), upload);
 }
 
 async function pubsubPage(id) {

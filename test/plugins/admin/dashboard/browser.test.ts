@@ -1,10 +1,10 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, step } from '../../../helpers/browser.ts';
 import { openApiProblems } from '../../../helpers/openapi.ts';
-import { ADMIN_PASSWORD, AdminClient, startAdmin, type AdminKernel } from '../api/support.ts';
+import { ADMIN_PASSWORD, AdminClient, resourcePath, startAdmin, type AdminKernel } from '../api/support.ts';
 
 /**
  * The Dashboard in headless Chromium against a server on real sockets: the operator's path of
@@ -96,9 +96,32 @@ async function save(label: 'Create' | 'Save'): Promise<void> {
   expect(first.text).toContain('saved and applied');
 }
 
+/** Signs the page in through the login form unless it already is: each test but the first starts signed in, whatever ran before it. */
+async function signIn(): Promise<void> {
+  await go('');
+  const signedIn = page.locator('nav').getByRole('link', { name: 'channel_rest' });
+  const form = page.locator('#password');
+  await Promise.race([signedIn.waitFor(), form.waitFor()]);
+  if (await signedIn.isVisible()) return;
+  await form.fill(ADMIN_PASSWORD);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await signedIn.waitFor();
+}
+
+/** Creates a resource through the admin API, as another operator or a script would; a test makes what it reads. */
+async function create(section: string, entry: Record<string, unknown>): Promise<void> {
+  const r = await api.post(resourcePath(section), entry);
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+}
+
 describe('the Dashboard in Chromium', () => {
+  beforeEach(async (ctx) => {
+    if (ctx.task.name !== 'logs in') await signIn();
+  });
+
   it('logs in', async () => {
     await step(page, 'login', async () => {
+      await page.context().clearCookies();
       await go('');
       await page.locator('#password').fill('wrong password');
       await page.getByRole('button', { name: 'Log in' }).click();
@@ -148,25 +171,29 @@ describe('the Dashboard in Chromium', () => {
   });
 
   it('rotates the secret: the old password is refused, the new one works', async () => {
+    await create('security', { name: 'rotating', type: 'basic_auth', username: 'rot-user', password: 'first-password' });
+    await create('channel_rest', { name: 'rotating.echo', url_path: '/rotating', service: 'echo', security: 'rotating' });
+    expect(await call('/rotating', 'rot-user', 'first-password')).toBe(200);
     await step(page, 'rotate', async () => {
-      await go('#/r/security/crm', 'crm');
+      await go('#/r/security/rotating', 'rotating');
       // A stored secret is never shown; an empty field keeps it.
       expect(await page.locator('#f-password').inputValue()).toBe('');
       await page.locator('#f-password').fill('second-password');
       await save('Save');
     });
-    expect(await call('/crm', 'crm-user', 'first-password')).toBe(401);
-    expect(await call('/crm', 'crm-user', 'second-password')).toBe(200);
+    expect(await call('/rotating', 'rot-user', 'first-password')).toBe(401);
+    expect(await call('/rotating', 'rot-user', 'second-password')).toBe(200);
   });
 
   it('adds a rate-limit rule to the channel and the next calls get 429', async () => {
+    await create('channel_rest', { name: 'limited.echo', url_path: '/limited', service: 'echo', security: 'none' });
     await step(page, 'rate-limit', async () => {
-      await go('#/r/channel_rest/crm.echo', 'crm.echo');
+      await go('#/r/channel_rest/limited.echo', 'limited.echo');
       await page.locator('#f-rate_limiting').fill(JSON.stringify([{ cidr_list: [], time_range: [{ is_all_day: true, rate: 1, burst: 1 }] }]));
       await save('Save');
     });
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i++) statuses.push(await call('/crm', 'crm-user', 'second-password'));
+    for (let i = 0; i < 4; i++) statuses.push(await call('/limited'));
     expect(statuses).toContain(429);
     expect(statuses[0]).toBe(200);
   });
@@ -229,20 +256,57 @@ describe('the Dashboard in Chromium', () => {
   });
 
   it('shows recent requests by CID, per-channel charts and the deployed services', async () => {
+    for (let i = 0; i < 3; i++) expect(await call('/hello')).toBe(200);
     await step(page, 'traffic', async () => {
       await go('#/traffic', 'Traffic');
-      await page.locator('#recent').getByText('GET /crm').first().waitFor();
-      await expect.poll(() => page.locator('.chart h3').allTextContents()).toContain('crm.echo');
+      await page.locator('#recent').getByText('GET /hello').first().waitFor();
+      await expect.poll(() => page.locator('.chart h3').allTextContents()).toContain('hello');
       await shot('traffic');
     });
     await step(page, 'services', async () => {
       await go('#/services', 'Services');
-      await page.locator('#services').getByRole('link', { name: 'echo' }).click();
+      const echo = page.locator('#services tr[data-name="echo"]');
+      // What the list shows of each service: its file, its state and the channels bound to it.
+      expect(await echo.locator('td').allTextContents()).toEqual(['echo', 'echo.ts', 'serving', expect.stringContaining('hello')]);
+      await echo.getByRole('link', { name: 'echo' }).click();
       await page.locator('pre.json').getByText("import { service } from 'svc/sdk'").waitFor();
     });
   });
 
+  it('uploads a service; a version that does not compile is refused in red at the source, and the good one keeps serving', async () => {
+    const good = (word: string) => `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ word: '${word}' }) });\n`;
+    await create('channel_rest', { name: 'uploaded', url_path: '/uploaded', service: 'uploaded', security: 'none' });
+    await step(page, 'upload-good', async () => {
+      await go('#/services', 'Services');
+      await page.locator('#upload-file').fill('uploaded.ts');
+      await page.locator('#upload-source').fill(good('first'));
+      await page.getByRole('button', { name: 'Upload' }).click();
+      await page.locator('#flash.ok').filter({ hasText: 'uploaded.ts deployed' }).waitFor();
+      await page.locator('#services tr[data-name="uploaded"] td[data-state="serving"]').waitFor();
+    });
+    expect(await (await fetch(channelUrl('/uploaded'))).json()).toEqual({ word: 'first' });
+    await step(page, 'upload-broken', async () => {
+      await page.locator('#upload-file').fill('uploaded.ts');
+      await page.locator('#upload-source').fill(`import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ word: ) });\n`);
+      await page.getByRole('button', { name: 'Upload' }).click();
+      await page.locator('#flash.error').filter({ hasText: 'not deployed: uploaded.ts:2:' }).waitFor();
+      const atSource = page.locator('.field-error[data-path="source"]');
+      await expect.poll(() => atSource.textContent()).toMatch(/^uploaded\.ts:2:\d+: /);
+      // Red: the field's own error colour, and the field marked invalid.
+      expect(await atSource.evaluate((n) => getComputedStyle(n).color)).toBe('rgb(179, 38, 30)');
+      expect(await page.locator('.field.invalid #upload-source').count()).toBe(1);
+      expect(await page.locator('#flash').getAttribute('class')).toContain('error');
+      await shot('upload-refused');
+    });
+    // Refused whole: the good version serves, and the list still says so.
+    expect(await (await fetch(channelUrl('/uploaded'))).json()).toEqual({ word: 'first' });
+    expect(readFileSync(join(k.servicesDir, 'uploaded.ts'), 'utf8')).toBe(good('first'));
+    await go('#/services', 'Services');
+    expect(await page.locator('#services tr[data-name="uploaded"] td').nth(2).textContent()).toBe('serving');
+  });
+
   it('downloads the OpenAPI documents', async () => {
+    await create('channel_rest', { name: 'documented', url_path: '/documented', service: 'echo', security: 'none' });
     await step(page, 'downloads', async () => {
       await go('#/downloads', 'Downloads');
       await shot('downloads');
@@ -258,8 +322,8 @@ describe('the Dashboard in Chromium', () => {
       const doc = JSON.parse(readFileSync((await download.path())!, 'utf8')) as { openapi: string; paths: Record<string, Record<string, { security?: unknown }>> };
       expect(doc.openapi).toBe('3.1.0');
       expect(openApiProblems(doc)).toEqual([]);
-      // Only the channels, the one created in the Dashboard above included.
-      expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/hello', '/fail', '/crm']));
+      // Only the channels, the one created at run time included.
+      expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/hello', '/fail', '/documented']));
       expect(Object.keys(doc.paths).some((p) => p.includes('pubsub'))).toBe(false);
     });
     await step(page, 'demo-import', async () => {
@@ -271,12 +335,22 @@ describe('the Dashboard in Chromium', () => {
     expect(topics.map((t) => t.name)).toContain('/demo/orders');
   });
 
-  it('lists resources with search, and every section of the catalogue has a page', async () => {
+  it('lists resources with their fields, with search, and every section of the catalogue has a page', async () => {
+    await create('channel_rest', { name: 'listed', url_path: '/listed/{id}', service: 'echo', method: 'GET', security: 'none' });
     await step(page, 'lists', async () => {
       await go('#/r/channel_rest', 'channel_rest');
-      await page.locator('#search').fill('crm');
+      // Each row shows the entry's fields, not only its name.
+      const cells = async (name: string) => Object.fromEntries(await page.locator(`table.list tbody tr[data-name="${name}"] td[data-column]`).evaluateAll((tds) => tds.map((td) => [td.getAttribute('data-column'), td.textContent])));
+      await page.locator('table.list tbody tr[data-name="listed"]').waitFor();
+      expect(await cells('listed')).toMatchObject({ url_path: '/listed/{id}', service: 'echo', method: 'GET' });
+      expect(await cells('hello')).toMatchObject({ url_path: '/hello', service: 'echo' });
+      expect(await cells('fail')).toMatchObject({ url_path: '/fail', service: 'boom', method: 'POST' });
+      await page.locator('#search').fill('listed');
       await expect.poll(() => page.locator('table.list tbody tr').count()).toBe(1);
       await shot('channels');
+      await go('#/r/security', 'security');
+      await page.locator('table.list tbody tr[data-name="app"]').waitFor();
+      expect(await page.locator('table.list tbody tr[data-name="app"] td[data-column="type"]').textContent()).toBe('basic_auth');
       const sections = (await api.send('GET', '/admin/api/resources')).body.sections as Array<{ name: string }>;
       for (const s of sections) {
         await go(`#/r/${s.name}`);
