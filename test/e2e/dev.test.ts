@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SVC_BIN, makeProject, waitFor } from '../helpers/cli.ts';
+import { SVC_BIN, makeProject } from '../helpers/cli.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const config = `
 server:

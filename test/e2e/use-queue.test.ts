@@ -4,7 +4,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
-import { makeProject, runCliAsync, startCli, type CliServer, waitFor } from '../helpers/cli.ts';
+import { makeProject, runCliAsync, startCli, type CliServer } from '../helpers/cli.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /**
  * Issue 12 against `svc start` over real sockets: the Use queue answers before the service

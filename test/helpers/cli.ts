@@ -99,14 +99,3 @@ export function runCliAsync(args: string[], cwd: string): Promise<{ status: numb
     proc.once('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
-
-/** Polls `probe` every 20 ms until it returns (or resolves to) something truthy; throws after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

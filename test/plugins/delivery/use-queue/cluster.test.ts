@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
-import { makeProject, startCli, waitFor, type CliServer } from '../../../helpers/cli.ts';
+import { makeProject, startCli, type CliServer } from '../../../helpers/cli.ts';
+import { waitFor } from '../../../helpers/wait.ts';
 import { PG_SCHEMA_PREFIX, PG_URL, dropPgSchemas, pgAnswers, pgSchemaUrl } from '../../../helpers/store.ts';
 import { json, Upstream } from '../../outgoing/rest/upstream.ts';
 
