@@ -1,18 +1,18 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { makeProject, runCli, startCli, type CliServer, waitFor } from '../helpers/cli.ts';
+import { makeProject, runCli, startCli, type CliServer } from '../helpers/cli.ts';
+import { HeldCalls } from '../helpers/held-calls.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /**
  * Graceful shutdown of `svc start` (issue 15) over real sockets: SIGTERM stops accepting,
  * answers what is in flight, lets queued work that runs finish (or leaves it for the next start),
  * and exits 0; a second signal or the deadline exits 1 after logging what was cut.
  *
- * Services report each run to a sink (an HTTP server in this process, reached through an
- * outgoing connection) and wait for its answer, so the test decides when a call finishes.
+ * Services report each run to a sink (HeldCalls, an HTTP server in this process, reached through
+ * an outgoing connection) and wait for its answer, so the test decides when a call finishes.
  */
 
 interface Run {
@@ -20,33 +20,8 @@ interface Run {
   attempt: number;
   original: string;
 }
-const runs: Run[] = [];
-const held: Array<{ run: Run; res: ServerResponse }> = [];
-
-const sink: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-  let s = '';
-  req.on('data', (c: Buffer) => (s += c.toString()));
-  req.on('end', () => {
-    let run: Run;
-    try {
-      run = JSON.parse(s) as Run;
-    } catch {
-      // Not a report of this file's services (another test's stray connection): not counted.
-      res.writeHead(400).end();
-      return;
-    }
-    runs.push(run);
-    held.push({ run, res });
-  });
-});
-
-function release(tag: string): void {
-  for (let i = held.length - 1; i >= 0; i--) {
-    if (held[i]!.run.tag !== tag) continue;
-    held[i]!.res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    held.splice(i, 1);
-  }
-}
+const sink = new HeldCalls<Run>();
+const runs = sink.arrived;
 
 const REPORT = `import { service, outgoing } from 'svc/sdk';
 const sink = outgoing('sink');
@@ -59,7 +34,6 @@ export default service({ limits: { timeoutMs: 60000 }, async handle(ctx) { await
 `;
 
 function config(opts: { drainMs?: number; stopWaitMs?: number } = {}): string {
-  const port = (sink.address() as AddressInfo).port;
   return `
 server:
   data_dir: ./data
@@ -70,7 +44,7 @@ plugins:
   use-queue:
     config: { stop_wait_ms: ${opts.stopWaitMs ?? 4000} }
 outgoing_rest:
-  - { name: sink, address: 'http://127.0.0.1:${port}', url_path: /run, timeout_ms: 60000, retry: { max_attempts: 1 } }
+  - ${sink.outgoing('sink')}
 channel_rest:
   - { name: slow, url_path: /slow, service: report, method: POST, security: none }
   - { name: job, url_path: /job, service: report, method: POST, security: none, use_queue: true, delivery: { concurrency: 1 } }
@@ -79,18 +53,16 @@ channel_rest:
 
 let server: CliServer | undefined;
 beforeAll(async () => {
-  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
+  await sink.start();
 });
 afterEach(async () => {
   if (server?.proc.exitCode === null && server.proc.signalCode === null) await server.stop('SIGKILL');
-  for (const h of held.splice(0)) h.res.destroy();
+  sink.dropHeld();
 });
-afterAll(async () => {
-  await new Promise((r) => sink.close(r));
-});
+afterAll(() => sink.close());
 
-
-const heldRun = (tag: string) => waitFor(`the held run ${tag}`, () => held.find((h) => h.run.tag === tag)?.run);
+const heldRun = async (tag: string) => (await sink.waitHeld(tag))[0]!;
+const release = (tag: string) => sink.release(tag);
 const logLine = (msg: string) => waitFor(`log line '${msg}'`, () => server!.output().split('\n').find((l) => l.includes(`"msg":"${msg}`)));
 const exited = (s: CliServer) => new Promise<number | null>((resolve) => (s.proc.exitCode !== null ? resolve(s.proc.exitCode) : s.proc.once('exit', (code) => resolve(code))));
 
@@ -185,17 +157,22 @@ describe('svc start: graceful shutdown', () => {
   }, 90_000);
 
   it('an attempt still running after stop_wait_ms is left running and runs again after the restart (at least once)', async () => {
-    const dir = makeProject(config({ stopWaitMs: 300 }), { 'report.js': REPORT });
+    const stopWaitMs = 300;
+    const dir = makeProject(config({ stopWaitMs }), { 'report.js': REPORT });
     server = await startCli(dir);
     const job = await post('/job', { tag: 'cut' });
     await heldRun('cut');
     const t0 = Date.now();
     const code = await server.stop('SIGTERM');
+    // The attempt is held for good: exit 0, not the drain deadline's 1 (server.drain_timeout_ms,
+    // 8 s), shows the stop went on without it, and it went on only after waiting stop_wait_ms
+    // (less 50 ms for the two processes' clocks' rounding).
     expect(code, server.output()).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(stopWaitMs - 50);
+    expect(server.output()).not.toContain('shutdown deadline passed');
     expect(server.output()).toContain('queue: attempts still running at shutdown are left for the next start');
     expect(queueList(dir)).toEqual([[job.cid, 'running']]);
-    for (const h of held.splice(0)) h.res.destroy();
+    sink.dropHeld();
 
     writeFileSync(join(dir, 'config', 'svc.yaml'), config());
     server = await startCli(dir);
@@ -211,26 +188,32 @@ describe('svc start: graceful shutdown', () => {
     const exit = exited(server);
     server.proc.kill('SIGTERM');
     await logLine('shutting down');
-    const t0 = Date.now();
     server.proc.kill('SIGTERM');
     expect(await exit).toBe(1);
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    // The call is held for good, so only the second signal or the drain deadline (8 s) could end
+    // the process: the second signal's line, and no deadline line, show it did not wait.
     const line = JSON.parse(await logLine('second signal')) as Record<string, unknown>;
+    expect(server.output()).not.toContain('shutdown deadline passed');
     expect(line).toMatchObject({ signal: 'SIGTERM', calls_in_flight: 1, queued_attempts: 0, calls: [{ service: 'report', channel: 'slow', cid: run.original, queued: false }] });
     expect(await inflight).toBeInstanceOf(Error);
   }, 60_000);
 
   it('past server.drain_timeout_ms it exits 1 with a log line naming what was cut', async () => {
-    server = await startCli(makeProject(config({ drainMs: 700 }), { 'report.js': REPORT }));
+    const drainMs = 2500;
+    server = await startCli(makeProject(config({ drainMs }), { 'report.js': REPORT }));
     const inflight = post('/slow', { tag: 'stuck' }).catch((err: Error) => err);
     const run = await heldRun('stuck');
     const t0 = Date.now();
     expect(await server.stop('SIGTERM')).toBe(1);
     const took = Date.now() - t0;
-    expect(took).toBeGreaterThanOrEqual(650);
-    expect(took).toBeLessThan(3_000);
+    // The deadline is the claim. Its timer starts when the signal arrives, after t0, so it cannot
+    // be early (50 ms for the two processes' clocks' rounding); the call is held for good, so
+    // without the deadline the process would never exit. Twice the deadline leaves a loaded
+    // machine room to write the log line and exit.
+    expect(took).toBeGreaterThanOrEqual(drainMs - 50);
+    expect(took).toBeLessThan(drainMs * 2);
     const line = JSON.parse(await logLine('shutdown deadline passed')) as Record<string, unknown>;
-    expect(line).toMatchObject({ level: 50, deadline_ms: 700, calls_in_flight: 1, calls: [{ service: 'report', cid: run.original }] });
+    expect(line).toMatchObject({ level: 50, deadline_ms: drainMs, calls_in_flight: 1, calls: [{ service: 'report', cid: run.original }] });
     expect(line.connections).toBeGreaterThanOrEqual(1);
     expect(await inflight).toBeInstanceOf(Error);
   }, 60_000);
