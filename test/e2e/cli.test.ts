@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { makeProject, runCli, startCli, type CliServer } from '../helpers/cli.ts';
+import { HeldCalls } from '../helpers/held-calls.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const config = `
 server:
@@ -12,7 +14,8 @@ channel_rest:
 `;
 const services = {
   'hello.ts': `import { service, t } from 'svc/sdk';\nexport default service({ input: { name: t.string() }, handle: (ctx) => ({ hello: ctx.input.name }) });\n`,
-  'slow.js': `import { service } from 'svc/sdk';\nexport default service({ async handle() { let x = 0; for (let i = 0; i < 2e8; i++) x += i; return { done: x > 0 }; } });\n`,
+  // In flight until the test releases it: it reports to the outgoing connection 'gate' (HeldCalls) and awaits the answer.
+  'slow.js': `import { service, outgoing } from 'svc/sdk';\nexport default service({ limits: { timeoutMs: 60000 }, async handle(ctx) { const res = await outgoing('gate').post(ctx.cid, { payload: { tag: 'slow' } }); return { done: res.ok }; } });\n`,
 };
 
 let server: CliServer;
@@ -52,10 +55,9 @@ describe('svc start (real socket)', () => {
     const res = await request(`${server.url}/hello/Log`);
     await res.body.dump();
     const cid = res.headers['x-svc-cid'] as string;
-    await new Promise((r) => setTimeout(r, 100));
-    const line = server.output().split('\n').find((l) => l.includes(cid) && l.includes('"msg":"request"'));
-    expect(line).toBeTruthy();
-    expect(JSON.parse(line!)).toMatchObject({ cid, channel: 'hello', status: 200, method: 'GET' });
+    const line = await waitFor(`the request line of ${cid}`, () => server.output().split('\n').find((l) => l.includes(cid) && l.includes('"msg":"request"')), 10_000);
+    expect(JSON.parse(line)).toMatchObject({ cid, channel: 'hello', status: 200, method: 'GET' });
+    expect(typeof JSON.parse(line).ms).toBe('number');
   });
 
   it('a second server with another port and data_dir runs beside it', async () => {
@@ -68,13 +70,41 @@ describe('svc start (real socket)', () => {
       expect(await other.stop()).toBe(0);
     }
   }, 60_000);
+});
 
-  it('SIGTERM drains in-flight requests and exits 0', async () => {
-    const inflight = request(`${server.url}/slow`).then(async (r) => [r.statusCode, await r.body.json()]);
-    await new Promise((r) => setTimeout(r, 150));
-    const code = await server.stop('SIGTERM');
+// A server of its own: this one is stopped, so no other test can depend on it being up.
+describe('svc start: SIGTERM', () => {
+  const gate = new HeldCalls();
+  let draining: CliServer;
+  beforeAll(async () => {
+    await gate.start();
+    draining = await startCli(makeProject(`${config}outgoing_rest:\n  - ${gate.outgoing('gate')}\n`, services));
+  }, 60_000);
+  afterAll(async () => {
+    if (draining?.proc.exitCode === null) await draining.stop('SIGKILL');
+    await gate.close();
+  });
+
+  it('drains the request in flight: its answer, a success, comes after the signal; then exit 0', async () => {
+    let answeredAfterRelease: boolean | undefined;
+    let released = false;
+    const inflight = request(`${draining.url}/slow`).then(async (r) => {
+      answeredAfterRelease = released;
+      return [r.statusCode, await r.body.json()];
+    });
+    // The service has started and waits on the gate: the call is provably in flight.
+    await gate.waitHeld('slow');
+    const exit = draining.stop('SIGTERM');
+    await waitFor('the shutdown to begin', () => draining.output().includes('"msg":"shutting down'), 10_000);
+    // Draining: the process waits for the call, which waits for the test.
+    expect(draining.proc.exitCode).toBe(null);
+    expect(answeredAfterRelease).toBeUndefined();
+    released = true;
+    expect(gate.release('slow')).toBe(1);
     expect(await inflight).toEqual([200, { done: true }]);
-    expect(code).toBe(0);
+    expect(answeredAfterRelease).toBe(true);
+    expect(await exit).toBe(0);
+    expect(draining.output()).toContain('"msg":"svc stopped"');
   }, 60_000);
 });
 
