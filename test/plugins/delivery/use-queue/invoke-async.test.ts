@@ -1,16 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
-import { control, errorsOf, thrown, until } from './support.ts';
+import { waitFor } from '../../../helpers/wait.ts';
+import { control, errorsOf, rows, thrown, until } from './support.ts';
 
 /** invokeAsync: background work from a synchronous channel through the same durable queue. */
 
 const FRONT = `import { service, invokeAsync } from 'svc/sdk';
 export default service({ handle: async (ctx) => ({ queued: await invokeAsync(ctx.input.target ?? 'worker', { order: ctx.input.order }) }) });
 `;
-/** Reports what it saw by failing; with ok it succeeds. */
+/** Reports what it saw by failing; with ok it logs what it saw and succeeds. */
 const WORKER = `import { service } from 'svc/sdk';
 export default service({ handle: (ctx) => {
-  if (ctx.input.order === 'ok') return {};
+  if (ctx.input.order === 'ok') { ctx.log.info(JSON.stringify({ input: ctx.input, delivery: ctx.delivery })); return {}; }
   throw new Error(JSON.stringify({ input: ctx.input, channel: ctx.channel ?? null, method: ctx.method, delivery: ctx.delivery, cid: ctx.cid }));
 } });
 `;
@@ -47,9 +48,19 @@ describe('invokeAsync', () => {
   });
 
   it('runs the work and deletes it once done', async () => {
-    k = await startKernel({ config: config('{}'), services: { 'front.ts': FRONT, 'worker.ts': WORKER } });
-    await k.app.inject({ method: 'POST', url: '/front', payload: { order: 'ok' } });
-    await until(k, (r) => r.length === 0);
+    const logs: Array<Record<string, unknown>> = [];
+    k = await startKernel({ config: config('{}'), services: { 'front.ts': FRONT, 'worker.ts': WORKER }, logs });
+    const res = await k.app.inject({ method: 'POST', url: '/front', payload: { order: 'ok' } });
+    expect(res.statusCode).toBe(200);
+    const queued = res.json().queued as string;
+    expect(queued).toMatch(/^[0-9a-f]+$/);
+    // An empty queue alone would hold had nothing been queued: the work must be seen to run, with
+    // its input, and to succeed; the row is deleted before 'event processed' is logged.
+    const processed = await waitFor('the background work to be processed', () => logs.find((l) => l.msg === 'queue: event processed' && l.original === queued), 10_000);
+    expect(processed).toMatchObject({ channel: null, service: 'worker', attempt: 1 });
+    const seen = logs.filter((l) => l.service === 'worker' && l.cid === processed.cid && String(l.msg).startsWith('{'));
+    expect(seen.map((l) => JSON.parse(String(l.msg)))).toEqual([{ input: { order: 'ok' }, delivery: expect.objectContaining({ attempt: 1, cid: queued }) }]);
+    expect(await rows(k)).toEqual([]);
   });
 
   it('a full background queue is ServiceUnavailable (503) to the caller, with nothing queued', async () => {
