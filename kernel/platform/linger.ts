@@ -7,8 +7,8 @@ import type { Socket } from 'node:net';
  * Expect) to finish a few megabytes more on a LAN and then read the answer; short and small
  * enough that a client sending forever costs at most this much time and copying.
  */
-const LINGER_MS = 2_000;
-const LINGER_BYTES = 16 * 1024 * 1024;
+export const LINGER_MS = 2_000;
+export const LINGER_BYTES = 16 * 1024 * 1024;
 
 /**
  * RFC 9112 §9.6: a server that closes while the client is still sending makes the client's
