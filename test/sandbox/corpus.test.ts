@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../helpers/kernel.ts';
+import { homeIndex } from '../../kernel/sandbox/pool.ts';
 import { crashes } from './corpus/crashes.ts';
 import { deploy } from './corpus/deploy.ts';
 import { escapes } from './corpus/escapes.ts';
@@ -40,13 +41,7 @@ const WORKERS = 2;
 
 const nameOf = (file: string) => file.replace(/\.(js|ts|mjs)$/, '');
 
-/** The pool's home process of a service (kernel/sandbox/pool.ts), to put one neighbour on each process. */
-function homeIndex(service: string, workers: number): number {
-  let h = 0;
-  for (let i = 0; i < service.length; i++) h = (h * 31 + service.charCodeAt(i)) | 0;
-  return Math.abs(h) % workers;
-}
-
+/** One neighbour at home on each sandbox process, placed with the pool's own hash. */
 const NEIGHBOURS: string[] = [];
 for (let home = 0; home < WORKERS; home++) {
   for (let i = 0; ; i++) {
