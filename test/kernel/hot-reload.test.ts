@@ -1,14 +1,38 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parse, stringify } from 'yaml';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { HeldCalls } from '../helpers/held-calls.ts';
 import { startKernel, type TestKernel } from '../helpers/kernel.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+/**
+ * Hot deploy and hot config reload. Every test starts its own kernel (channel `live` at /live,
+ * service `live` at version 'one') and sets up whatever else it reads, so each passes alone.
+ * Slow calls wait on HeldCalls: they are provably in flight across the change, and end when
+ * the test releases them.
+ */
 
 const version = (v: string) => `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ version: '${v}' }) });\n`;
-const channels = (extra = '') => `channel_rest:\n  - { name: live, url_path: /live, service: live, security: none }\n${extra}`;
+/** Reports `tag` to the gate and waits for the test to release it, then answers `answer`. */
+const held = (tag: string, answer: string) =>
+  `import { service, outgoing } from 'svc/sdk';\nexport default service({ limits: { timeoutMs: 30000 }, async handle(ctx) { const res = await outgoing('gate').post(ctx.cid, { payload: { tag: '${tag}' } }); return { ...${answer}, released: res.ok }; } });\n`;
+
+const gate = new HeldCalls();
+beforeAll(() => gate.start());
+afterAll(() => gate.close());
+
+const LIVE = '  - { name: live, url_path: /live, service: live, security: none }';
+/** The config with these channel lines, and the gate as an outgoing connection. */
+const config = (...channels: string[]) => `channel_rest:\n${channels.join('\n')}\noutgoing_rest:\n  - ${gate.outgoing('gate')}\n`;
 
 let k: TestKernel;
-beforeAll(async () => {
-  k = await startKernel({ config: channels(), services: { 'live.ts': version('one') } });
+beforeEach(async () => {
+  k = await startKernel({ config: config(LIVE), services: { 'live.ts': version('one') } });
 });
-afterAll(() => k?.close());
+afterEach(async () => {
+  gate.dropHeld();
+  await k?.close();
+});
 
 const get = async (url: string) => k.app.inject({ method: 'GET', url });
 
@@ -20,23 +44,22 @@ describe('hot deploy', () => {
   });
 
   it('keeps the last good version when a change does not compile, and reports file, line and message', async () => {
-    await k.writeService('live.ts', `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ version: 'three' } });\n`);
-    expect((await get('/live')).json()).toEqual({ version: 'two' });
+    await k.writeService('live.ts', `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ version: 'broken' } });\n`);
+    expect((await get('/live')).json()).toEqual({ version: 'one' });
     expect(k.kernel.services.errors.get('live')).toMatch(/^live\.ts:2:\d+: /);
-    await k.writeService('live.ts', version('four'));
-    expect((await get('/live')).json()).toEqual({ version: 'four' });
+    await k.writeService('live.ts', version('fixed'));
+    expect((await get('/live')).json()).toEqual({ version: 'fixed' });
     expect(k.kernel.services.errors.has('live')).toBe(false);
   });
 
   it('reports a service that throws while loading with its file, line and message', async () => {
     await k.writeService('live.js', `import { service } from 'svc/sdk';\nconst limit = 3;\nthrow new Error('config missing');\nexport default service({ handle: () => limit });\n`);
     expect(k.kernel.services.errors.get('live')).toBe('live.js:3:7: config missing');
-    expect((await get('/live')).json()).toEqual({ version: 'four' });
-    await k.removeService('live.js');
+    expect((await get('/live')).json()).toEqual({ version: 'one' });
   });
 
   it('deploys a new file and undeploys a removed one', async () => {
-    await k.writeConfig(channels(`  - { name: fresh, url_path: /fresh, service: fresh, security: none }\n`));
+    expect(await k.writeConfig(config(LIVE, '  - { name: fresh, url_path: /fresh, service: fresh, security: none }'))).toBe(true);
     expect((await get('/fresh')).statusCode).toBe(500);
     await k.writeService('fresh.js', version('fresh'));
     expect((await get('/fresh')).json()).toEqual({ version: 'fresh' });
@@ -46,52 +69,62 @@ describe('hot deploy', () => {
     expect(res.json().details).toBe("Service 'fresh' is not deployed");
   });
 
-  it('does not drop in-flight requests while redeploying', async () => {
-    await k.writeService('slow.js', `import { service } from 'svc/sdk';\nexport default service({ async handle() { let x = 0; for (let i = 0; i < 3e7; i++) x += i; return { x: x > 0 }; } });\n`);
-    await k.writeConfig(channels(`  - { name: slow, url_path: /slow, service: slow, security: none }\n`));
+  it('does not drop in-flight requests while redeploying: they finish on the version they started on', async () => {
+    await k.writeService('slow.js', held('slow-v1', "{ version: 'v1' }"));
+    expect(await k.writeConfig(config(LIVE, '  - { name: slow, url_path: /slow, service: slow, security: none }'))).toBe(true);
     const inflight = Array.from({ length: 4 }, () => get('/slow'));
-    await k.writeService('slow.js', `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ x: 'new' }) });\n`);
-    for (const r of await Promise.all(inflight)) expect(r.statusCode).toBe(200);
-    expect((await get('/slow')).json()).toEqual({ x: 'new' });
+    await gate.waitHeld('slow-v1', 4);
+    await k.writeService('slow.js', version('v2'));
+    // Redeployed while all four are still held: a new call gets the new version at once.
+    expect((await get('/slow')).json()).toEqual({ version: 'v2' });
+    expect(gate.release('slow-v1')).toBe(4);
+    for (const r of await Promise.all(inflight)) {
+      expect(r.statusCode).toBe(200);
+      expect(r.json()).toEqual({ version: 'v1', released: true });
+    }
   });
 });
 
 describe('hot config reload', () => {
   it('applies a changed channel at once', async () => {
-    expect(await k.writeConfig(`channel_rest:\n  - { name: live, url_path: /moved, service: live, security: none }\n`)).toBe(true);
+    expect(await k.writeConfig(config('  - { name: live, url_path: /moved, service: live, security: none }'))).toBe(true);
     expect((await get('/moved')).statusCode).toBe(200);
     expect((await get('/live')).statusCode).toBe(404);
   });
 
   it('lets requests in flight finish on the config they started with', async () => {
-    await k.writeService('slow2.js', `import { service } from 'svc/sdk';\nexport default service({ async handle() { let x = 0; for (let i = 0; i < 3e7; i++) x += i; return { done: x > 0 }; } });\n`);
-    expect(await k.writeConfig(`channel_rest:\n  - { name: live, url_path: /moved, service: live, security: none }\n  - { name: slow2, url_path: /slow2, service: slow2, security: none }\n`)).toBe(true);
+    await k.writeService('slow2.js', held('slow2', '{ done: true }'));
+    expect(await k.writeConfig(config(LIVE, '  - { name: slow2, url_path: /slow2, service: slow2, security: none }'))).toBe(true);
     const inflight = Array.from({ length: 4 }, () => get('/slow2'));
-    await new Promise((r) => setTimeout(r, 20));
-    expect(await k.writeConfig(`channel_rest:\n  - { name: live, url_path: /moved, service: live, security: none }\n`)).toBe(true);
-    for (const r of await Promise.all(inflight)) expect(r.json()).toEqual({ done: true });
+    await gate.waitHeld('slow2', 4);
+    expect(await k.writeConfig(config(LIVE))).toBe(true);
+    // The channel is gone for new requests while the four that started on it are still held.
     expect((await get('/slow2')).statusCode).toBe(404);
+    expect(gate.release('slow2')).toBe(4);
+    for (const r of await Promise.all(inflight)) {
+      expect(r.statusCode).toBe(200);
+      expect(r.json()).toEqual({ done: true, released: true });
+    }
   });
 
   it('refuses an invalid change and keeps the running config', async () => {
-    expect(await k.writeConfig(`channel_rest:\n  - { name: live, url_path: no-slash, service: live, security: none }\n`)).toBe(false);
-    expect((await get('/moved')).statusCode).toBe(200);
+    expect(await k.writeConfig(config('  - { name: live, url_path: no-slash, service: live, security: none }'))).toBe(false);
+    expect((await get('/live')).statusCode).toBe(200);
   });
 
   it('refuses a change whose paths conflict', async () => {
-    const ok = await k.writeConfig(
-      `channel_rest:\n  - { name: a, url_path: /x, service: live, security: none }\n  - { name: b, url_path: /x, service: live, security: none }\n`,
-    );
+    const ok = await k.writeConfig(config('  - { name: a, url_path: /x, service: live, security: none }', '  - { name: b, url_path: /x, service: live, security: none }'));
     expect(ok).toBe(false);
-    expect((await get('/moved')).statusCode).toBe(200);
+    expect((await get('/live')).statusCode).toBe(200);
+    expect((await get('/x')).statusCode).toBe(404);
   });
 
   it('picks up the file change by itself (file watching)', async () => {
-    const { writeFileSync, readFileSync } = await import('node:fs');
-    // The file holds the last (refused) text; keep its server block and replace the channels.
-    const text = readFileSync(k.configPath, 'utf8').replace(/channel_rest:[\s\S]*/, 'channel_rest:\n  - { name: live, url_path: /watched, service: live, security: none }\n');
-    writeFileSync(k.configPath, text);
-    for (let i = 0; i < 50 && (await get('/watched')).statusCode !== 200; i++) await new Promise((r) => setTimeout(r, 50));
-    expect((await get('/watched')).statusCode).toBe(200);
+    // Only the file is written (no reload call): the kernel's watcher must notice.
+    const doc = parse(readFileSync(k.configPath, 'utf8')) as Record<string, unknown>;
+    doc.channel_rest = [{ name: 'live', url_path: '/watched', service: 'live', security: 'none' }];
+    writeFileSync(k.configPath, stringify(doc));
+    await waitFor('the watched config to be applied', async () => (await get('/watched')).statusCode === 200, 10_000);
+    expect((await get('/live')).statusCode).toBe(404);
   });
 });
