@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../helpers/kernel.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { CALL_MARGIN_MS, homeIndex } from '../../kernel/sandbox/pool.ts';
 
-const svc = (body: string, extra = '') => `import { service } from 'svc/sdk';\n${extra}\nexport default service({ limits: { timeoutMs: 500, memoryMb: 32 }, async handle(ctx) { ${body} } });`;
+/** The time limit of the services made with svc(). */
+const LIMIT_MS = 500;
+const WORKERS = 2;
+const svc = (body: string, extra = '') => `import { service } from 'svc/sdk';\n${extra}\nexport default service({ limits: { timeoutMs: ${LIMIT_MS}, memoryMb: 32 }, async handle(ctx) { ${body} } });`;
 
 const services: Record<string, string> = {
   'ok.js': svc(`return { ok: true, pid: typeof process };`),
@@ -25,7 +30,7 @@ const services: Record<string, string> = {
 
 const config = `
 server:
-  sandbox: { workers: 2, max_output_bytes: 1048576 }
+  sandbox: { workers: ${WORKERS}, max_output_bytes: 1048576 }
 channel_rest:
 ${Object.keys(services)
   .map((f) => f.replace('.js', ''))
@@ -47,7 +52,11 @@ describe('sandbox limits', () => {
     const res = await get('/loop');
     expect(res.statusCode).toBe(503);
     expect(res.json()).toEqual({ result: 'Error', cid: res.headers['x-svc-cid'], details: 'Service exceeded its time limit' });
-    expect(Date.now() - started).toBeLessThan(3000);
+    // The deadline is the claim: not before the limit, and by the limit plus the pool's margin,
+    // three times over for a loaded machine's timers.
+    const ms = Date.now() - started;
+    expect(ms).toBeGreaterThanOrEqual(LIMIT_MS);
+    expect(ms).toBeLessThan((LIMIT_MS + CALL_MARGIN_MS) * 3);
     expect((await get('/ok')).statusCode).toBe(200);
   });
 
@@ -65,18 +74,22 @@ describe('sandbox limits', () => {
   });
 
   it('input that crashes isolated-vm costs only that request; other channels keep answering', async () => {
+    // The premise: 'ok' and 'crash' have different home processes, so no 'ok' call rides on the crash.
+    expect(homeIndex('ok', WORKERS)).not.toBe(homeIndex('crash', WORKERS));
     const before = k.kernel.pool.pids();
     const others = Array.from({ length: 20 }, () => get('/ok'));
     const res = await get('/crash');
     expect(res.statusCode).toBe(503);
     expect(res.json().details).toBe('Service sandbox crashed and was restarted');
     const answered = await Promise.all(others);
-    // 'ok' and 'crash' have different home processes (kernel/sandbox/pool.ts): none of these was in the crash.
     expect(answered.map((r) => r.statusCode)).toEqual(Array(20).fill(200));
     for (let i = 0; i < 10; i++) expect((await get('/ok')).statusCode).toBe(200);
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(k.kernel.pool.pids().length).toBe(2);
-    expect(k.kernel.pool.pids()).not.toEqual(before);
+    // The crashed process is replaced: as many processes as before, one of them new.
+    const after = await waitFor('the crashed sandbox process to be replaced', () => {
+      const pids = k.kernel.pool.pids();
+      return pids.length === WORKERS && pids.some((pid) => !before.includes(pid)) && pids;
+    });
+    expect(after.filter((pid) => before.includes(pid))).toHaveLength(WORKERS - 1);
     expect((await get('/ok')).json()).toEqual({ ok: true, pid: 'undefined' });
   });
 
