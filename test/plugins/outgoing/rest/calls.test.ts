@@ -59,7 +59,7 @@ outgoing_rest:
   - { name: tight, address: "${at}", url_path: /later, retry: { max_attempts: 5, budget_ms: 1000 } }
   - { name: broken, address: "${at}", url_path: /broken, retry: ${fast} }
   - { name: slow, address: "${at}", url_path: /slow, timeout_ms: 150, retry: ${fast} }
-  - { name: slowish, address: "${at}", url_path: /slow, timeout_ms: 2000 }
+  - { name: slowish, address: "${at}", url_path: /hold, timeout_ms: 20000 }
   - { name: dead, address: "http://127.0.0.1:${deadPort}", retry: ${fast} }
   - { name: hang, address: "${at}", url_path: /hang, timeout_ms: 20000 }
   - { name: hold, address: "${at}", url_path: /hold, max_connections: 256 }
@@ -177,11 +177,15 @@ describe('outgoing calls from a service', () => {
   });
 
   it('do not hold up other calls of the same sandbox process while they wait', async () => {
-    const waiting = k.app.inject({ method: 'POST', url: '/impatient' });
-    const started = Date.now();
+    // A call of the same service waits on the upstream until the test releases it.
+    let settled = false;
+    const waiting = call('hold', 'get').finally(() => (settled = true));
+    await expect.poll(() => held.length, { timeout: 5000 }).toBe(1);
     for (let i = 0; i < 5; i++) expect((await call('text', 'get')).body.text).toBe('plain words');
-    expect(Date.now() - started).toBeLessThan(350);
-    expect((await waiting).statusCode).toBe(503);
+    // All five answered while it still waited: by order, not by ms.
+    expect(settled).toBe(false);
+    for (const res of held.splice(0)) json(res, 200, { released: true });
+    expect((await waiting).body).toMatchObject({ status: 200, data: { released: true } });
   });
 
   it('many at once: calls waiting on the upstream leave their isolate slot to others', async () => {
@@ -193,13 +197,21 @@ describe('outgoing calls from a service', () => {
   });
 
   it('follow config changes at once; a call in flight finishes on the connection it started on', async () => {
-    const inFlight = call('slowish', 'post', { payload: {} });
-    await expect.poll(() => upstream.hits('/slow').length).toBe(1);
-    // Both connections change: text points elsewhere, slowish gets a new pool while its call is in flight.
-    await k.writeConfig(config().replace('url_path: /text }', 'url_path: /echo }').replace('timeout_ms: 2000 }', 'timeout_ms: 2500 }'));
-    expect((await call('text', 'get')).body.data).toEqual({ ok: true });
-    expect((await inFlight).body).toMatchObject({ status: 200, data: { hit: 1 } });
-    await k.writeConfig(config());
+    let settled = false;
+    const inFlight = call('slowish', 'post', { payload: {} }).finally(() => (settled = true));
+    // Held by the upstream until the test releases it: in flight for the whole change.
+    await expect.poll(() => held.length, { timeout: 5000 }).toBe(1);
+    try {
+      // Both connections change: text points elsewhere, slowish gets a new pool while its call is in flight.
+      expect(await k.writeConfig(config().replace('url_path: /text }', 'url_path: /echo }').replace('url_path: /hold, timeout_ms: 20000 }', 'url_path: /hold, timeout_ms: 25000 }'))).toBe(true);
+      expect((await call('text', 'get')).body.data).toEqual({ ok: true });
+      expect(settled).toBe(false);
+      for (const res of held.splice(0)) json(res, 200, { released: true });
+      expect((await inFlight).body).toMatchObject({ status: 200, data: { released: true } });
+    } finally {
+      // The tests after this one read the original config.
+      await k.writeConfig(config());
+    }
   });
 
   it('refuse connections the service may not use, and unknown names, as the service’s own error (500)', async () => {
