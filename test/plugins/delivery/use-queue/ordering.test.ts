@@ -6,12 +6,20 @@ import { until } from './support.ts';
 
 /**
  * Concurrency and order. Queued services call an upstream over a real socket that holds each
- * call a while and counts how many it holds at once, per channel and in all.
+ * call a while and counts how many it holds at once, per channel and in all. With its gate
+ * closed it holds every call until the test opens it, so what must happen meanwhile provably does.
  */
 
 let upstream: Server;
 let port = 0;
 let holdMs = 150;
+let gateClosed = false;
+const atGate: Array<() => void> = [];
+/** Lets the calls held at the gate go on (each still held holdMs), and those after them. */
+function openGate(): void {
+  gateClosed = false;
+  for (const go of atGate.splice(0)) go();
+}
 const inflight = new Map<string, number>();
 const peak = new Map<string, number>();
 const bump = (key: string, by: number) => {
@@ -25,11 +33,14 @@ beforeAll(async () => {
     const ch = new URL(req.url!, 'http://x').searchParams.get('ch')!;
     bump(ch, 1);
     bump('all', 1);
-    setTimeout(() => {
-      bump(ch, -1);
-      bump('all', -1);
-      res.end('{}');
-    }, holdMs);
+    const finish = () =>
+      setTimeout(() => {
+        bump(ch, -1);
+        bump('all', -1);
+        res.end('{}');
+      }, holdMs);
+    if (gateClosed) atGate.push(finish);
+    else finish();
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   port = (upstream.address() as AddressInfo).port;
@@ -58,6 +69,8 @@ afterEach(async () => k?.close());
 async function start(options: string, channels: string): Promise<void> {
   inflight.clear();
   peak.clear();
+  gateClosed = false;
+  atGate.length = 0;
   logs.length = 0;
   k = await startKernel({ config: config(options, channels), services: { 'caller.ts': CALLER, 'sync.ts': SYNC }, logs });
 }
@@ -75,8 +88,7 @@ describe('ordering and concurrency', () => {
   });
 
   it('all queues together stay within max_running, taking turns', async () => {
-    // Long enough that all nine posts are in before the first three finish, even on a busy machine.
-    holdMs = 800;
+    holdMs = 150;
     await start(
       '{ max_running: 3 }',
       [
@@ -84,9 +96,14 @@ describe('ordering and concurrency', () => {
         '  - { name: b, url_path: /b, service: caller, security: none, use_queue: true, delivery: { concurrency: 3 } }',
       ].join('\n'),
     );
-    // Six of a arrive first; b's events still start before a's backlog is done.
-    for (let n = 1; n <= 6; n++) await post('/a', n);
-    for (let n = 1; n <= 3; n++) await post('/b', n);
+    // Six of a arrive first; b's events still start before a's backlog is done. The first three
+    // are held until all nine are in, however long the posts take.
+    gateClosed = true;
+    for (let n = 1; n <= 6; n++) expect((await post('/a', n)).statusCode).toBe(200);
+    for (let n = 1; n <= 3; n++) expect((await post('/b', n)).statusCode).toBe(200);
+    await until(k, () => atGate.length === 3);
+    expect(started()).toHaveLength(3);
+    openGate();
     await until(k, (r) => r.length === 0);
     expect(peak.get('all')).toBe(3);
     const order = started().map((l) => l.channel);
@@ -95,13 +112,16 @@ describe('ordering and concurrency', () => {
   });
 
   it('by default one queued call runs at a time with one sandbox process, and a synchronous channel answers meanwhile', async () => {
-    holdMs = 600;
+    holdMs = 150;
     await start('{}', '  - { name: a, url_path: /a, service: caller, security: none, use_queue: true, delivery: { concurrency: 3 } }');
-    for (let n = 1; n <= 3; n++) await post('/a', n);
-    await until(k, () => (inflight.get('all') ?? 0) === 1);
-    const t0 = Date.now();
+    gateClosed = true;
+    for (let n = 1; n <= 3; n++) expect((await post('/a', n)).statusCode).toBe(200);
+    await until(k, () => atGate.length === 1);
     expect((await k.app.inject({ method: 'GET', url: '/sync' })).statusCode).toBe(200);
-    expect(Date.now() - t0).toBeLessThan(500);
+    // Answered while the queued call is still held upstream: by order, not by ms.
+    expect(atGate).toHaveLength(1);
+    expect(inflight.get('all')).toBe(1);
+    openGate();
     await until(k, (r) => r.length === 0);
     expect(peak.get('all')).toBe(1);
   });
