@@ -1,18 +1,23 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HeldCalls } from '../../helpers/held-calls.ts';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 
 /**
  * Shutdown: an answer made after close() began says `connection: close`, so keep-alive clients
  * do not hold the server open; every answer still carries its CID.
  */
-const CONFIG = `
+const gate = new HeldCalls();
+const config = () => `
 channel_rest:
   - { name: slow, url_path: /slow, service: slow, security: none }
   - { name: fast, url_path: /fast, service: fast, security: none }
+outgoing_rest:
+  - ${gate.outgoing('gate')}
 `;
 const SERVICES = {
-  'slow.js': `import { service } from 'svc/sdk';\nexport default service({ handle: () => { const end = Date.now() + 400; while (Date.now() < end); return { slow: true }; } });`,
+  // In flight until the test releases it.
+  'slow.js': `import { service, outgoing } from 'svc/sdk';\nexport default service({ async handle(ctx) { await outgoing('gate').post(ctx.cid, { payload: { tag: 'slow' } }); return { slow: true }; } });`,
   'fast.js': `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ fast: true }) });`,
 };
 
@@ -30,9 +35,13 @@ function get(url: string): Promise<{ status: number; headers: Record<string, str
 
 let k: TestKernel;
 beforeAll(async () => {
-  k = await startKernel({ config: CONFIG, services: SERVICES, listen: true });
+  await gate.start();
+  k = await startKernel({ config: config(), services: SERVICES, listen: true });
 });
-afterAll(() => k?.close());
+afterAll(async () => {
+  await k?.close();
+  await gate.close();
+});
 
 describe('answers while the server closes', () => {
   it('keep the connection before close() and close it after', async () => {
@@ -42,8 +51,10 @@ describe('answers while the server closes', () => {
     expect(before.headers['x-svc-cid']).toMatch(/^[0-9a-f]{22}$/);
 
     const inFlight = get(`${k.url}/slow`);
-    await new Promise((r) => setTimeout(r, 150));
+    await gate.waitHeld('slow');
+    // close() marks the kernel closing at once; the call, held until now, is answered after that.
     const closed = k.close();
+    expect(gate.release('slow')).toBe(1);
     const during = await inFlight;
     expect(during.status).toBe(200);
     expect(JSON.parse(during.body)).toEqual({ slow: true });
