@@ -127,7 +127,8 @@ describe('the wire', () => {
     const violations: string[] = [];
     new Wire(a, { maxLine: 1000, onMessage: (h) => got.push(h), onViolation: (why) => violations.push(why) });
     b.write('{"t":"ready"}\nnot json\n{"t":"ready"}\n');
-    await new Promise((r) => setTimeout(r, 50));
+    // Waits for the violation itself (bounded), not a fixed time for the bytes to cross.
+    await vi.waitFor(() => expect(violations).toHaveLength(1), { timeout: 5_000 });
     expect(got).toEqual([{ t: 'ready' }]);
     expect(violations).toEqual(['a message header is not JSON']);
     a.destroy();
@@ -139,7 +140,8 @@ describe('the wire', () => {
     const violations: string[] = [];
     new Wire(a, { maxLine: 100, onMessage: () => undefined, onViolation: (why) => violations.push(why) });
     b.write('x'.repeat(500));
-    await new Promise((r) => setTimeout(r, 50));
+    // Waits for the violation itself (bounded), not a fixed time for the bytes to cross.
+    await vi.waitFor(() => expect(violations).toHaveLength(1), { timeout: 5_000 });
     expect(violations).toEqual(['a message exceeds 100 characters']);
     a.destroy();
     b.destroy();
@@ -198,7 +200,8 @@ describe('the wire', () => {
     const violations: string[] = [];
     new Wire(a, { maxLine: 1000, onMessage: (h) => got.push(h), onViolation: (w) => violations.push(w) });
     b.write(bytes);
-    await new Promise((r) => setTimeout(r, 50));
+    // Waits for the violation itself (bounded), not a fixed time for the bytes to cross.
+    await vi.waitFor(() => expect(violations).toHaveLength(1), { timeout: 5_000 });
     expect(got).toEqual([]);
     expect(violations).toEqual([why]);
     a.destroy();
