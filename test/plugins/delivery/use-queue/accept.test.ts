@@ -42,13 +42,12 @@ describe('accepting events on a queued channel', () => {
     k = await start();
     const sent = Date.now();
     const res = await k.app.inject({ method: 'POST', url: '/slow', payload: { ms: 1500 } });
-    const answeredIn = Date.now() - sent;
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     const cid = res.headers['x-svc-cid'];
     expect(res.json()).toEqual({ cid });
-    // The service busy-loops 1.5 s; the answer came well before it could have finished.
-    expect(answeredIn).toBeLessThan(1000);
+    // The answer came before the service finished, by order rather than by ms: a processed event
+    // is deleted, and this one is still there, stored, waiting or running.
     const [row] = await rows(k);
     expect(row).toMatchObject({ channel: 'slow', service: 'busy', cid });
     expect(['pending', 'running']).toContain(row!.state);
