@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../helpers/kernel.ts';
 import { homeIndex } from '../../kernel/sandbox/pool.ts';
+import { cpuMs } from '../helpers/proc.ts';
 import { crashes } from './corpus/crashes.ts';
 import { deploy } from './corpus/deploy.ts';
 import { escapes } from './corpus/escapes.ts';
@@ -246,26 +246,9 @@ function checkExpectation(e: Expectation, res: CorpusResponse, label: string): v
   if (problems.length) throw new Error(`${label}: ${problems.join('; ')}`);
 }
 
-let ticks = 100;
-try {
-  ticks = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-} catch {
-  // Linux default
-}
-
 /** CPU time (ms) the sandbox processes used so far: user + system, from /proc. */
 function sandboxCpuMs(): number {
-  let total = 0;
-  for (const pid of k.kernel.pool.pids()) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks;
-    } catch {
-      // process gone
-    }
-  }
-  return total;
+  return k.kernel.pool.pids().reduce((total, pid) => total + (cpuMs(pid) ?? 0), 0);
 }
 
 async function neighboursHealthy(): Promise<string | undefined> {
