@@ -1,6 +1,11 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { afterAll, expect, it } from 'vitest';
 import { makeProject, startCli, type CliServer } from '../helpers/cli.ts';
+import { cpuMs } from '../helpers/proc.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+/** CPU an idle sandbox process does not use in the few seconds this takes, and a spinning one uses at once. */
+const SPINNING_MS = 300;
 
 /** Sandbox processes of a server: its children (parent pid in /proc) started from the worker bundle. */
 function childrenOf(pid: number): number[] {
@@ -44,8 +49,10 @@ channel_rest:
   server = await startCli(dir);
   const sandboxes = childrenOf(server.proc.pid!);
   expect(sandboxes.length).toBe(1);
+  const idle = cpuMs(sandboxes[0]!)!;
   void fetch(server.url + '/spin').catch(() => undefined);
-  await new Promise((r) => setTimeout(r, 300));
+  // The premise, seen rather than slept for: the sandbox process burns CPU, stuck in the loop.
+  await waitFor('the sandbox process to spin in service code', () => (cpuMs(sandboxes[0]!) ?? 0) - idle >= SPINNING_MS, 10_000);
   await server.stop('SIGKILL');
   const until = Date.now() + 3000;
   while (Date.now() < until && sandboxes.some(alive)) await new Promise((r) => setTimeout(r, 50));
