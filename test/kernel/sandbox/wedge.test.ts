@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../../kernel/platform/clock.ts';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
-import { waitFor } from '../../helpers/cli.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 /**
  * What "a sandbox process stopped answering" means (issue 39): it owes an answer and has said
