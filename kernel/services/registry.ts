@@ -106,7 +106,9 @@ export class ServiceRegistry extends EventEmitter {
     if (existsSync(this.dir)) {
       this.starting = true;
       try {
-        for (const file of readdirSync(this.dir).filter(isServiceFile).sort()) await this.sync(file);
+        const files = readdirSync(this.dir).filter(isServiceFile).sort();
+        this.forgetLastGoodExcept(new Set(files));
+        for (const file of files) await this.sync(file);
       } finally {
         this.starting = false;
       }
@@ -248,6 +250,12 @@ export class ServiceRegistry extends EventEmitter {
     } catch (err) {
       this.log.warn({ file, err }, 'could not keep the last good copy of a service');
     }
+  }
+
+  /** Copies of files deleted while the server was down: an old version must not come back under a new file of the same name. */
+  private forgetLastGoodExcept(files: Set<string>): void {
+    if (this.lastGoodDir === undefined || !existsSync(this.lastGoodDir)) return;
+    for (const file of readdirSync(this.lastGoodDir)) if (!files.has(file)) rmSync(join(this.lastGoodDir, file), { force: true });
   }
 
   /** At start, a file that does not compile: its last good copy serves, loudly. */

@@ -239,4 +239,20 @@ describe('a file saved with an error, then a restart', () => {
       await k2.close();
     }
   });
+
+  it('a file deleted while the server was down loses its copy at the next start: a broken file saved later under its name serves nothing', async () => {
+    const first = await startKernel({ config: CONFIG, services: { 'hello.ts': version('old') }, dir });
+    await first.close();
+    rmSync(join(dir, 'services', 'hello.ts'));
+    const second = await startKernel({ config: CONFIG, dir });
+    await second.close();
+    expect(existsSync(lastGood(dir, 'hello.ts'))).toBe(false);
+    writeFileSync(join(dir, 'services', 'hello.ts'), BROKEN);
+    const third = await startKernel({ config: CONFIG, dir });
+    try {
+      expect((await third.app.inject({ method: 'GET', url: '/hello' })).statusCode).toBe(500);
+    } finally {
+      await third.close();
+    }
+  });
 });

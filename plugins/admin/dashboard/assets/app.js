@@ -316,7 +316,8 @@ async function servicesPage(name) {
       navigate('#/services', `${r.file} deployed: ${r.name} serves this version`);
     } catch (err) {
       // A version that did not compile is refused whole: its position shows at the source.
-      if (err instanceof ApiError && err.issues.length) showIssues(upload, err.issues, issues);
+      // Issues of an earlier attempt go either way; a refusal without any (a name conflict) is in the flash.
+      showIssues(upload, err instanceof ApiError ? err.issues : [], issues);
       failed(err);
     }
   });
@@ -414,7 +415,7 @@ async function nodesPage() {
 async function auditPage() {
   const seq = routeSeq;
   const rows = await api.audit();
-  const row = (r) => el('tr', {}, el('td', { text: r.at }), el('td', { text: r.actor ?? '' }), el('td', { text: r.action }), el('td', { text: [r.section, r.name].filter(Boolean).join(' / ') || r.op || '' }));
+  const row = (r) => el('tr', {}, el('td', { text: r.at }), el('td', { text: r.actor ?? '' }), el('td', { text: r.action }), el('td', { text: [r.section, r.name].filter(Boolean).join(' / ') }));
   show(seq, h1('Audit log'), el('table', { class: 'list' }, el('tr', {}, ['when', 'who', 'action', 'resource'].map((t) => el('th', { text: t }))), rows.map(row)));
 }
 
