@@ -21,6 +21,7 @@ import { StepWatch } from './platform/step-watch.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
 import { buildHttp, cidGenerator } from './http/app.ts';
 import { invokeRequestOf } from './sandbox/request.ts';
+import { eventRunner, requestOfEvent } from './services/events.ts';
 import { checkTrustedProxies, trustedProxies, type PeerFilter } from './http/client-address.ts';
 import { HostCalls } from './services/host-calls.ts';
 import { ControlServer } from './control.ts';
@@ -91,6 +92,7 @@ export class Kernel {
     env: NodeJS.ProcessEnv,
   ) {
     const kernel = this;
+    const newCid = cidGenerator();
     this.api = {
       log,
       store,
@@ -114,7 +116,9 @@ export class Kernel {
       contributions: () => kernel.active.map((a) => a.plugin.contributes ?? {}),
       invoke: (req) => kernel.invoke(req),
       invokeRequestOf: (ex) => invokeRequestOf(ex, ex.channel.service),
-      newCid: cidGenerator(),
+      newCid,
+      eventRequest: (event) => requestOfEvent(event, event.cid ?? newCid()),
+      runEvent: eventRunner({ invoke: (req) => kernel.invoke(req), checkerOf: (name) => kernel.services.get(name)?.checkInput, log }),
       provide: (name, value) => void kernel.provided.set(name, value),
       lookup: ((name: string) => kernel.provided.get(name)) as KernelApi['lookup'],
       openApiFragments: () => openApiFragments(kernel.active.map((a) => a.plugin)),

@@ -38,6 +38,12 @@ export interface Delivery {
   firstReceivedAt: string;
   /** The CID the event was accepted with, the same on every attempt (`ctx.cid` is the attempt's own). */
   cid: string;
+  /**
+   * Set when an event source started the call rather than an HTTP request: for a scheduled job,
+   * `{ kind: 'scheduler', name: <job>, at: <the tick's time> }`. A job's tick keeps its CID on
+   * every attempt, so `delivery.cid` deduplicates a tick's effects.
+   */
+  source?: { kind: string; name: string; at?: string };
 }
 
 /** What the service sets besides the body it returns. */

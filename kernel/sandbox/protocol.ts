@@ -10,6 +10,10 @@ const deliveryInfoSchema = z
     attempt: z.number().int().min(1).max(1_000_000),
     firstReceivedAt: z.iso.datetime(),
     cid: z.string().min(1).max(200),
+    source: z
+      .object({ kind: z.string().min(1).max(100), name: z.string().min(1).max(300), at: z.iso.datetime().optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 

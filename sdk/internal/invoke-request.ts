@@ -70,6 +70,15 @@ export interface DeliveryInfo {
   firstReceivedAt: string;
   /** The CID the event was accepted with (each attempt has its own `ctx.cid`). */
   cid: string;
+  /** Set when an event source started the call (a scheduled job's tick), not an HTTP request. */
+  source?: {
+    /** The source plugin, e.g. `scheduler`. */
+    kind: string;
+    /** What fired in it, e.g. the job's name. */
+    name: string;
+    /** When it fired (a tick's time), ISO 8601. */
+    at?: string;
+  };
 }
 
 /**

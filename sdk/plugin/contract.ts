@@ -8,6 +8,7 @@ import type { DataStore, StoreStrategy } from './store.ts';
 import type { Clock } from '../../kernel/platform/clock.ts';
 import type { InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
 import type { SandboxStats } from '../../kernel/sandbox/runner.ts';
+import type { EventOutcome, SourceEvent } from './events.ts';
 
 /**
  * The plugin contract: what a plugin is, what it may contribute, and what the kernel offers it.
@@ -333,6 +334,17 @@ export interface KernelApi {
   openApiFragments(): OpenApiFragment[];
   /** Runs a deployed service outside an HTTP request (queue workers, background work). */
   invoke(request: InvokeRequest): Promise<InvokeResult>;
+  /**
+   * The request an event source's event becomes (sdk/plugin/events.ts): method POST, no
+   * channel, `ctx.delivery.source` naming the source, the event's CID or a fresh one. SDK 1.5.
+   */
+  eventRequest(event: SourceEvent): InvokeRequest;
+  /**
+   * Runs an event's request now, through the one path every event takes: its input checked
+   * against the service's typed model (unless a channel built it), the sandbox call with its
+   * limits, the service's log lines, and the outcome. Never throws. SDK 1.5.
+   */
+  runEvent(request: InvokeRequest): Promise<EventOutcome>;
   /**
    * The request the kernel's own invoke step would send the channel's service for this exchange
    * (input, raw body, visible headers, auth, CID): JSON-safe, so it can be stored and run later.

@@ -4,6 +4,7 @@
  * Bump the major on any change that can break a plugin that type-checked before, the minor on
  * additions (1.1: trace context on the Exchange, the invoke request and host calls; 1.2: the store
  * contract here with its change notifications (notify/listen), store strategies, `sqlTypes`,
- * ControlOp.readOnly; 1.3: `contributes.jsonBodyFormats`; 1.4: `contributes.jsonReplyFormats`).
+ * ControlOp.readOnly; 1.3: `contributes.jsonBodyFormats`; 1.4: `contributes.jsonReplyFormats`; 1.5: event sources, `KernelApi.eventRequest` and
+ * `runEvent`, the `events.durable` capability, `ctx.delivery.source`).
  */
-export const PLUGIN_SDK_VERSION = '1.4.0';
+export const PLUGIN_SDK_VERSION = '1.5.0';

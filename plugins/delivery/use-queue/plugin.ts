@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import '../../capabilities.ts';
-import { definePlugin, SvcError, type Channel, type HookFn, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { definePlugin, SvcError, type Channel, type DurableEvents, type HookFn, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { UseQueueStats } from '../../capabilities.ts';
 import { queueCommands } from './cli.ts';
 import { queueControls } from './control.ts';
@@ -64,6 +64,19 @@ const QUEUED_ANSWER = {
   },
 };
 
+/** Durable delivery for event sources (sdk/plugin/events.ts): their queues are lanes beside the channels'. */
+function durableEvents(scheduler: Scheduler, kernel: KernelApi): DurableEvents {
+  return {
+    declareQueue: (queue, settings) => scheduler.declareQueue(queue, settings),
+    async enqueue(tx, queue, event) {
+      const request = kernel.eventRequest(event);
+      const { id, committed } = await scheduler.enqueueIn(tx, queue, request);
+      return { id, cid: request.cid, committed };
+    },
+    listen: (prefix, listener) => scheduler.listen({ prefix, ...listener }),
+  };
+}
+
 interface UseQueueState {
   scheduler: Scheduler;
 }
@@ -107,7 +120,7 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
     kind: 'delivery',
     version: '1.0.0',
     sdk: '^1.0.0',
-    provides: ['use-queue.stats'],
+    provides: ['use-queue.stats', 'events.durable'],
     configSchema: optionsSchema,
     contributes: {
       channelFields,
@@ -122,7 +135,7 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
       const identity = nodeIdentity(kernel);
       const scheduler = new Scheduler({
         table,
-        invoke: (req) => kernel.invoke(req),
+        run: (req) => kernel.runEvent(req),
         newCid: () => kernel.newCid(),
         clock: kernel.clock,
         log: kernel.log.child({ plugin: 'use-queue' }),
@@ -141,6 +154,7 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
       kernel.addHostCall(invokeAsyncCall(scheduler, kernel));
       for (const op of queueControls(kernel.store, table, scheduler, () => kernel.clock.now())) kernel.addControl(op);
       kernel.provide('use-queue.stats', () => queueStats(scheduler, table));
+      kernel.provide('events.durable', durableEvents(scheduler, kernel));
       return { scheduler };
     },
     onConfig: (state, config) => state.scheduler.applyConfig(config),

@@ -1,14 +1,15 @@
 import type { Logger } from 'pino';
-import { SvcError, type Clock, type InvokeRequest, type InvokeResult, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import { SvcError, type Clock, type DurableAttempt, type DurableQueueSettings, type DurableSettlement, type EventOutcome, type InvokeRequest, type Queryable, type SvcConfig } from '../../../sdk/plugin/index.ts';
 import type { Tracing } from '../../capabilities.ts';
 import { Lane } from './lane.ts';
-import { backoffMs, outcomeOfFailure, outcomeOfResult, type Outcome } from './outcome.ts';
+import { backoffMs } from './outcome.ts';
 import { DEFAULT_DELIVERY, type DeliverySettings } from './schema.ts';
 import { withError, type QueueTable } from './store.ts';
 
 export interface SchedulerDeps {
   table: QueueTable;
-  invoke: (req: InvokeRequest) => Promise<InvokeResult>;
+  /** Runs one attempt's request through the kernel's event path (KernelApi.runEvent): never throws. */
+  run: (req: InvokeRequest) => Promise<EventOutcome>;
   newCid: () => string;
   clock: Clock;
   log: Logger;
@@ -32,6 +33,13 @@ export interface SchedulerDeps {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const BACKGROUND = '';
 
+/** An event source's listener on the attempts of its queues (DurableEvents.listen). */
+export interface AttemptListener {
+  prefix: string;
+  started?(attempt: DurableAttempt): void;
+  settled(tx: Queryable, settlement: DurableSettlement): Promise<void>;
+}
+
 /**
  * Runs queued events: per queue (a channel's, or the background queue) at most `concurrency`
  * at once and in arrival order, all queues together at most `maxRunning`, taking turns. Sleeps
@@ -40,6 +48,9 @@ const BACKGROUND = '';
 export class Scheduler {
   private readonly lanes = new Map<string, Lane>();
   private channelSettings = new Map<string, DeliverySettings>();
+  /** Queues of event sources (DurableEvents.declareQueue), by name. */
+  private readonly sourceSettings = new Map<string, DeliverySettings>();
+  private readonly listeners: AttemptListener[] = [];
   private nextId: () => number | Promise<number> = () => {
     throw new Error('queue: load() first');
   };
@@ -108,7 +119,47 @@ export class Scheduler {
 
   /** A queue no longer in config drains with the defaults (nothing accepted is dropped). */
   private settingsOf(channel: string | null): DeliverySettings {
-    return channel === null ? this.deps.background : (this.channelSettings.get(channel) ?? DEFAULT_DELIVERY);
+    if (channel === null) return this.deps.background;
+    return this.channelSettings.get(channel) ?? this.sourceSettings.get(channel) ?? DEFAULT_DELIVERY;
+  }
+
+  /** An event source's queue: its settings from now on (events held keep their place). */
+  declareQueue(queue: string, settings: Partial<DurableQueueSettings>): void {
+    this.sourceSettings.set(queue, { ...DEFAULT_DELIVERY, ...settings });
+    const lane = this.lanes.get(queue);
+    if (lane) lane.settings = this.settingsOf(queue);
+    this.pump();
+  }
+
+  listen(listener: AttemptListener): void {
+    this.listeners.push(listener);
+  }
+
+  private listenerOf(queue: string | null): AttemptListener | undefined {
+    if (queue === null) return undefined;
+    for (const l of this.listeners) if (queue.startsWith(l.prefix)) return l;
+    return undefined;
+  }
+
+  /**
+   * Stores an event source's event inside the caller's transaction; `committed` (after the
+   * commit) puts it in its lane. QUEUE_FULL past the queue's max_depth.
+   */
+  async enqueueIn(tx: Queryable, queue: string, request: InvokeRequest): Promise<{ id: number; committed(): void }> {
+    const lane = this.laneOf(queue);
+    if (lane.depth >= lane.settings.max_depth) throw new SvcError('QUEUE_FULL', `Queue is full (${lane.settings.max_depth} events)`);
+    const id = await this.nextId();
+    await this.deps.table.insert({ id, channel: queue, request, receivedAt: this.deps.clock.now(), node: this.deps.node }, tx);
+    let done = false;
+    return {
+      id,
+      committed: () => {
+        if (done) return;
+        done = true;
+        lane.addFresh(id);
+        this.pump();
+      },
+    };
   }
 
   private laneOf(channel: string | null): Lane {
@@ -198,36 +249,41 @@ export class Scheduler {
       const row = await table.start(id, attemptCid, this.deps.node);
       if (!row) return;
       const request = JSON.parse(row.request) as InvokeRequest;
-      const delivery = { attempt: row.attempts, firstReceivedAt: new Date(row.first_received_at).toISOString(), cid: row.cid };
+      const source = request.delivery?.source;
+      const delivery = { attempt: row.attempts, firstReceivedAt: new Date(row.first_received_at).toISOString(), cid: row.cid, ...(source ? { source } : {}) };
       log.debug({ event: id, channel: lane.channel, service: request.service, attempt: row.attempts, cid: attemptCid, original: row.cid }, 'queue: attempt started');
-      let outcome: Outcome;
+      const listener = this.listenerOf(lane.channel);
+      const startedAt = clock.now();
+      const report: DurableAttempt = { queue: lane.channel ?? '', id, cid: row.cid, attemptCid, attempt: row.attempts, startedAt };
+      if (listener?.started) {
+        try {
+          listener.started(report);
+        } catch (err) {
+          log.error({ err, event: id }, 'queue: an event source failed to note an attempt start');
+        }
+      }
       // Without a span, the run keeps the stored trace context (that of the request that queued it).
       const span = this.deps.tracing?.()?.queuedRun(request, { channel: lane.channel, cid: attemptCid, eventCid: row.cid, attempt: row.attempts });
-      try {
-        const result = await this.deps.invoke(span ? { ...request, cid: attemptCid, delivery, trace: span.trace } : { ...request, cid: attemptCid, delivery });
-        for (const [level, message] of result.logs ?? []) log[level]({ cid: attemptCid, service: request.service }, message);
-        outcome = outcomeOfResult(result);
-      } catch (err) {
-        outcome = outcomeOfFailure(err);
-      }
+      const outcome = await this.deps.run(span ? { ...request, cid: attemptCid, delivery, trace: span.trace } : { ...request, cid: attemptCid, delivery });
       span?.end(outcome.ok ? { ok: true } : { ok: false, kind: outcome.kind });
       if (this.stopped) return;
       const where = { event: id, channel: lane.channel, service: request.service, attempt: row.attempts, cid: attemptCid, original: row.cid };
+      const now = clock.now();
+      const settle = (next: DurableSettlement['next']) => (listener ? (tx: Queryable) => listener.settled(tx, { ...report, endedAt: now, outcome, next }) : undefined);
       if (outcome.ok) {
-        await table.succeeded(id);
+        await table.succeeded(id, settle('done'));
         log.debug(where, 'queue: event processed');
         return;
       }
-      const now = clock.now();
       const errors = withError(row.errors, { attempt: row.attempts, cid: attemptCid, at: new Date(now).toISOString(), kind: outcome.kind, message: outcome.message });
       const settings = lane.settings;
       if (outcome.permanent || row.attempts >= settings.max_attempts) {
-        await table.deadLetter(id, errors);
+        await table.deadLetter(id, errors, settle('dead'));
         log.warn({ ...where, kind: outcome.kind, error: outcome.message, permanent: outcome.permanent }, 'queue: event moved to the dead-letter queue');
         return;
       }
       const due = now + backoffMs(settings, row.attempts, this.deps.random);
-      await table.retryLater(id, errors, due);
+      await table.retryLater(id, errors, due, settle('retry'));
       lane.addWaiting(id, due);
       log.info({ ...where, kind: outcome.kind, error: outcome.message, retryInMs: due - now }, 'queue: attempt failed, retry scheduled');
     } catch (err) {

@@ -1,4 +1,4 @@
-import { sqlTypes, type DataStore, type Dialect, type InvokeRequest, type Migration } from '../../../sdk/plugin/index.ts';
+import { sqlTypes, type DataStore, type Dialect, type InvokeRequest, type Migration, type Queryable } from '../../../sdk/plugin/index.ts';
 
 /**
  * The events table. One row per event accepted and not yet processed: 'pending' (waiting for
@@ -144,17 +144,21 @@ export class QueueTable {
     return new QueueTable(store);
   }
 
-  /** Resolves once the event is on stable storage (grouped commit). */
-  async insert(e: NewEvent): Promise<void> {
-    const { cid, delivery: _, ...request } = e.request;
-    await this.store.transaction(
-      (tx) =>
-        tx.run(
-          'INSERT INTO use_queue_event (id, channel, service, state, cid, attempts, first_received_at, next_attempt_at, request, errors, node) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)',
-          [e.id, e.channel, request.service, 'pending', cid, e.receivedAt, e.receivedAt, JSON.stringify(request), '[]', e.node],
-        ),
-      { durable: true },
-    );
+  /**
+   * Resolves once the event is on stable storage (grouped commit); inside `tx`, once it is
+   * written there (the caller's commit makes it durable). The request's delivery record is made
+   * again at each attempt; only its source, if any, is kept.
+   */
+  async insert(e: NewEvent, tx?: Queryable): Promise<void> {
+    const { cid, delivery, ...rest } = e.request;
+    const request = delivery?.source ? { ...rest, delivery: { source: delivery.source } } : rest;
+    const write = (q: Queryable) =>
+      q.run(
+        'INSERT INTO use_queue_event (id, channel, service, state, cid, attempts, first_received_at, next_attempt_at, request, errors, node) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)',
+        [e.id, e.channel, request.service, 'pending', cid, e.receivedAt, e.receivedAt, JSON.stringify(request), '[]', e.node],
+      );
+    if (tx) await write(tx);
+    else await this.store.transaction(write, { durable: true });
   }
 
   /** Events in the dead-letter queue, by queue (channel; null: background work). */
@@ -234,16 +238,28 @@ export class QueueTable {
     return this.store.one('SELECT cid, attempts, first_received_at, request, errors FROM use_queue_event WHERE id = ?', [id]);
   }
 
-  async succeeded(id: number): Promise<void> {
-    await this.store.run('DELETE FROM use_queue_event WHERE id = ?', [id]);
+  /** `also`: what an event source records with the attempt's end, in the same transaction. */
+  async succeeded(id: number, also?: (tx: Queryable) => Promise<void>): Promise<void> {
+    await this.settle('DELETE FROM use_queue_event WHERE id = ?', [id], also);
   }
 
-  async retryLater(id: number, errors: string, at: number): Promise<void> {
-    await this.store.run("UPDATE use_queue_event SET state = 'pending', running_cid = NULL, next_attempt_at = ?, errors = ? WHERE id = ?", [at, errors, id]);
+  async retryLater(id: number, errors: string, at: number, also?: (tx: Queryable) => Promise<void>): Promise<void> {
+    await this.settle("UPDATE use_queue_event SET state = 'pending', running_cid = NULL, next_attempt_at = ?, errors = ? WHERE id = ?", [at, errors, id], also);
   }
 
-  async deadLetter(id: number, errors: string): Promise<void> {
-    await this.store.run("UPDATE use_queue_event SET state = 'dead', running_cid = NULL, errors = ? WHERE id = ?", [errors, id]);
+  async deadLetter(id: number, errors: string, also?: (tx: Queryable) => Promise<void>): Promise<void> {
+    await this.settle("UPDATE use_queue_event SET state = 'dead', running_cid = NULL, errors = ? WHERE id = ?", [errors, id], also);
+  }
+
+  private async settle(sql: string, params: unknown[], also: ((tx: Queryable) => Promise<void>) | undefined): Promise<void> {
+    if (!also) {
+      await this.store.run(sql, params);
+      return;
+    }
+    await this.store.transaction(async (tx) => {
+      await tx.run(sql, params);
+      await also(tx);
+    });
   }
 
   /** Events for operators, newest last; channel null selects background events, undefined every queue. */
