@@ -53,6 +53,7 @@ declare module '../sdk/plugin/capabilities.ts' {
     'outgoing-rest.stats': () => OutgoingStats;
     'bearer-token.stats': () => TokenStats;
     'pubsub.stats': () => PubSubStats | Promise<PubSubStats>;
+    'scheduler.stats': () => SchedulerStatsView;
     /** The OpenAPI 3.1 document of the channels, built from the config in force (plugins/observe/channels-openapi). */
     'openapi.channels': ChannelsOpenApi;
     /** This node's identity among those sharing the data store (plugins/cluster/nodes); /ready shows it. */
@@ -173,6 +174,14 @@ export interface OutgoingStats {
 export interface TokenStats {
   /** Token requests to authorization servers, by bearer_token definition and outcome (ok, failed, cancelled). */
   requests: Array<{ security: string; outcome: string; count: number }>;
+}
+export interface SchedulerStatsView {
+  /** Runs this node saw end (succeeded, failed) or declined (skipped, missed), by job. */
+  runs: Array<{ job: string; outcome: string; count: number }>;
+  /** How late this node took ticks: counts per bucket (upper bounds in ms; the last one is the overflow), their sum and count. */
+  lateness: { readonly buckets: readonly number[]; readonly sumMs: number; readonly taken: number };
+  /** Upper bounds of the lateness buckets, ms. */
+  latenessBoundsMs: readonly number[];
 }
 export interface PubSubStats {
   /** Messages queued for each subscription now. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isTimeZone } from '../../sdk/plugin/index.ts';
+import { isTimeZone, type ConfigIssue } from '../../sdk/plugin/index.ts';
 import { Cron, CronError } from './cron.ts';
 import { parseDuration } from './duration.ts';
 
@@ -27,11 +27,24 @@ const dateTimeField = (what: string) =>
     .regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:?\d{2})?)?$/, 'an ISO 8601 date and time, e.g. 2026-12-01T09:00:00+01:00 (without an offset, in the job\'s timezone)')
     .describe(what);
 
+/** Retries of one run in the job's durable queue (the Use queue's settings of the same names). */
+export const runDeliverySchema = z
+  .object({
+    max_attempts: z.number().int().min(1).max(100).default(3).describe('Attempts of one run in all, the first included; after the last one the run is failed and its event dead-lettered.'),
+    base_delay_ms: z.number().int().min(0).max(86_400_000).default(1_000).describe('Backoff before the first retry; doubles per retry.'),
+    max_delay_ms: z.number().int().min(0).max(86_400_000).default(60_000).describe('Ceiling of one backoff.'),
+  })
+  .strict();
+export const DEFAULT_RUN_DELIVERY = runDeliverySchema.parse({});
+
 export const jobSchema = z
   .object({
     name: z.string().min(1).max(200).regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : -').describe('Job name: unique; shown in `svc job list` and the Dashboard.'),
     service: z.string().min(1).describe('The service each run invokes.'),
-    input: z.unknown().optional().describe('The input each run gives the service (any JSON value), checked against its typed input model as a channel\'s would be.'),
+    input: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe("The service's ctx.input on each run (an object), checked against its typed input model as a channel's JSON body would be."),
     every: durationField('Run at this interval: 30s, 5m, 1h30m, 2d, or milliseconds. Ticks fall at whole multiples of it counted from `start` (or the Unix epoch), so every node agrees on them.').optional(),
     cron: z
       .string()
@@ -62,7 +75,8 @@ export const jobSchema = z
     missed: z
       .enum(['skip', 'run_once'])
       .default('skip')
-      .describe('Ticks that fell while no node was up: skip them, or run once for all of them when a node comes back.'),
+      .describe('Ticks that fell while no node was up (or were later than the plugin\'s misfire_after_ms): skip them (recorded as missed), or run once for all of them when a node comes back.'),
+    delivery: runDeliverySchema.default(DEFAULT_RUN_DELIVERY).describe('Retries of a failed run: each run goes through the Use queue (retries, then the dead-letter queue).'),
   })
   .strict()
   .superRefine((job, ctx) => {
@@ -73,4 +87,43 @@ export const jobSchema = z
 
 export type Job = z.infer<typeof jobSchema>;
 
-export const sectionSchema = z.array(jobSchema).default([]).describe('Scheduled jobs: a service started on an interval, a cron expression, or once.');
+export const sectionSchema = z.array(jobSchema).default([]).describe('Scheduled jobs: a service started on an interval, a cron expression, or once (plugins/scheduler).');
+
+declare module '../../sdk/plugin/extensions.ts' {
+  interface ConfigSections {
+    scheduler_job: Job[];
+  }
+}
+
+export const optionsSchema = z
+  .object({
+    min_interval_ms: z.number().int().min(1).max(86_400_000).default(1_000).describe('The shortest `every` a job may have (a floor against a typo such as `every: 1`).'),
+    misfire_after_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(86_400_000)
+      .default(60_000)
+      .describe("A tick taken later than this after its time counts as missed (the job's `missed` policy decides); as Quartz's misfire threshold."),
+    allow_concurrency: z.number().int().min(1).max(1_000).default(8).describe('Runs of one job at once on one node when its overlap is allow.'),
+    history_keep: z.number().int().min(1).max(1_000_000).default(1_000).describe('Finished runs kept per job; older ones are deleted (hourly).'),
+  })
+  .strict()
+  .default({ min_interval_ms: 1_000, misfire_after_ms: 60_000, allow_concurrency: 8, history_keep: 1_000 });
+
+export type SchedulerOptions = z.infer<typeof optionsSchema>;
+
+/** Names unique, intervals above the floor, the service known when the config names services. */
+export function validateJobs(jobs: readonly Job[], options: SchedulerOptions): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const seen = new Map<string, number>();
+  jobs.forEach((job, i) => {
+    const first = seen.get(job.name);
+    if (first !== undefined) issues.push({ path: ['scheduler_job', i, 'name'], message: `duplicate job name '${job.name}' (also scheduler_job[${first}])` });
+    else seen.set(job.name, i);
+    if (job.every !== undefined && job.every < options.min_interval_ms) {
+      issues.push({ path: ['scheduler_job', i, 'every'], message: `an interval must be at least ${options.min_interval_ms} ms (plugins.scheduler.config.min_interval_ms)` });
+    }
+  });
+  return issues;
+}

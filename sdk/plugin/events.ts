@@ -95,9 +95,15 @@ export interface DurableEvents {
    * Listens to attempts of events in queues whose name starts with `prefix`, on the node that
    * runs them. `started` is told after an attempt began (best effort). `settled` runs inside the
    * transaction that records the attempt's end (the event deleted, rescheduled or dead-lettered):
-   * what it writes with `tx` is stored with that end or not at all.
+   * what it writes with `tx` is stored with that end or not at all. What it returns is called
+   * once that transaction committed (the `committed` of an event it enqueued with `tx`).
    */
-  listen(prefix: string, listener: { started?(attempt: DurableAttempt): void; settled(tx: Queryable, settlement: DurableSettlement): Promise<void> }): void;
+  listen(prefix: string, listener: DurableListener): void;
+}
+
+export interface DurableListener {
+  started?(attempt: DurableAttempt): void;
+  settled(tx: Queryable, settlement: DurableSettlement): Promise<void | (() => void)>;
 }
 
 /** Where a run came from, as the service reads it in `ctx.delivery.source`. */

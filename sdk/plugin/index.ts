@@ -45,7 +45,7 @@ export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, Servic
 export type { SandboxStats } from '../../kernel/sandbox/runner.ts';
 export { systemClock, type Clock } from '../../kernel/platform/clock.ts';
 export { ZoneTime, isTimeZone } from './zone.ts';
-export type { DurableAttempt, DurableEvents, DurableQueueSettings, DurableSettlement, EventOutcome, EventSourceInfo, SourceEvent } from './events.ts';
+export type { DurableAttempt, DurableEvents, DurableListener, DurableQueueSettings, DurableSettlement, EventOutcome, EventSourceInfo, SourceEvent } from './events.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';
 export { jsonSchemaOf, openApiDocument } from './openapi.ts';

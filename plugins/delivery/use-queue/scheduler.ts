@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { SvcError, type Clock, type DurableAttempt, type DurableQueueSettings, type DurableSettlement, type EventOutcome, type InvokeRequest, type Queryable, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import { SvcError, type Clock, type DurableAttempt, type DurableListener, type DurableQueueSettings, type DurableSettlement, type EventOutcome, type InvokeRequest, type Queryable, type SvcConfig } from '../../../sdk/plugin/index.ts';
 import type { Tracing } from '../../capabilities.ts';
 import { Lane } from './lane.ts';
 import { backoffMs } from './outcome.ts';
@@ -34,10 +34,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const BACKGROUND = '';
 
 /** An event source's listener on the attempts of its queues (DurableEvents.listen). */
-export interface AttemptListener {
+export interface AttemptListener extends DurableListener {
   prefix: string;
-  started?(attempt: DurableAttempt): void;
-  settled(tx: Queryable, settlement: DurableSettlement): Promise<void>;
 }
 
 /**

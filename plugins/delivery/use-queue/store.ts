@@ -58,6 +58,9 @@ export interface AttemptError {
   message: string;
 }
 
+/** What an event source writes with an attempt's end; what it returns runs after the commit. */
+export type SettleAlso = (tx: Queryable) => Promise<void | (() => void)>;
+
 /** Errors kept per event: replays add more; the oldest go first past this. */
 export const MAX_KEPT_ERRORS = 100;
 const MAX_ERROR_TEXT = 2_000;
@@ -239,27 +242,28 @@ export class QueueTable {
   }
 
   /** `also`: what an event source records with the attempt's end, in the same transaction. */
-  async succeeded(id: number, also?: (tx: Queryable) => Promise<void>): Promise<void> {
+  async succeeded(id: number, also?: SettleAlso): Promise<void> {
     await this.settle('DELETE FROM use_queue_event WHERE id = ?', [id], also);
   }
 
-  async retryLater(id: number, errors: string, at: number, also?: (tx: Queryable) => Promise<void>): Promise<void> {
+  async retryLater(id: number, errors: string, at: number, also?: SettleAlso): Promise<void> {
     await this.settle("UPDATE use_queue_event SET state = 'pending', running_cid = NULL, next_attempt_at = ?, errors = ? WHERE id = ?", [at, errors, id], also);
   }
 
-  async deadLetter(id: number, errors: string, also?: (tx: Queryable) => Promise<void>): Promise<void> {
+  async deadLetter(id: number, errors: string, also?: SettleAlso): Promise<void> {
     await this.settle("UPDATE use_queue_event SET state = 'dead', running_cid = NULL, errors = ? WHERE id = ?", [errors, id], also);
   }
 
-  private async settle(sql: string, params: unknown[], also: ((tx: Queryable) => Promise<void>) | undefined): Promise<void> {
+  private async settle(sql: string, params: unknown[], also: SettleAlso | undefined): Promise<void> {
     if (!also) {
       await this.store.run(sql, params);
       return;
     }
-    await this.store.transaction(async (tx) => {
+    const then = await this.store.transaction(async (tx) => {
       await tx.run(sql, params);
-      await also(tx);
+      return also(tx);
     });
+    then?.();
   }
 
   /** Events for operators, newest last; channel null selects background events, undefined every queue. */

@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
-import type { OutgoingStats, PubSubStats, RateLimitStats, TokenStats, UseQueueStats } from '../../capabilities.ts';
+import type { OutgoingStats, PubSubStats, RateLimitStats, SchedulerStatsView, TokenStats, UseQueueStats } from '../../capabilities.ts';
 import type { RequestMeters } from './requests.ts';
 
 /** What one scrape reads, gathered once before the series are written. */
@@ -11,6 +11,7 @@ interface Snapshot {
   outgoing: OutgoingStats | undefined;
   tokens: TokenStats | undefined;
   pubsub: PubSubStats | undefined;
+  scheduler: SchedulerStatsView | undefined;
 }
 
 /** The background queue (invokeAsync) has no channel: its `queue` label. */
@@ -72,6 +73,10 @@ export class SvcMetrics {
     this.counter('svc_oauth_token_requests_total', 'OAuth 2.0 token requests (fetches and refreshes) for outgoing calls, by bearer_token definition and outcome.', ['security', 'outcome'], (s) =>
       (s.tokens?.requests ?? []).map((t) => ({ labels: { security: t.security, outcome: t.outcome }, value: t.count })),
     );
+    this.counter('svc_scheduler_runs_total', 'Scheduled job runs this node saw end or decline, by job and outcome (succeeded, failed, skipped, missed).', ['job', 'outcome'], (s) =>
+      (s.scheduler?.runs ?? []).map((c) => ({ labels: { job: c.job, outcome: c.outcome }, value: c.count })),
+    );
+    r.registerMetric(schedulerLateness(() => this.snapshot?.scheduler) as unknown as Metric);
     this.gauge('svc_pubsub_subscription_depth', 'Messages queued for a pub/sub subscription, by endpoint and topic.', ['endpoint', 'topic'], (s) =>
       (s.pubsub?.subscriptions ?? []).map((q) => ({ labels: { endpoint: q.endpoint, topic: q.topic }, value: q.depth })),
     );
@@ -88,6 +93,7 @@ export class SvcMetrics {
       outgoing: k.lookup('outgoing-rest.stats')?.(),
       tokens: k.lookup('bearer-token.stats')?.(),
       pubsub: await k.lookup('pubsub.stats')?.(),
+      scheduler: k.lookup('scheduler.stats')?.(),
     };
     // Every collect below is synchronous: one scrape's series all come from this snapshot.
     const own = await this.registry.metrics();
@@ -147,6 +153,33 @@ function requestDurations(requests: RequestMeters) {
         values.push({ labels: { channel: m.channel, le: '+Inf' }, value: m.count, metricName: `${name}_bucket` });
         values.push({ labels: { channel: m.channel }, value: m.sum, metricName: `${name}_sum` });
         values.push({ labels: { channel: m.channel }, value: m.count, metricName: `${name}_count` });
+      }
+      return { name, help, type: 'histogram', aggregator: 'sum', values };
+    },
+  };
+}
+
+/** svc_scheduler_lateness_seconds: how long after its time each tick was taken on this node. */
+function schedulerLateness(read: () => SchedulerStatsView | undefined) {
+  const name = 'svc_scheduler_lateness_seconds';
+  const help = 'How long after its time (tick + jitter) this node took each scheduled tick.';
+  return {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    async get() {
+      const values: Array<{ labels: Labels; value: number; metricName: string }> = [];
+      const s = read();
+      if (s) {
+        let cumulative = 0;
+        s.latenessBoundsMs.forEach((bound, i) => {
+          cumulative += s.lateness.buckets[i] ?? 0;
+          values.push({ labels: { le: bound / 1000 }, value: cumulative, metricName: `${name}_bucket` });
+        });
+        values.push({ labels: { le: '+Inf' }, value: s.lateness.taken, metricName: `${name}_bucket` });
+        values.push({ labels: {}, value: s.lateness.sumMs / 1000, metricName: `${name}_sum` });
+        values.push({ labels: {}, value: s.lateness.taken, metricName: `${name}_count` });
       }
       return { name, help, type: 'histogram', aggregator: 'sum', values };
     },

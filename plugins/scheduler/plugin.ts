@@ -1,0 +1,84 @@
+import { definePlugin, type KernelApi, type SvcConfig } from '../../sdk/plugin/index.ts';
+import '../capabilities.ts';
+import { jobCommands } from './cli.ts';
+import { jobControls } from './control.ts';
+import { JobScheduler } from './runtime.ts';
+import { optionsSchema, sectionSchema, validateJobs, type SchedulerOptions } from './schema.ts';
+import { SchedulerTables } from './store.ts';
+import { LATENESS_BUCKETS_MS } from './stats.ts';
+
+interface SchedulerState {
+  runtime: JobScheduler;
+  tables: SchedulerTables;
+  options: SchedulerOptions;
+  prune: NodeJS.Timeout;
+  kernel: KernelApi;
+}
+
+const PRUNE_EVERY_MS = 3_600_000;
+
+const jobsOf = (config: SvcConfig) => config.scheduler_job ?? [];
+const pluginConfigOf = (config: SvcConfig): unknown => {
+  const entry = config.plugins.scheduler;
+  return typeof entry === 'object' ? entry.config : undefined;
+};
+
+/**
+ * The scheduler: jobs that start a service on an interval, a cron expression or once, each tick
+ * taken once across every node on the store and run through the Use queue. The first event
+ * source (sdk/plugin/events.ts). See README.md.
+ */
+export interface SchedulerPluginDeps {
+  /** Tests: the runtime once set up, to drive its wakes under an injected clock. */
+  onRuntime?: (runtime: JobScheduler) => void;
+}
+
+export function createSchedulerPlugin(deps: SchedulerPluginDeps = {}) {
+  return definePlugin<SchedulerOptions, SchedulerState>({
+  name: 'scheduler',
+  kind: 'other',
+  version: '1.0.0',
+  sdk: '^1.5.0',
+  needs: ['events.durable'],
+  provides: ['scheduler.stats'],
+  configSchema: optionsSchema,
+  contributes: {
+    sections: { scheduler_job: sectionSchema },
+    // The interval floor is an option of this plugin: read from the config being validated.
+    validateConfig: (config) => validateJobs(jobsOf(config), optionsSchema.safeParse(pluginConfigOf(config)).data ?? optionsSchema.parse(undefined)),
+  },
+  async setup(kernel, options) {
+    const durable = kernel.lookup('events.durable');
+    if (!durable) throw new Error("scheduler: no 'events.durable' capability (turn plugins.use-queue on)");
+    const tables = await SchedulerTables.open(kernel.store);
+    const node = kernel.lookup('cluster.node')?.id ?? 'local';
+    const runtime = new JobScheduler({ tables, durable, clock: kernel.clock, log: kernel.log.child({ plugin: 'scheduler' }), node, options });
+    for (const op of jobControls({ jobs: () => jobsOf(kernel.config()), serverZone: () => kernel.server().timezone, now: () => kernel.clock.now(), tables, runtime })) kernel.addControl(op);
+    kernel.provide('scheduler.stats', () => ({ runs: runtime.stats.runsNow(), lateness: runtime.stats, latenessBoundsMs: LATENESS_BUCKETS_MS }));
+    // New ticks stop as shutdown begins; runs already queued are the Use queue's to finish or leave for the next start.
+    kernel.onDrain(async () => runtime.stop());
+    const prune = setInterval(() => {
+      for (const job of jobsOf(kernel.config())) void tables.prune(job.name, options.history_keep).catch((err: unknown) => kernel.log.warn({ err, job: job.name }, 'scheduler: pruning history failed'));
+    }, PRUNE_EVERY_MS);
+    prune.unref();
+    deps.onRuntime?.(runtime);
+    return { runtime, tables, options, prune, kernel };
+  },
+  async onConfig(state, config) {
+    const jobs = jobsOf(config);
+    for (const job of jobs) {
+      // Services deploy apart from config: a job may name one that comes later. Said, not refused.
+      if (job.enabled && !state.kernel.serviceMeta(job.service)) state.kernel.log.warn({ job: job.name, service: job.service }, 'scheduler: the job names a service that is not deployed; its runs fail until it is');
+    }
+    await state.runtime.apply(jobs, config.server.timezone);
+  },
+  stop(state) {
+    state.runtime.stop();
+    clearInterval(state.prune);
+  },
+  hooks: {},
+  cli: jobCommands,
+  });
+}
+
+export default createSchedulerPlugin();
