@@ -1,4 +1,4 @@
-import { definePlugin, type KernelApi, type SvcConfig } from '../../sdk/plugin/index.ts';
+import { definePlugin, type DurableEvents, type KernelApi, type SvcConfig } from '../../sdk/plugin/index.ts';
 import '../capabilities.ts';
 import { jobCommands } from './cli.ts';
 import { jobControls } from './control.ts';
@@ -18,6 +18,21 @@ interface SchedulerState {
 const PRUNE_EVERY_MS = 3_600_000;
 
 const jobsOf = (config: SvcConfig) => config.scheduler_job ?? [];
+/** Bundled plugins are on unless turned off. */
+const useQueueOn = (config: SvcConfig): boolean => {
+  const entry = config.plugins['use-queue'];
+  return entry === undefined || entry === true || (typeof entry === 'object' && entry.enabled);
+};
+
+/** Stands in for the Use queue when it is off: no job can be configured then, so nothing calls it. */
+const NO_QUEUE: DurableEvents = {
+  declareQueue() {},
+  enqueue() {
+    return Promise.reject(new Error('scheduler: the Use queue is off'));
+  },
+  listen() {},
+};
+
 const pluginConfigOf = (config: SvcConfig): unknown => {
   const entry = config.plugins.scheduler;
   return typeof entry === 'object' ? entry.config : undefined;
@@ -39,17 +54,19 @@ export function createSchedulerPlugin(deps: SchedulerPluginDeps = {}) {
   kind: 'other',
   version: '1.0.0',
   sdk: '^1.5.0',
-  needs: ['events.durable'],
   provides: ['scheduler.stats'],
   configSchema: optionsSchema,
   contributes: {
     sections: { scheduler_job: sectionSchema },
     // The interval floor is an option of this plugin: read from the config being validated.
-    validateConfig: (config) => validateJobs(jobsOf(config), optionsSchema.safeParse(pluginConfigOf(config)).data ?? optionsSchema.parse(undefined)),
+    validateConfig: (config) => [
+      ...validateJobs(jobsOf(config), optionsSchema.safeParse(pluginConfigOf(config)).data ?? optionsSchema.parse(undefined)),
+      ...(jobsOf(config).length && !useQueueOn(config) ? [{ path: ['scheduler_job'], message: 'scheduled jobs run through the Use queue: turn plugins.use-queue on' }] : []),
+    ],
   },
   async setup(kernel, options) {
-    const durable = kernel.lookup('events.durable');
-    if (!durable) throw new Error("scheduler: no 'events.durable' capability (turn plugins.use-queue on)");
+    // Every run goes through a durable queue; without the Use queue jobs are refused in config (validateJobs).
+    const durable = kernel.lookup('events.durable') ?? NO_QUEUE;
     const tables = await SchedulerTables.open(kernel.store);
     const node = kernel.lookup('cluster.node')?.id ?? 'local';
     const runtime = new JobScheduler({ tables, durable, clock: kernel.clock, log: kernel.log.child({ plugin: 'scheduler' }), node, options });
