@@ -68,7 +68,7 @@ export function runView(r: RunRow): RunView {
     durationMs: r.started_at !== null && r.ended_at !== null ? r.ended_at - r.started_at : null,
     attempts: r.attempts,
     missed: r.missed,
-    error: r.error === null ? null : r.error_kind ? `${r.error_kind}: ${r.error}` : r.error,
+    error: r.error === null ? null : r.error_kind && !r.error.startsWith(r.error_kind + ':') ? `${r.error_kind}: ${r.error}` : r.error,
   };
 }
 

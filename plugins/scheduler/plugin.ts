@@ -65,11 +65,16 @@ export function createSchedulerPlugin(deps: SchedulerPluginDeps = {}) {
     ],
   },
   async setup(kernel, options) {
-    // Every run goes through a durable queue; without the Use queue jobs are refused in config (validateJobs).
-    const durable = kernel.lookup('events.durable') ?? NO_QUEUE;
+    // Every run goes through a durable queue; without the Use queue jobs are refused in config (validateConfig).
+    // Looked up at the first config: the Use queue may be set up after this plugin.
+    const durable = () => kernel.lookup('events.durable') ?? NO_QUEUE;
     const tables = await SchedulerTables.open(kernel.store);
-    const node = kernel.lookup('cluster.node')?.id ?? 'local';
-    const runtime = new JobScheduler({ tables, durable, clock: kernel.clock, log: kernel.log.child({ plugin: 'scheduler' }), node, options });
+    const identity = () => {
+      const cluster = kernel.lookup('cluster.node');
+      // One SQLite file serves one node: it owns every job.
+      return { node: cluster?.id ?? 'local', liveNodes: cluster && kernel.store.dialect !== 'sqlite' ? () => cluster.liveNodes() : undefined };
+    };
+    const runtime = new JobScheduler({ tables, durable, clock: kernel.clock, log: kernel.log.child({ plugin: 'scheduler' }), options, identity });
     for (const op of jobControls({ jobs: () => jobsOf(kernel.config()), serverZone: () => kernel.server().timezone, now: () => kernel.clock.now(), tables, runtime })) kernel.addControl(op);
     kernel.provide('scheduler.stats', () => ({ runs: runtime.stats.runsNow(), lateness: runtime.stats, latenessBoundsMs: LATENESS_BUCKETS_MS }));
     // New ticks stop as shutdown begins; runs already queued are the Use queue's to finish or leave for the next start.

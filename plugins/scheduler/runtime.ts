@@ -14,6 +14,8 @@ const MAX_SLEEP_MS = 1_000;
 const MAX_COUNTED_TICKS = 100_000;
 /** Jobs claimed in one transaction. */
 const BATCH = 500;
+/** Ticks of one job run from one claim (a long stall within misfire_after_ms); the next wake takes more. */
+const MAX_RUNS_PER_CLAIM = 100;
 
 interface Plan {
   job: Job;
@@ -22,15 +24,22 @@ interface Plan {
   /** The next tick this node will try to take, and when (tick + jitter); undefined: none left. */
   tick: number | undefined;
   due: number;
+  /** This node tries the job's ticks at their time; the others only once it let one pass (refreshOwners). */
+  owned: boolean;
 }
 
 export interface JobSchedulerDeps {
   tables: SchedulerTables;
-  durable: DurableEvents;
+  /** Looked up when the first config applies: the plugin providing it may be set up after this one. */
+  durable: () => DurableEvents;
   clock: Clock;
   log: Logger;
-  node: string;
   options: SchedulerOptions;
+  /**
+   * This node's id and, with several nodes on the store, the nodes up (this one included); read
+   * at the first config, once every plugin is set up (the nodes plugin provides them).
+   */
+  identity: () => { node: string; liveNodes?: (() => Promise<ReadonlySet<string>>) | undefined };
 }
 
 /** After a commit: runs now stored in their queues start on this node. */
@@ -48,16 +57,35 @@ export class JobScheduler {
   private waking: Promise<void> | undefined;
   private stopped = false;
   private lastWake = 0;
+  private queues: DurableEvents | undefined;
+  private live: string[] = [];
+  private liveKey = '';
+  private liveRead = 0;
+  private readingLive = false;
 
-  constructor(private readonly deps: JobSchedulerDeps) {
-    deps.durable.listen(QUEUE_PREFIX, {
-      started: (a) => void deps.tables.started(a.id, a.cid, a.attempt, deps.node, a.startedAt).catch((err: unknown) => deps.log.warn({ err }, 'scheduler: could not note a run start')),
-      settled: (tx, s) => this.settled(tx, s),
-    });
+  private node = 'local';
+  private liveNodes: (() => Promise<ReadonlySet<string>>) | undefined;
+  private identified = false;
+
+  constructor(private readonly deps: JobSchedulerDeps) {}
+
+  /** The durable queue, listened to from the first use on. */
+  private get durable(): DurableEvents {
+    if (this.queues) return this.queues;
+    const queues = (this.queues = this.deps.durable());
+    // No write at an attempt's start: the settlement records when it started, in the same transaction as its end.
+    queues.listen(QUEUE_PREFIX, { settled: (tx, s) => this.settled(tx, s) });
+    return queues;
   }
 
   /** Every accepted config: the enabled jobs, registered in the store, planned from their last tick there. */
   async apply(jobs: readonly Job[], serverZone: string): Promise<void> {
+    if (!this.identified) {
+      const id = this.deps.identity();
+      this.node = id.node;
+      this.liveNodes = id.liveNodes;
+      this.identified = true;
+    }
     const { tables, clock, options } = this.deps;
     const now = clock.now();
     const plans = new Map<string, Plan>();
@@ -72,13 +100,13 @@ export class JobScheduler {
       // set for a moment just gone (within misfire_after_ms) still runs.
       await tables.register(job.name, fingerprintOf(job, serverZone), job.at === undefined ? now : now - options.misfire_after_ms, now);
       const queue = QUEUE_PREFIX + job.name;
-      this.deps.durable.declareQueue(queue, {
+      this.durable.declareQueue(queue, {
         concurrency: job.overlap === 'allow' ? options.allow_concurrency : 1,
         max_attempts: job.delivery.max_attempts,
         base_delay_ms: job.delivery.base_delay_ms,
         max_delay_ms: job.delivery.max_delay_ms,
       });
-      plans.set(job.name, { job, schedule, queue, tick: undefined, due: Infinity });
+      plans.set(job.name, { job, schedule, queue, tick: undefined, due: Infinity, owned: this.owns(job.name) });
     }
     const last = new Map((await tables.jobs()).map((r) => [r.name, r.last_tick]));
     for (const plan of plans.values()) this.planAfter(plan, last.get(plan.job.name) ?? now);
@@ -96,7 +124,7 @@ export class JobScheduler {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
     let due = Infinity;
-    for (const plan of this.plans.values()) if (plan.due < due) due = plan.due;
+    for (const plan of this.plans.values()) due = Math.min(due, this.dueOf(plan));
     const wait = Math.max(0, Math.min(MAX_SLEEP_MS, due - this.deps.clock.now()));
     this.timer = setTimeout(() => void this.wake(), wait);
     this.timer.unref();
@@ -118,16 +146,81 @@ export class JobScheduler {
       this.deps.log.warn({ back_ms: this.lastWake - now }, 'scheduler: the clock went back; each tick still runs once, when the clock reaches it again');
     }
     this.lastWake = now;
-    const due = [...this.plans.values()].filter((p) => p.due <= now).sort((a, b) => (a.job.name < b.job.name ? -1 : 1));
-    for (let i = 0; i < due.length; i += BATCH) await this.claim(due.slice(i, i + BATCH), now);
+    this.refreshOwners(now);
+    const due = [...this.plans.values()].filter((p) => this.dueOf(p) <= now).sort((a, b) => (a.job.name < b.job.name ? -1 : 1));
+    for (let i = 0; i < due.length; i += BATCH) await this.claim(await this.stillOpen(due.slice(i, i + BATCH)), now);
+  }
+
+  /** When this node tries the plan's tick: at once if it owns the job, else once the owner had its chance. */
+  private dueOf(plan: Plan): number {
+    return plan.owned ? plan.due : plan.due + this.deps.options.takeover_after_ms;
+  }
+
+  /**
+   * Jobs are spread over the nodes up (rendezvous hashing on job and node), so each tick is tried
+   * at its time by one node and the others stay off the job's row; any node takes a tick its
+   * owner left (a node that died, a stall) takeover_after_ms later. Correctness never rests on
+   * this: the claim under the row's lock decides. The set of nodes is read at most every second.
+   */
+  private refreshOwners(now: number): void {
+    const live = this.liveNodes;
+    if (!live || this.liveRead > now - MAX_SLEEP_MS || this.readingLive) return;
+    this.readingLive = true;
+    this.liveRead = now;
+    void live()
+      .then((nodes) => {
+        const key = [...nodes].sort().join(' ');
+        if (key === this.liveKey) return;
+        this.liveKey = key;
+        this.live = [...nodes];
+        for (const plan of this.plans.values()) plan.owned = this.owns(plan.job.name);
+        this.arm();
+      })
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'scheduler: reading the nodes up failed; ownership unchanged'))
+      .finally(() => (this.readingLive = false));
+  }
+
+  private owns(job: string): boolean {
+    if (this.live.length <= 1) return true;
+    let best = '';
+    let bestScore = -1;
+    for (const node of this.live) {
+      const score = fnv1a(`${node}\0${job}`);
+      if (score > bestScore || (score === bestScore && node < best)) (best = node), (bestScore = score);
+    }
+    return best === this.node;
+  }
+
+  /**
+   * Of jobs this node does not own, those whose tick another node took already, dropped with one
+   * read (no lock), so a node backing up its peers costs the store a query per wake, not a
+   * transaction per job.
+   */
+  private async stillOpen(plans: Plan[]): Promise<Plan[]> {
+    const others = plans.filter((p) => !p.owned);
+    if (!others.length) return plans;
+    let last: Map<string, number>;
+    try {
+      last = await this.deps.tables.lastTicks(others.map((p) => p.job.name));
+    } catch {
+      return plans;
+    }
+    return plans.filter((p) => {
+      if (p.owned) return true;
+      const taken = last.get(p.job.name);
+      if (taken === undefined || p.tick === undefined || taken < p.tick) return true;
+      this.planAfter(p, taken);
+      return false;
+    });
   }
 
   /**
    * One transaction for a batch of jobs, in name order (so nodes claiming together lock rows in
    * the same order and never deadlock): each job's row locked, its due ticks counted from the
-   * store's last_tick, the latest one taken, missed ones recorded, the run queued.
+   * store's last_tick, those due taken, missed ones recorded, the runs queued.
    */
   private async claim(plans: Plan[], now: number): Promise<void> {
+    if (!plans.length) return;
     const { tables, log } = this.deps;
     const after: AfterCommit = [];
     const lateness: number[] = [];
@@ -144,11 +237,8 @@ export class JobScheduler {
             // Paused: its ticks are declined as they come; the plan moves past them.
             lastTicks.set(plan, row.paused ? Math.max(row.last_tick, now) : row.last_tick);
             if (row.paused) continue;
-            const taken = await this.takeTicks(tx, plan, row.last_tick, now, after);
-            if (taken) {
-              lastTicks.set(plan, taken.tick);
-              lateness.push(now - taken.due);
-            }
+            const taken = await this.takeTicks(tx, plan, row.last_tick, now, after, lateness);
+            if (taken !== undefined) lastTicks.set(plan, taken);
           }
         },
         { durable: true },
@@ -164,36 +254,45 @@ export class JobScheduler {
     for (const plan of plans) this.planAfter(plan, Math.max(lastTicks.get(plan) ?? now, plan.tick ?? now));
   }
 
-  /** The job's ticks due by `now` after `lastTick`, decided. Returns the tick taken, or undefined when another node took them. */
-  private async takeTicks(tx: Queryable, plan: Plan, lastTick: number, now: number, after: AfterCommit): Promise<{ tick: number; due: number } | undefined> {
+  /**
+   * The job's ticks due by `now` after `lastTick`, decided: those later than misfire_after_ms are
+   * missed (the job's `missed` policy), the others run, each once, late or not. Returns the last
+   * tick taken, or undefined when there was none (another node took them).
+   */
+  private async takeTicks(tx: Queryable, plan: Plan, lastTick: number, now: number, after: AfterCommit, lateness: number[]): Promise<number | undefined> {
     const { schedule, job } = plan;
-    let latest: number | undefined;
-    let before: number | undefined;
-    let count = 0;
+    const misfire = this.deps.options.misfire_after_ms;
+    const run: number[] = [];
+    let missed = 0;
+    let lastMissed: number | undefined;
+    let counted = 0;
     for (let t = schedule.next(lastTick); t !== undefined && t + schedule.jitterMs(t) <= now; t = schedule.next(t)) {
-      before = latest;
-      latest = t;
-      if (++count >= MAX_COUNTED_TICKS) break;
+      if (now - (t + schedule.jitterMs(t)) > misfire) (missed++, (lastMissed = t));
+      else run.push(t);
+      if (++counted >= MAX_COUNTED_TICKS || run.length >= MAX_RUNS_PER_CLAIM) break;
     }
-    if (latest === undefined) return undefined;
-    const due = latest + schedule.jitterMs(latest);
-    const onTime = now - due <= this.deps.options.misfire_after_ms;
-    const missed = onTime ? count - 1 : count;
-    await this.deps.tables.advance(tx, job.name, latest);
-    const base = { job: job.name, due_at: due, claimed_at: now, node: this.deps.node, missed: 0 };
-    if (onTime) {
-      if (missed > 0 && job.missed === 'skip') await this.deps.tables.insertRun(tx, blankRun({ ...base, tick: before ?? latest - 1, cause: 'schedule', state: 'missed', missed }));
-      await this.startRun(tx, plan, { ...base, tick: latest, missed: job.missed === 'run_once' ? missed : 0 }, 'schedule', after);
-    } else if (job.missed === 'run_once') {
-      await this.startRun(tx, plan, { ...base, tick: latest, missed }, 'catch_up', after);
-    } else {
-      await this.deps.tables.insertRun(tx, blankRun({ ...base, tick: latest, cause: 'schedule', state: 'missed', missed }));
-      this.stats.count(job.name, 'missed');
-      this.deps.log.warn({ job: job.name, missed, last: new Date(latest).toISOString() }, 'scheduler: ticks missed while no node took them were skipped (missed: skip)');
-      return { tick: latest, due };
+    const last = run.length ? run[run.length - 1]! : lastMissed;
+    if (last === undefined) return undefined;
+    await this.deps.tables.advance(tx, job.name, last);
+    const base = (tick: number) => ({ job: job.name, tick, due_at: tick + schedule.jitterMs(tick), claimed_at: now, node: this.node, missed: 0 });
+    if (missed > 0) {
+      this.deps.log.warn({ job: job.name, missed, last: new Date(lastMissed!).toISOString(), policy: job.missed }, 'scheduler: ticks fell while no node took them (later than misfire_after_ms)');
+      if (job.missed === 'skip') {
+        await this.deps.tables.insertRun(tx, blankRun({ ...base(lastMissed!), cause: 'schedule', state: 'missed', missed }));
+        this.stats.count(job.name, 'missed');
+      } else if (!run.length) {
+        // run_once: one run for all of them, now.
+        lateness.push(now - (lastMissed! + schedule.jitterMs(lastMissed!)));
+        await this.startRun(tx, plan, { ...base(lastMissed!), missed }, 'catch_up', after);
+      }
     }
-    if (missed > 0) this.deps.log.warn({ job: job.name, missed, policy: job.missed }, 'scheduler: ticks fell while no node took them');
-    return { tick: latest, due };
+    for (const [i, tick] of run.entries()) {
+      const b = base(tick);
+      lateness.push(now - b.due_at);
+      // run_once: the first run on time stands for the missed ones too.
+      await this.startRun(tx, plan, i === 0 && job.missed === 'run_once' ? { ...b, missed } : b, 'schedule', after);
+    }
+    return last;
   }
 
   /** A run of the job at `tick`, as its overlap policy says: queued now, waiting for the one before, or skipped. */
@@ -222,7 +321,7 @@ export class JobScheduler {
 
   private enqueue(tx: Queryable, plan: Plan, tick: number): Promise<{ id: number; cid: string; committed(): void }> {
     const { job } = plan;
-    return this.deps.durable.enqueue(tx, plan.queue, { source: 'scheduler', name: job.name, service: job.service, input: job.input, at: new Date(tick).toISOString() });
+    return this.durable.enqueue(tx, plan.queue, { source: 'scheduler', name: job.name, service: job.service, input: job.input, at: new Date(tick).toISOString() });
   }
 
   /**
@@ -238,15 +337,17 @@ export class JobScheduler {
     await tables.settle(tx, run, { state, attempts: s.attempt, startedAt: s.startedAt, endedAt: s.next === 'retry' ? null : s.endedAt, errorKind: failed?.kind ?? null, error: failed?.message ?? null });
     if (s.next === 'retry') return undefined;
     this.stats.count(run.job, state);
+    const plan = this.plans.get(run.job);
+    // Under overlap: allow nothing waits (not even a manual run), so there is nothing to look for.
+    if (plan?.job.overlap === 'allow') return undefined;
     const waiting = await tables.oldestWaiting(tx, run.job);
     if (!waiting) return undefined;
-    const plan = this.plans.get(run.job);
     if (!plan) {
       await tables.settle(tx, waiting, { state: 'skipped', attempts: 0, startedAt: s.endedAt, endedAt: s.endedAt, errorKind: null, error: 'the job was removed or disabled while this run waited' });
       return undefined;
     }
     const event = await this.enqueue(tx, plan, waiting.tick);
-    await tables.queued(tx, run.job, waiting.tick, event.id, event.cid, this.deps.node);
+    await tables.queued(tx, run.job, waiting.tick, event.id, event.cid, this.node);
     return event.committed;
   }
 
@@ -263,7 +364,7 @@ export class JobScheduler {
         after.length = 0;
         await this.deps.tables.lockJob(tx, name);
         while (await tx.one('SELECT 1 AS x FROM scheduler_run WHERE job = ? AND tick = ?', [name, tick])) tick++;
-        await this.startRun(tx, plan, { job: name, tick, due_at: tick, claimed_at: tick, node: this.deps.node, missed: 0 }, 'manual', after);
+        await this.startRun(tx, plan, { job: name, tick, due_at: tick, claimed_at: tick, node: this.node, missed: 0 }, 'manual', after);
         const row = await tx.one<{ state: string; cid: string | null }>('SELECT state, cid FROM scheduler_run WHERE job = ? AND tick = ?', [name, tick]);
         state = row?.state ?? state;
         cid = row?.cid ?? null;
@@ -302,6 +403,13 @@ export function upcoming(schedule: Schedule, first: number | undefined, n: numbe
   const out: number[] = [];
   for (let t = first; t !== undefined && out.length < n; t = schedule.next(t)) out.push(t);
   return out;
+}
+
+/** 32-bit FNV-1a: a cheap, well-spread hash for rendezvous ownership. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
 }
 
 function blankRun(r: Pick<RunRow, 'job' | 'tick' | 'cause' | 'state' | 'due_at' | 'claimed_at' | 'node' | 'missed'> & Partial<RunRow>): RunRow {

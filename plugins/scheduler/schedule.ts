@@ -30,7 +30,7 @@ export function scheduleOf(job: Job, serverZone: string): Schedule {
   const end = job.end === undefined ? Infinity : instantOf(job.end, zone);
   const jitter = job.jitter ?? 0;
   const within = (t: number | undefined) => (t === undefined || t > end ? undefined : t);
-  const jitterMs = (tick: number) => (jitter > 0 ? fraction(`${job.name}\0${tick}`) * jitter : 0);
+  const jitterMs = (tick: number) => (jitter > 0 ? Math.floor(fraction(`${job.name}\0${tick}`) * jitter) : 0);
 
   if (job.every !== undefined) {
     const every = job.every;

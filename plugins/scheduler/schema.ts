@@ -105,11 +105,18 @@ export const optionsSchema = z
       .max(86_400_000)
       .default(60_000)
       .describe("A tick taken later than this after its time counts as missed (the job's `missed` policy decides); as Quartz's misfire threshold."),
+    takeover_after_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(3_600_000)
+      .default(1_000)
+      .describe("Several nodes: each job's ticks are tried at their time by one node (spread by job name over the nodes up); the others try a tick this long after, should that node not have taken it (it died, it stalled)."),
     allow_concurrency: z.number().int().min(1).max(1_000).default(8).describe('Runs of one job at once on one node when its overlap is allow.'),
     history_keep: z.number().int().min(1).max(1_000_000).default(1_000).describe('Finished runs kept per job; older ones are deleted (hourly).'),
   })
   .strict()
-  .default({ min_interval_ms: 1_000, misfire_after_ms: 60_000, allow_concurrency: 8, history_keep: 1_000 });
+  .default({ min_interval_ms: 1_000, misfire_after_ms: 60_000, takeover_after_ms: 1_000, allow_concurrency: 8, history_keep: 1_000 });
 
 export type SchedulerOptions = z.infer<typeof optionsSchema>;
 

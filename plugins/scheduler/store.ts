@@ -47,12 +47,13 @@ export function schedulerMigrations(dialect: Dialect): Migration[] {
 
 /**
  * A run's state. `waiting`: taken while an earlier run was still going (overlap: queue), runs
- * when that one ends; `queued`: stored in the job's durable queue; `running`; `retrying` (an
- * attempt failed, another follows); `succeeded`, `failed` (dead-lettered); `skipped` (overlap:
+ * when that one ends; `queued`: stored in the job's durable queue, waiting for its attempt or in
+ * it (no write marks an attempt's start: the end records it); `retrying` (an attempt failed,
+ * another follows); `succeeded`, `failed` (dead-lettered); `skipped` (overlap:
  * skip); `missed` (ticks that fell while no node was up, one row for all of them).
  */
-export type RunState = 'waiting' | 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'skipped' | 'missed';
-export const OPEN_STATES: readonly RunState[] = ['waiting', 'queued', 'running', 'retrying'];
+export type RunState = 'waiting' | 'queued' | 'retrying' | 'succeeded' | 'failed' | 'skipped' | 'missed';
+export const OPEN_STATES: readonly RunState[] = ['waiting', 'queued', 'retrying'];
 export type RunCause = 'schedule' | 'manual' | 'catch_up';
 
 export interface RunRow {
@@ -148,6 +149,12 @@ export class SchedulerTables {
     return rows.map((r) => ({ ...r, last_tick: Number(r.last_tick), paused: Number(r.paused), updated_at: Number(r.updated_at) }));
   }
 
+  /** Last ticks of the named jobs, read without a lock. */
+  async lastTicks(names: readonly string[]): Promise<Map<string, number>> {
+    const rows = await this.store.all<{ name: string; last_tick: number }>(`SELECT name, last_tick FROM scheduler_job WHERE name IN (${names.map(() => '?').join(', ')})`, names);
+    return new Map(rows.map((r) => [r.name, Number(r.last_tick)]));
+  }
+
   advance(tx: Queryable, name: string, tick: number): Promise<unknown> {
     return tx.run('UPDATE scheduler_job SET last_tick = ? WHERE name = ? AND last_tick < ?', [tick, name, tick]);
   }
@@ -174,12 +181,7 @@ export class SchedulerTables {
     await tx.run("UPDATE scheduler_run SET state = 'queued', event_id = ?, cid = ?, node = ? WHERE job = ? AND tick = ?", [eventId, cid, node, job, tick]);
   }
 
-  /** An attempt began (best effort: the settlement writes the outcome whatever happens here). */
   // A run is found by its event's id and CID together: SQLite reuses the ids of deleted events.
-  async started(eventId: number, cid: string, attempt: number, node: string, at: number): Promise<void> {
-    await this.store.run("UPDATE scheduler_run SET state = 'running', attempts = ?, node = ?, started_at = COALESCE(started_at, ?) WHERE event_id = ? AND cid = ? AND state IN ('queued', 'running', 'retrying', 'failed')", [attempt, node, at, eventId, cid]);
-  }
-
   /** The run of a queued event, inside the transaction that settles the event's attempt. */
   async runOfEvent(tx: Queryable, eventId: number, cid: string): Promise<RunRow | undefined> {
     const r = await tx.one<Record<string, unknown>>('SELECT * FROM scheduler_run WHERE event_id = ? AND cid = ?', [eventId, cid]);
