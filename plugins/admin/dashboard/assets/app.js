@@ -59,6 +59,7 @@ function renderNav() {
     ['#/services', 'Services', 'services.list'],
     ['#/pubsub', 'Pub/sub', 'pubsub.subscriptions'],
     ['#/queue', 'Queued events', 'queue.list'],
+    ['#/jobs', 'Jobs', 'job.list'],
     ['#/nodes', 'Nodes', 'cluster.nodes'],
   ].filter(([, , op]) => ops.has(op));
   nav().replaceChildren(
@@ -101,6 +102,7 @@ async function route() {
     if (page === 'services') return await servicesPage(rest[0]);
     if (page === 'pubsub') return await pubsubPage(rest[0]);
     if (page === 'queue') return await queuePage();
+    if (page === 'jobs') return await (rest[0] ? jobPage(rest[0]) : jobsPage());
     if (page === 'nodes') return await nodesPage();
     if (page === 'audit') return await auditPage();
     if (page === 'downloads') return downloadsPage();
@@ -387,6 +389,79 @@ async function queuePage() {
   show(seq, 
     h1('Queued events'),
     el('table', { class: 'list', id: 'events' }, el('tr', {}, ['id', 'channel', 'state', 'attempts', 'last error', ''].map((t) => el('th', { text: t }))), events.map(row)),
+  );
+}
+
+/** Run now, pause or resume a job; then the page is drawn again. */
+function jobActions(job, redraw) {
+  const act = async (verb) => {
+    try {
+      const r = await api.op(`job.${verb}`, { name: job.name });
+      flash(verb === 'run' ? `${job.name}: run ${r.state} (CID ${r.cid ?? '-'})` : `${job.name}: ${verb === 'pause' ? 'paused' : 'resumed'}`);
+      await redraw();
+    } catch (err) {
+      failed(err);
+    }
+  };
+  const button = (verb, text) => {
+    const b = el('button', { type: 'button', text, 'data-action': verb, 'data-job': job.name });
+    b.addEventListener('click', () => act(verb));
+    return b;
+  };
+  return [button('run', 'Run now'), ' ', job.paused ? button('resume', 'Resume') : button('pause', 'Pause')];
+}
+
+const jobState = (j) => (!j.enabled ? 'disabled' : j.paused ? 'paused' : 'active');
+const when = (iso) => (iso ? iso.replace('T', ' ').replace(/\.000Z$/, 'Z') : '–');
+
+async function jobsPage() {
+  const seq = routeSeq;
+  const jobs = await api.op('job.list', {});
+  const row = (j) =>
+    el(
+      'tr',
+      { class: jobState(j), 'data-name': j.name },
+      el('td', {}, link(`#/jobs/${encodeURIComponent(j.name)}`, j.name)),
+      el('td', { text: j.service }),
+      el('td', { text: `${j.schedule} (${j.timezone})` }),
+      el('td', { 'data-column': 'state', text: jobState(j) }),
+      el('td', { 'data-column': 'next', text: when(j.nextRuns[0]) }),
+      el('td', { 'data-column': 'last', class: j.lastRun?.state ?? '', text: j.lastRun ? `${j.lastRun.state} ${when(j.lastRun.tick)}` : 'never ran' }),
+      el('td', {}, j.enabled ? jobActions(j, jobsPage) : ''),
+    );
+  show(
+    seq,
+    h1('Jobs'),
+    el('p', { class: 'help', text: 'Scheduled jobs (scheduler_job). Each tick runs once across the cluster, through the Use queue.' }),
+    el('table', { class: 'list', id: 'jobs' }, el('tr', {}, ['job', 'service', 'schedule', 'state', 'next run', 'last run', ''].map((t) => el('th', { text: t }))), jobs.map(row)),
+  );
+}
+
+async function jobPage(name) {
+  const seq = routeSeq;
+  const job = await api.op('job.show', { name, limit: 100 });
+  const row = (r) =>
+    el(
+      'tr',
+      { class: r.state },
+      el('td', { text: when(r.tick) }),
+      el('td', { text: r.cause }),
+      el('td', { 'data-column': 'state', text: r.state + (r.missed ? ` (${r.missed} missed)` : '') }),
+      el('td', { text: `${r.lateMs}` }),
+      el('td', { text: r.durationMs === null ? '' : `${r.durationMs}` }),
+      el('td', { text: String(r.attempts) }),
+      el('td', {}, r.cid ? el('code', { text: r.cid }) : ''),
+      el('td', { text: r.error ?? '' }),
+    );
+  show(
+    seq,
+    h1(`Job ${job.name}`),
+    el('p', { text: `${job.service}: ${job.schedule} (${job.timezone}), ${jobState(job)}; overlap ${job.overlap}, missed ${job.missed}` }),
+    el('p', {}, job.enabled ? jobActions(job, () => jobPage(name)) : ''),
+    el('h2', { text: 'Next runs' }),
+    el('ul', { id: 'next-runs' }, job.nextRuns.map((t) => el('li', { text: when(t) }))),
+    el('h2', { text: 'History' }),
+    el('table', { class: 'list', id: 'history' }, el('tr', {}, ['tick', 'cause', 'outcome', 'late ms', 'took ms', 'attempts', 'CID', 'error'].map((t) => el('th', { text: t }))), job.history.map(row)),
   );
 }
 

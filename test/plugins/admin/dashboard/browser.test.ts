@@ -28,6 +28,8 @@ channel_rest:
     security: none
     use_queue: true
     delivery: { max_attempts: 1 }
+scheduler_job:
+  - { name: nightly-sync, service: echo, cron: '30 2 * * *', timezone: Europe/Berlin }
 `;
 const BOOM = `import { service } from 'svc/sdk';\nexport default service({ handle() { throw new Error('the upstream is down'); } });\n`;
 const SHOTS = process.env.SVC_SCREENSHOTS ? join(import.meta.dirname, '../../../../docs/img') : undefined;
@@ -216,6 +218,30 @@ describe('the Dashboard in Chromium', () => {
         return dead?.errorCount;
       }, { timeout: 10_000 })
       .toBe(2);
+  });
+
+  it('runs a job now from the jobs page, pauses it, and shows its next runs and history', async () => {
+    await step(page, 'jobs', async () => {
+      await go('#/jobs', 'Jobs');
+      const row = () => page.locator('#jobs tr[data-name="nightly-sync"]');
+      await row().locator('[data-column="state"]', { hasText: 'active' }).waitFor();
+      await shot('jobs');
+      await row().getByRole('button', { name: 'Run now' }).click();
+      await page.locator('#flash.ok').filter({ hasText: 'nightly-sync: run queued' }).waitFor();
+      await row().getByRole('button', { name: 'Pause' }).click();
+      await row().locator('[data-column="state"]', { hasText: 'paused' }).waitFor();
+      expect(await row().locator('[data-column="next"]').textContent()).toBe('–');
+    });
+    await expect.poll(async () => (await api.send('POST', '/admin/api/ops/job.show', { name: 'nightly-sync' })).body.result.history[0]?.state, { timeout: 10_000 }).toBe('succeeded');
+    await step(page, 'job history', async () => {
+      await go('#/jobs/nightly-sync', 'Job nightly-sync');
+      await page.locator('#history tr.succeeded').filter({ hasText: 'manual' }).waitFor();
+      // Paused: no next runs; resumed, the 02:30 Berlin ticks are listed again.
+      expect(await page.locator('#next-runs li').count()).toBe(0);
+      await page.getByRole('button', { name: 'Resume' }).click();
+      await page.locator('#next-runs li').first().waitFor();
+      expect(await page.locator('#next-runs li').first().textContent()).toMatch(/ 0[01]:30:00Z$/);
+    });
   });
 
   it('lists this node on the nodes page', async () => {
