@@ -23,6 +23,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   memory: () => import('./suites/memory.ts'),
   nodes: () => import('./suites/nodes.ts'),
   cluster: () => import('./suites/cluster.ts'),
+  scheduler: () => import('./suites/scheduler.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

@@ -223,13 +223,13 @@ export class JobScheduler {
     if (!plans.length) return;
     const { tables, log } = this.deps;
     const after: AfterCommit = [];
-    const lateness: number[] = [];
+    const dues: number[] = [];
     const lastTicks = new Map<Plan, number>();
     try {
       await tables.store.transaction(
         async (tx) => {
           after.length = 0;
-          lateness.length = 0;
+          dues.length = 0;
           lastTicks.clear();
           for (const plan of plans) {
             const row = await tables.lockJob(tx, plan.job.name);
@@ -237,7 +237,7 @@ export class JobScheduler {
             // Paused: its ticks are declined as they come; the plan moves past them.
             lastTicks.set(plan, row.paused ? Math.max(row.last_tick, now) : row.last_tick);
             if (row.paused) continue;
-            const taken = await this.takeTicks(tx, plan, row.last_tick, now, after, lateness);
+            const taken = await this.takeTicks(tx, plan, row.last_tick, now, after, dues);
             if (taken !== undefined) lastTicks.set(plan, taken);
           }
         },
@@ -249,7 +249,9 @@ export class JobScheduler {
       for (const plan of plans) plan.due = Math.max(plan.due, now + MAX_SLEEP_MS);
       return;
     }
-    for (const ms of lateness) this.stats.lateness(ms);
+    // Late by the commit: the run is queued from then on.
+    const committed = this.deps.clock.now();
+    for (const due of dues) this.stats.lateness(committed - due);
     for (const start of after) start();
     for (const plan of plans) this.planAfter(plan, Math.max(lastTicks.get(plan) ?? now, plan.tick ?? now));
   }
@@ -259,7 +261,7 @@ export class JobScheduler {
    * missed (the job's `missed` policy), the others run, each once, late or not. Returns the last
    * tick taken, or undefined when there was none (another node took them).
    */
-  private async takeTicks(tx: Queryable, plan: Plan, lastTick: number, now: number, after: AfterCommit, lateness: number[]): Promise<number | undefined> {
+  private async takeTicks(tx: Queryable, plan: Plan, lastTick: number, now: number, after: AfterCommit, dues: number[]): Promise<number | undefined> {
     const { schedule, job } = plan;
     const misfire = this.deps.options.misfire_after_ms;
     const run: number[] = [];
@@ -274,7 +276,8 @@ export class JobScheduler {
     const last = run.length ? run[run.length - 1]! : lastMissed;
     if (last === undefined) return undefined;
     await this.deps.tables.advance(tx, job.name, last);
-    const base = (tick: number) => ({ job: job.name, tick, due_at: tick + schedule.jitterMs(tick), claimed_at: now, node: this.node, missed: 0 });
+    // claimed_at: when the run is written, a moment before its transaction commits.
+    const base = (tick: number) => ({ job: job.name, tick, due_at: tick + schedule.jitterMs(tick), claimed_at: this.deps.clock.now(), node: this.node, missed: 0 });
     if (missed > 0) {
       this.deps.log.warn({ job: job.name, missed, last: new Date(lastMissed!).toISOString(), policy: job.missed }, 'scheduler: ticks fell while no node took them (later than misfire_after_ms)');
       if (job.missed === 'skip') {
@@ -282,13 +285,13 @@ export class JobScheduler {
         this.stats.count(job.name, 'missed');
       } else if (!run.length) {
         // run_once: one run for all of them, now.
-        lateness.push(now - (lastMissed! + schedule.jitterMs(lastMissed!)));
+        dues.push(lastMissed! + schedule.jitterMs(lastMissed!));
         await this.startRun(tx, plan, { ...base(lastMissed!), missed }, 'catch_up', after);
       }
     }
     for (const [i, tick] of run.entries()) {
       const b = base(tick);
-      lateness.push(now - b.due_at);
+      dues.push(b.due_at);
       // run_once: the first run on time stands for the missed ones too.
       await this.startRun(tx, plan, i === 0 && job.missed === 'run_once' ? { ...b, missed } : b, 'schedule', after);
     }
