@@ -283,5 +283,5 @@ function routeChannel(route: PluginRoute): Channel {
     ...route.channel,
     name: route.name,
     url_path: route.url,
-  } as Channel;
+  };
 }

@@ -2,13 +2,12 @@ import type { z } from 'zod';
 import type { Logger } from 'pino';
 import type { Capabilities, CapabilityName } from './capabilities.ts';
 import type { Exchange } from './exchange.ts';
-import type { HookName } from '../../kernel/hooks.ts';
-import type { Channel, SvcConfig, ServerConfig } from '../../kernel/config/schema.ts';
+import type { HookName } from './hooks.ts';
+import type { Channel, SvcConfig, ServerConfig } from './config.ts';
 import type { DataStore, StoreStrategy } from './store.ts';
-import type { Clock } from '../../kernel/platform/clock.ts';
-import type { InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
-import type { SandboxStats } from '../../kernel/sandbox/runner.ts';
+import type { Clock } from './clock.ts';
 import type { EventOutcome, SourceEvent } from './events.ts';
+import type { InvokeRequest, InvokeResult, SandboxStats, ServiceMeta, TraceContext } from './protocol.ts';
 
 /**
  * The plugin contract: what a plugin is, what it may contribute, and what the kernel offers it.
