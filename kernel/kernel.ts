@@ -88,9 +88,10 @@ export class Kernel {
     readonly clock: Clock,
     monotonic: Clock,
     readonly dataDir: string,
-    private readonly hostCalls: HostCalls,
+    hostCalls: HostCalls,
     env: NodeJS.ProcessEnv,
   ) {
+    // biome-ignore lint/complexity/noUselessThisAlias: the API's closures read as what they reach, the kernel
     const kernel = this;
     const newCid = cidGenerator();
     this.api = {
@@ -283,5 +284,5 @@ function routeChannel(route: PluginRoute): Channel {
     ...route.channel,
     name: route.name,
     url_path: route.url,
-  } as Channel;
+  };
 }

@@ -36,6 +36,7 @@ export interface FieldOptions<V> {
 type PresenceOf<O> = O extends { default: unknown } ? 'defaulted' : O extends { optional: true } ? 'optional' : 'required';
 
 function builder<K extends FieldType>(type: K) {
+  // biome-ignore lint/complexity/noBannedTypes: `{}` is the options a field was given none of
   return <O extends FieldOptions<ValueOf<K>> = {}>(opts?: O): Field<K, PresenceOf<O>> => {
     const field: { type: K; required: boolean; default?: ValueOf<K>; description?: string } = {
       type,

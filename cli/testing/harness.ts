@@ -8,7 +8,7 @@ import { startServiceRunner, type ServiceRunner } from '../../kernel/sandbox/run
 import type { InvokeRequest, InvokeResult } from '../../kernel/sandbox/protocol.ts';
 import { buildSdkBundle, transpile } from '../../kernel/services/registry.ts';
 import type { Params } from '../../plugins/outgoing/rest/url.ts';
-import { ServiceError } from '../../sdk/errors.ts';
+import type { ServiceError } from '../../sdk/errors.ts';
 import { fromBase64 } from '../../sdk/internal/bytes.ts';
 import { serviceErrorOf, type CallRequest, type CallResult, type Fakes, type ServiceUnderTest, type TestingEngine } from '../../sdk/testing/index.ts';
 import { FakeHost } from './fakes.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Plugin, ConfigIssue } from '../plugin.ts';
-import { ConfigError } from './errors.ts';
+import { ConfigError } from '../../sdk/plugin/config-source.ts';
 import { channelBaseShape, KERNEL_SECTIONS, pluginsSchema, securityBaseShape, serverSchema, type SvcConfig } from './schema.ts';
 
 /** `channel_rest[2].url_path` */

@@ -8,8 +8,22 @@ import { z } from 'zod';
 
 import { HTTP_METHODS } from '../../sdk/http.ts';
 import { isTimeZone } from '../../sdk/plugin/zone.ts';
-import type { ChannelFields, ConfigSections, ServerFields } from '../../sdk/plugin/extensions.ts';
-export { HTTP_METHODS, type HttpMethod } from '../../sdk/http.ts';
+import { securityNameSchema, type ChannelBase, type PluginsConfig, type ServerBase } from '../../sdk/plugin/config.ts';
+
+/** The kernel's import point for the config types, which the plugin SDK declares (sdk/plugin/config.ts). */
+export {
+  HTTP_METHODS,
+  securityNameSchema,
+  type Channel,
+  type ChannelBase,
+  type HttpMethod,
+  type KernelConfig,
+  type PluginsConfig,
+  type SandboxConfig,
+  type SecurityEntry,
+  type ServerConfig,
+  type SvcConfig,
+} from '../../sdk/plugin/config.ts';
 
 /** Top-level sections the kernel reads itself; plugins add theirs (Contributions.sections). */
 export const KERNEL_SECTIONS = ['server', 'plugins', 'security', 'channel_rest'] as const;
@@ -104,9 +118,6 @@ export const serverSchema = z
   })
   .strict();
 
-/** The server section: the kernel's keys plus those plugins contribute (typed ones in ServerFields). */
-export type ServerConfig = z.infer<typeof serverSchema> & ServerFields;
-
 const pluginEntrySchema = z.union([
   z.boolean(),
   z
@@ -122,8 +133,6 @@ export const pluginsSchema = z
   .record(z.string(), pluginEntrySchema)
   .default({})
   .describe('Plugins by name: true/false, or {enabled, module, config}. Bundled plugins not named here are enabled.');
-
-export type PluginsConfig = z.infer<typeof pluginsSchema>;
 
 /** URL paths: `/a/{x}/b`, no query string, no empty or duplicate parameter names. */
 export const urlPathSchema = z
@@ -160,30 +169,22 @@ export const channelBaseShape = {
 };
 
 export const channelBaseSchema = z.object(channelBaseShape).strict();
-export type ChannelBase = z.infer<typeof channelBaseSchema>;
-/** A channel as plugins see it: the kernel's fields plus whatever plugins contributed (typed ones in ChannelFields). */
-export type Channel = ChannelBase & ChannelFields & Record<string, unknown>;
-
-/** Names of security definitions and groups; `@...` is kept for targets plugins define for their own routes. */
-export const securityNameSchema = z
-  .string()
-  .min(1)
-  .refine((n) => !n.startsWith('@'), "must not start with '@' (reserved for plugin routes)");
 
 export const securityBaseShape = {
   name: securityNameSchema.describe('Unique name of the definition.'),
   type: z.string().min(1).describe('Security type, e.g. basic_auth or apikey.'),
 };
-export type SecurityEntry = { name: string; type: string } & Record<string, unknown>;
 
-/** The kernel's own sections of the validated config. */
-export interface KernelConfig {
-  server: ServerConfig;
-  plugins: PluginsConfig;
-  security: SecurityEntry[];
-  channel_rest: Channel[];
-}
+/** Same when A and B are one type, not merely assignable either way. */
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type Assert<T extends true> = T;
 
-/** The validated config as the kernel and plugins read it: the kernel's sections and the enabled plugins'. */
-export type SvcConfig = KernelConfig & ConfigSections;
-
+/**
+ * Compile-time checks that the schemas produce exactly the shapes plugins are promised
+ * (sdk/plugin/config.ts): a field added, dropped or retyped on one side fails `tsc`.
+ */
+export type SchemasMatchTheContract = [
+  Assert<Same<z.output<typeof channelBaseSchema>, ChannelBase>>,
+  Assert<Same<z.output<typeof serverSchema>, ServerBase>>,
+  Assert<Same<z.output<typeof pluginsSchema>, PluginsConfig>>,
+];

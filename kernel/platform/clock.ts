@@ -1,18 +1,7 @@
-/**
- * Time sources, injectable wherever time matters, so tests never sleep.
- *
- * Two kinds, not to be mixed: a calendar clock (`systemClock`, milliseconds since the epoch) for
- * times that are stored or shown, and a monotonic clock (`monotonicClock`) for durations,
- * deadlines and idle periods inside one process. The wall clock can be set back or forward (NTP,
- * a VM resumed, an operator); read for a duration, such a jump would time out every call at once
- * or stretch a deadline by the jump.
- */
-export interface Clock {
-  /** Milliseconds: since the epoch for a calendar clock; from an arbitrary origin for a monotonic one. */
-  now(): number;
-}
+import type { Clock } from '../../sdk/plugin/clock.ts';
 
-export const systemClock: Clock = { now: () => Date.now() };
+/** The kernel's import point for the clocks; the calendar clock and `Clock` are the plugin SDK's (sdk/plugin/clock.ts). */
+export { systemClock, type Clock } from '../../sdk/plugin/clock.ts';
 
 /** Never goes back and ignores changes of the wall clock: for durations only. */
 export const monotonicNow = (): number => performance.now();

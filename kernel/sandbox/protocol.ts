@@ -1,9 +1,30 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { z } from 'zod';
 import { HTTP_METHODS } from '../../sdk/http.ts';
-
-export type { InvokeRequest, DeliveryInfo, TraceContext } from '../../sdk/internal/invoke-request.ts';
 import { PLAIN_200_ENVELOPE } from '../../sdk/internal/invoke-request.ts';
+import {
+  RUNTIME_ERROR_KINDS,
+  SERVICE_ERROR_KINDS,
+  type InvokeResult,
+  type LogLevel,
+  type ResultErrorKind,
+} from '../../sdk/plugin/protocol.ts';
+
+/** The kernel's import point for the call types, which the plugin SDK declares (sdk/plugin/protocol.ts). */
+export {
+  RUNTIME_ERROR_KINDS,
+  SERVICE_ERROR_KINDS,
+  type DeliveryInfo,
+  type FieldDescriptor,
+  type FieldType,
+  type InvokeRequest,
+  type InvokeResult,
+  type LogLevel,
+  type SandboxStats,
+  type ServiceErrorKind,
+  type ServiceMeta,
+  type TraceContext,
+} from '../../sdk/plugin/protocol.ts';
 
 const deliveryInfoSchema = z
   .object({
@@ -21,53 +42,6 @@ const deliveryInfoSchema = z
 export function deliveryProblem(delivery: unknown): string | undefined {
   const parsed = deliveryInfoSchema.safeParse(delivery);
   return parsed.success ? undefined : `invalid delivery: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'delivery'}: ${i.message}`).join('; ')}`;
-}
-
-/** A service error the SDK raised, by its class. */
-export const SERVICE_ERROR_KINDS = ['BadRequest', 'Unauthorized', 'Forbidden', 'NotFound', 'Conflict', 'ServiceUnavailable', 'BadGateway', 'GatewayTimeout', 'Error'] as const;
-export type ServiceErrorKind = (typeof SERVICE_ERROR_KINDS)[number];
-/** Outcomes the SDK runtime reports that are not a service's own error class. */
-export const RUNTIME_ERROR_KINDS = ['MethodNotAllowed', 'OutputTooLarge', 'OutputInvalid'] as const;
-type ResultErrorKind = ServiceErrorKind | (typeof RUNTIME_ERROR_KINDS)[number];
-
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-
-export interface InvokeResult {
-  status: number;
-  /** Checked header names and values, on an object without a prototype. */
-  headers: Record<string, string>;
-  contentType?: string;
-  /** The service's return value; bytes arrive as base64 with bodyEncoding 'base64'. */
-  body?: unknown;
-  bodyEncoding?: 'base64';
-  /** The body as JSON text, instead of `body`, when the request asked for it (InvokeRequest.replyBodyJson). */
-  bodyJson?: string;
-  /**
-   * Set when the service threw. `stack`: for an exception that is not an SDK error class, the
-   * stack frames in service files (`at fn (file:///services/x.ts:line:col)`, source positions).
-   */
-  error?: { kind: ResultErrorKind; message: string; stack?: string };
-  /** Log lines the service wrote during the call, with their levels. */
-  logs?: Array<[level: LogLevel, message: string]>;
-}
-
-/** What a service declares, reported by the sandbox once its file compiled. */
-export interface ServiceMeta {
-  /** Verb handlers present; empty means only the generic handler. */
-  verbs: string[];
-  hasGeneric: boolean;
-  /** The typed input model as JSON (see sdk/model.ts), or null. */
-  input: Record<string, FieldDescriptor> | null;
-  limits: { timeoutMs?: number; memoryMb?: number };
-}
-
-export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'any';
-
-export interface FieldDescriptor {
-  type: FieldType;
-  required: boolean;
-  default?: unknown;
-  description?: string;
 }
 
 /** Caps on what a sandbox may hand the kernel beside the body (the body has its own cap). */
@@ -250,26 +224,4 @@ export function parseInvokeResult(text: string, bodyJsonWanted = false): InvokeR
     result.logs = logs;
   }
   return result;
-}
-
-/**
- * What became of sandbox calls, and what the processes went through. Counters count from the
- * kernel's start; they are kept as plain numbers and read on demand, so a call costs one increment.
- */
-export interface SandboxStats {
-  /**
-   * Calls by service and outcome: `ok` (a result), `error` (the service answered with an error:
-   * raised, or an SDK error class), or what ended it otherwise, from the error catalogue's code:
-   * `timeout`, `memory_limit`, `crashed` (its process died), `quarantined`, `unavailable`,
-   * `not_deployed`, `output_too_large`, `output_invalid`, `internal`.
-   */
-  calls: Array<{ service: string; outcome: string; count: number }>;
-  /** Isolates rebuilt after a time or memory limit (or work left running) disposed them, by service. */
-  isolateRebuilds: Array<{ service: string; count: number }>;
-  /** Sandbox processes started again after dying. */
-  processRestarts: number;
-  /** Sandbox processes alive now (home slots and probation processes). */
-  processes: number;
-  /** Services quarantined now. */
-  quarantined: string[];
 }

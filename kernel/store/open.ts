@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Plugin } from '../plugin.ts';
 import type { DataStore } from '../../sdk/plugin/store.ts';
 import { redactStoreUrl } from '../../sdk/plugin/store.ts';
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../../sdk/plugin/config-source.ts';
 import { formatIssue } from '../config/compose.ts';
 import { SqliteStore } from './sqlite.ts';
 import { sqliteDriver } from './sqlite-driver.ts';

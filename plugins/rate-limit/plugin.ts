@@ -41,7 +41,7 @@ function onConfig(state: RateLimitState, config: SvcConfig): void {
   }
   const channels = new Map<string, RuleSet>();
   for (const channel of config.channel_rest) {
-    const rules = channel.rate_limiting as Rule[] | undefined;
+    const rules = channel.rate_limiting;
     if (rules?.length) channels.set(channel.name, compileRuleSet('channel', channel.name, rules, state.pool, policyFor(state, channel, `channel '${channel.name}'`)));
   }
   state.securities = securities;
@@ -54,7 +54,7 @@ function onConfig(state: RateLimitState, config: SvcConfig): void {
  * route that sets rate_limiting (a route may share a channel's name, so never looked up by name).
  */
 function channelRules(channel: Channel, config: SvcConfig, state: RateLimitState): RuleSet | undefined {
-  const rules = channel.rate_limiting as Rule[] | undefined;
+  const rules = channel.rate_limiting;
   if (!rules?.length) return undefined;
   if (config.channel_rest.includes(channel)) return state.channels.get(channel.name);
   // A route's rules come from plugin code, not through the config schema: its defaults are filled here.
@@ -71,7 +71,7 @@ function securitiesFor(channel: Channel, state: RateLimitState): Map<string, Rul
 
 /** Whether rules may apply on a channel: its own, or those of a definition its security admits (as securitiesFor picks them). */
 function mayLimit(channel: Channel, config: SvcConfig): boolean {
-  if ((channel.rate_limiting as Rule[] | undefined)?.length) return true;
+  if (channel.rate_limiting?.length) return true;
   if (channel.security === 'none') return false;
   const limited = config.security.filter((d) => (d.rate_limiting as Rule[] | undefined)?.length);
   return config.security.some((d) => d.name === channel.security) ? limited.some((d) => d.name === channel.security) : limited.length > 0;

@@ -119,7 +119,7 @@ export function validateRateLimiting(config: SvcConfig): ConfigIssue[] {
     }
   });
   config.channel_rest.forEach((channel, i) => {
-    const rules = channel.rate_limiting as Rule[] | undefined;
+    const rules = channel.rate_limiting;
     if (!rules) return;
     for (const issue of ruleListIssues(rules, `channel '${channel.name}'`)) {
       issues.push({ path: ['channel_rest', i, 'rate_limiting', ...issue.path], message: issue.message });
@@ -138,6 +138,13 @@ export const policySchema = z
   .describe(
     "Where this entry's rate_limiting counters live: local (this node's memory, the default) or redis (one counter per key across every node sharing plugins.rate-limit.config.redis). Absent: the plugin's policy option.",
   );
+
+declare module '../../sdk/plugin/extensions.ts' {
+  interface ChannelFields {
+    rate_limiting?: Rule[];
+    rate_limiting_policy?: Policy;
+  }
+}
 
 /** Options under `plugins.rate-limit.config`. */
 export const optionsSchema = z

@@ -13,12 +13,12 @@ const FORMATTING_BODY = String.raw`(?:H|N|\.(?:sp|br|fi|nf|in|ti|sk|ce)[+-]?\d*|
 
 const patternCache = new Map<string, RegExp>();
 
-function formattingPattern(escape: string): RegExp {
-  let re = patternCache.get(escape);
+function formattingPattern(escapeChar: string): RegExp {
+  let re = patternCache.get(escapeChar);
   if (re === undefined) {
-    const e = escape.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+    const e = escapeChar.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
     re = new RegExp(`${e}${FORMATTING_BODY}${e}`, 'y');
-    patternCache.set(escape, re);
+    patternCache.set(escapeChar, re);
   }
   return re;
 }

@@ -9,7 +9,7 @@
  * and lookups of that name are typed everywhere. A plugin also lists the names it `provides`
  * and `needs`, so a missing one is refused at load, naming both plugins.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+// biome-ignore lint/suspicious/noEmptyInterface: empty until plugins extend it by declaration merging
 export interface Capabilities {}
 
 export type CapabilityName = keyof Capabilities & string;

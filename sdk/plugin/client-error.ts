@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ERRORS, errorBody, type ErrorCode } from '../../kernel/errors.ts';
+import { ERRORS, errorBody, type ErrorCode } from './errors.ts';
 
 /** Where a refused request is recorded: a logger's debug level (no secrets: only the CID and Node's error code). */
 export interface ClientErrorLog {

@@ -2,13 +2,12 @@ import type { z } from 'zod';
 import type { Logger } from 'pino';
 import type { Capabilities, CapabilityName } from './capabilities.ts';
 import type { Exchange } from './exchange.ts';
-import type { HookName } from '../../kernel/hooks.ts';
-import type { Channel, SvcConfig, ServerConfig } from '../../kernel/config/schema.ts';
+import type { HookName } from './hooks.ts';
+import type { Channel, SvcConfig, ServerConfig } from './config.ts';
 import type { DataStore, StoreStrategy } from './store.ts';
-import type { Clock } from '../../kernel/platform/clock.ts';
-import type { InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
-import type { SandboxStats } from '../../kernel/sandbox/runner.ts';
+import type { Clock } from './clock.ts';
 import type { EventOutcome, SourceEvent } from './events.ts';
+import type { InvokeRequest, InvokeResult, SandboxStats, ServiceMeta, TraceContext } from './protocol.ts';
 
 /**
  * The plugin contract: what a plugin is, what it may contribute, and what the kernel offers it.
@@ -32,8 +31,10 @@ export interface HookContext<S> {
 /**
  * Called once per channel whenever config loads. Returns the per-request function,
  * or undefined when the plugin has nothing to do on that channel (the phase is skipped).
+ * Declared through a method so that a plugin's factories, typed by its state, still fit a
+ * `Plugin` of unknown state (parameters of methods are compared both ways).
  */
-export type HookFactory<S> = (ctx: HookContext<S>) => HookFn | ErrorHookFn | undefined;
+export type HookFactory<S> = { factory(ctx: HookContext<S>): HookFn | ErrorHookFn | undefined }['factory'];
 
 /** A problem found in config, with its YAML path. */
 export interface ConfigIssue {
@@ -142,8 +143,13 @@ export interface Contributions {
   dataStore?: StoreStrategy;
 }
 
-/** A plugin is plain data. The kernel validates it, runs setup once, then builds hooks per channel. */
-export interface Plugin<O = any, S = any> {
+/**
+ * A plugin is plain data. The kernel validates it, runs setup once, then builds hooks per channel.
+ * The kernel holds plugins of every options and state type as `Plugin` (unknown both): `setup`,
+ * `onConfig` and `stop` are methods, whose parameters are compared both ways, so a plugin's own
+ * `Plugin<O, S>` is one without a cast.
+ */
+export interface Plugin<O = unknown, S = unknown> {
   name: string;
   kind: PluginKind;
   version: string;
@@ -157,9 +163,9 @@ export interface Plugin<O = any, S = any> {
   configSchema: z.ZodType<O>;
   contributes?: Contributions;
   /** Heavy setup, once: tables, caches, routes. Returns the plugin's state. */
-  setup?: (kernel: KernelApi, options: O) => S | Promise<S>;
+  setup?(kernel: KernelApi, options: O): S | Promise<S>;
   /** Every accepted config, the first one included, before channels are rebuilt. */
-  onConfig?: (state: S, config: SvcConfig) => void | Promise<void>;
+  onConfig?(state: S, config: SvcConfig): void | Promise<void>;
   hooks: Partial<Record<HookName, HookFactory<S>>>;
   /** Subcommands of the `svc` CLI this plugin adds (e.g. `secdef set-password`). */
   cli?: CliCommand[];
@@ -167,17 +173,18 @@ export interface Plugin<O = any, S = any> {
    * Shutdown, after the channel listener drained and the sandbox processes stopped: close what it
    * holds. Work that runs services must finish in an `onDrain` callback (KernelApi), before this.
    */
-  stop?: (state: S) => void | Promise<void>;
+  stop?(state: S): void | Promise<void>;
 }
 
 /**
  * An operation the running server accepts on its local control socket
  * (`<data_dir>/control.sock`), used by CLI commands to act at once.
  */
-export interface ControlOp<A = any> {
+export interface ControlOp<A = unknown> {
   op: string;
   args: z.ZodType<A>;
-  handler: (args: A) => Promise<unknown>;
+  /** A method, so that an op of any argument type is a `ControlOp`; it runs with what `args` parsed. */
+  handler(args: A): Promise<unknown>;
   /**
    * It only reads (lists, shows, exports): the admin API then leaves it out of the audit log,
    * which the Dashboard's polling pages would otherwise fill. SDK 1.2.
@@ -262,12 +269,13 @@ export interface HostCallContext {
   trace?: TraceContext | undefined;
 }
 
-export interface HostCall<A = any> {
+export interface HostCall<A = unknown> {
   /** Operation name as the SDK sends it, e.g. `pubsub.publish`. */
   op: string;
   /** Checked on the host side before the handler runs. */
   args: z.ZodType<A>;
-  handler: (args: A, ctx: HostCallContext) => Promise<unknown>;
+  /** A method, so that a call of any argument type is a `HostCall`; it runs with what `args` parsed. */
+  handler(args: A, ctx: HostCallContext): Promise<unknown>;
 }
 
 /** Config data before validation, as YAML gives it (after `${ENV}` substitution). */

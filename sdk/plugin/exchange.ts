@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Channel } from '../../kernel/config/schema.ts';
+import type { Channel } from './config.ts';
 import type { AuthInfo } from './extensions.ts';
 import type { TraceContext } from '../internal/invoke-request.ts';
 

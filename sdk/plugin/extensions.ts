@@ -10,21 +10,21 @@
  */
 
 /** Top-level config sections that plugins own; each is present once its plugin is enabled. */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+// biome-ignore lint/suspicious/noEmptyInterface: empty until plugins extend it by declaration merging
 export interface ConfigSections {}
 
 /**
  * Keys plugins add to every `channel_rest[]` entry, declared optional: a key exists only while
  * its plugin is enabled.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+// biome-ignore lint/suspicious/noEmptyInterface: empty until plugins extend it by declaration merging
 export interface ChannelFields {}
 
 /**
  * Keys plugins add to the `server` section (Contributions.serverFields), e.g. the admin
  * listener's `server.admin`; declared optional: a key exists only while its plugin is enabled.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+// biome-ignore lint/suspicious/noEmptyInterface: empty until plugins extend it by declaration merging
 export interface ServerFields {}
 
 /** Who a security plugin recognised (exchange.auth). The service sees it as `ctx.user`. */

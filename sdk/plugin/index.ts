@@ -32,18 +32,17 @@ export type {
   PluginRoute,
   RawConfig,
 } from './contract.ts';
-export { HOOK_NAMES, type HookName } from '../../kernel/hooks.ts';
+export { HOOK_NAMES, type HookName } from './hooks.ts';
 export type { Exchange, ResponseDraft, UploadedFile } from './exchange.ts';
 export type { AuthInfo, ChannelFields, ConfigSections, ServerFields } from './extensions.ts';
-export { ERRORS, IssuesError, SvcError, errorBody, type ErrorCode, type FieldIssue } from '../../kernel/errors.ts';
+export { ERRORS, IssuesError, SvcError, errorBody, type ErrorCode, type FieldIssue } from './errors.ts';
 export { clientErrorReply, listenerTimeouts, type ClientErrorLog } from './client-error.ts';
-export type { Channel, HttpMethod, SecurityEntry, SvcConfig } from '../../kernel/config/schema.ts';
-export { HTTP_METHODS, securityNameSchema } from '../../kernel/config/schema.ts';
+export type { Channel, HttpMethod, SecurityEntry, ServerConfig, SvcConfig } from './config.ts';
+export { HTTP_METHODS, securityNameSchema } from './config.ts';
 export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy } from './store.ts';
 export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueViolation, redactStoreUrl, sqlTypes } from './store.ts';
-export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, ServiceMeta, TraceContext } from '../../kernel/sandbox/protocol.ts';
-export type { SandboxStats } from '../../kernel/sandbox/runner.ts';
-export { systemClock, type Clock } from '../../kernel/platform/clock.ts';
+export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, SandboxStats, ServiceMeta, TraceContext } from './protocol.ts';
+export { systemClock, type Clock } from './clock.ts';
 export { ZoneTime, isTimeZone } from './zone.ts';
 export type { DurableAttempt, DurableEvents, DurableListener, DurableQueueSettings, DurableSettlement, EventOutcome, EventSourceInfo, SourceEvent } from './events.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
@@ -70,4 +69,4 @@ export {
   type ScryptParams,
 } from './secret-hash.ts';
 /** YAML text → plain data with `${NAME}` substituted, exactly as the config file is read (`svc import`). */
-export { ConfigError, readSource as readConfigSource } from '../../kernel/config/store.ts';
+export { ConfigError, readSource as readConfigSource } from './config-source.ts';

@@ -7,9 +7,13 @@ import { describe, expect, it } from 'vitest';
  * Plugins are written against the plugin SDK: no file under plugins/ imports kernel/, and a
  * plugin imports another plugin's files only through its family's declared shared module
  * (plugins/<family>/shared/) or the bundled plugins' contracts (plugins/capabilities.ts).
+ * The SDKs depend on nothing of the kernel: no file under sdk/ imports kernel/ (the kernel
+ * imports the contract from sdk/plugin/, never the other way round).
  */
 const ROOT = resolve(fileURLToPath(new URL('../../', import.meta.url)));
 const PLUGINS = join(ROOT, 'plugins');
+const SDK = join(ROOT, 'sdk');
+const KERNEL = join(ROOT, 'kernel');
 
 /**
  * Imports that break the rule today, each to be removed (the test fails when one is fixed and
@@ -51,15 +55,38 @@ function violations(): { kernel: string[]; crossing: string[] } {
       if (!spec.startsWith('.')) continue; // packages (zod, undici, …)
       const target = resolve(dirname(file), spec);
       const edge = `${relative(ROOT, file)} -> ${relative(ROOT, target)}`;
-      if (inside(target, join(ROOT, 'kernel'))) kernel.push(edge);
+      if (inside(target, KERNEL)) kernel.push(edge);
       else if (inside(target, join(ROOT, 'sdk', 'internal'))) kernel.push(edge);
-      else if (inside(target, join(ROOT, 'sdk'))) continue;
+      else if (inside(target, SDK)) continue;
       else if (inside(target, unit) || inside(target, join(family, 'shared')) || target === join(PLUGINS, 'capabilities.ts')) continue;
       else crossing.push(edge);
     }
   }
   return { kernel, crossing };
 }
+
+/** Imports from a file under sdk/ that reach kernel/. */
+function sdkIntoKernel(): string[] {
+  const edges: string[] = [];
+  for (const file of tsFiles(SDK)) {
+    for (const spec of importsOf(file)) {
+      if (spec.startsWith('.') && inside(resolve(dirname(file), spec), KERNEL)) edges.push(`${relative(ROOT, file)} -> ${spec}`);
+    }
+  }
+  return edges;
+}
+
+describe('the SDKs import nothing of the kernel', () => {
+  it('no file under sdk/ imports kernel/', () => {
+    expect(sdkIntoKernel()).toEqual([]);
+  });
+
+  it('the rule sees the SDK files and their imports (a scan that finds nothing proves nothing)', () => {
+    const files = tsFiles(SDK);
+    expect(files.some((f) => f.endsWith(join('sdk', 'plugin', 'contract.ts')))).toBe(true);
+    expect(files.flatMap(importsOf).filter((s) => s.startsWith('.')).length).toBeGreaterThan(20);
+  });
+});
 
 describe('plugins import only the plugin SDK and their family', () => {
   const found = violations();

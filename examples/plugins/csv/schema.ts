@@ -31,6 +31,12 @@ export const csvChannelSchema = z
 
 export type CsvSettings = z.infer<typeof csvChannelSchema>;
 
+declare module 'svc/sdk/plugin' {
+  interface ChannelFields {
+    csv?: CsvSettings;
+  }
+}
+
 /** The plugin's own options (`plugins.csv.config`): none yet. */
 export const csvOptionsSchema = z.object({}).strict().default({}).describe('The csv plugin has no options of its own; settings are per channel under `csv:`.');
 

@@ -28,7 +28,7 @@ export class AdminAuth {
 
   constructor(
     private readonly kernel: KernelApi,
-    private readonly options: () => AdminOptions,
+    options: () => AdminOptions,
   ) {
     this.sessions = new Sessions(kernel.clock, () => options().session_ttl_minutes * 60_000);
     this.throttle = new LoginThrottle(kernel.clock, () => options().login_failures_per_minute);

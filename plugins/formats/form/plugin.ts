@@ -15,6 +15,12 @@ export const formChannelSchema = z
   })
   .strict();
 
+declare module '../../../sdk/plugin/extensions.ts' {
+  interface ChannelFields {
+    form?: z.output<typeof formChannelSchema>;
+  }
+}
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function checkSettingsPlacement(config: SvcConfig): ConfigIssue[] {

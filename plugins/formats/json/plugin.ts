@@ -18,6 +18,12 @@ export const jsonChannelSchema = z
   })
   .strict();
 
+declare module '../../../sdk/plugin/extensions.ts' {
+  interface ChannelFields {
+    json?: z.output<typeof jsonChannelSchema>;
+  }
+}
+
 function checkSettingsPlacement(config: SvcConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   config.channel_rest.forEach((ch, i) => {

@@ -22,6 +22,12 @@ export const multipartChannelSchema = z
   })
   .strict();
 
+declare module '../../../sdk/plugin/extensions.ts' {
+  interface ChannelFields {
+    multipart?: z.output<typeof multipartChannelSchema>;
+  }
+}
+
 function limitsOf(settings: z.infer<typeof multipartChannelSchema>): MultipartLimits {
   return {
     maxFileBytes: settings.max_file_bytes,

@@ -21,7 +21,7 @@ export function addField(fields: Fields, rawName: string, value: string): void {
   const list = rawName.endsWith('[]');
   const name = list ? rawName.slice(0, -2) : rawName;
   if (FORBIDDEN.has(name)) throw new FieldNameError(`the field name ${JSON.stringify(name)} is not allowed`);
-  const current = Object.prototype.hasOwnProperty.call(fields, name) ? fields[name] : undefined;
+  const current = Object.hasOwn(fields, name) ? fields[name] : undefined;
   if (current === undefined) fields[name] = list ? [value] : value;
   else if (Array.isArray(current)) current.push(value);
   else fields[name] = [current, value];

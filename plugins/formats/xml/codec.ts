@@ -55,9 +55,7 @@ export class XmlError extends Error {
 
 export type XmlPayload = Record<string, unknown> & { '#root': string };
 
-export interface XmlReader {
-  (text: string): XmlPayload;
-}
+export type XmlReader = (text: string) => XmlPayload;
 
 // `<!DOCTYPE` in any case: covers external entities (XXE) and entity expansion bombs at once.
 const DOCTYPE = /<!DOCTYPE/i;

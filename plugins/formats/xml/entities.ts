@@ -40,7 +40,7 @@ export class StrictEntityDecoder {
     return text.replace(REFERENCE, (whole: string, name: string) => {
       if (++this.count > this.maxReferences) throw new XmlRejected(`more than ${this.maxReferences} entity and character references`);
       const predefined = PREDEFINED[name];
-      if (predefined !== undefined && Object.prototype.hasOwnProperty.call(PREDEFINED, name)) return predefined;
+      if (predefined !== undefined && Object.hasOwn(PREDEFINED, name)) return predefined;
       if (name.charCodeAt(0) === 35 /* # */) {
         const hex = name[1] === 'x';
         const digits = name.slice(hex ? 2 : 1);

@@ -33,6 +33,12 @@ export const xmlChannelSchema = z
   })
   .strict();
 
+declare module '../../../sdk/plugin/extensions.ts' {
+  interface ChannelFields {
+    xml?: z.output<typeof xmlChannelSchema>;
+  }
+}
+
 function hasContentType(r: ResponseDraft): boolean {
   if (r.contentType) return true;
   for (const name in r.headers) if (name.toLowerCase() === 'content-type') return true;

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { Capabilities } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import { definePlugin, type CliCommand, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';

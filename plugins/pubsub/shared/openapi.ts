@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { jsonSchemaOf, openApiDocument, type OpenApiFragment } from '../../../sdk/plugin/index.ts';
 import { statusLine } from './http.ts';
 

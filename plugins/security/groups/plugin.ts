@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { definePlugin } from '../../../sdk/plugin/index.ts';
 import { authenticator, type AcceptedCredential } from '../shared/authenticator.ts';
 import { scopeOf } from '../shared/credential-book.ts';
-import { MEMBER_TYPES, VERIFIER_CAPABILITY, type CredentialVerifier } from '../shared/verifier.ts';
+import { MEMBER_TYPES, VERIFIER_CAPABILITY } from '../shared/verifier.ts';
 import { groupsOf, groupsSectionSchema, membersByType, validateGroups } from './schema.ts';
 
 /**

@@ -23,7 +23,7 @@ const api = definePlugin({
       name: 'status',
       method: 'POST',
       url: '/_status/echo',
-      channel: { security: 'ops', data_format: 'json', rate_limiting: [{ time_range: [{ is_all_day: true, limit: 2, limit_unit: 'day' }] }] },
+      channel: { security: 'ops', data_format: 'json', rate_limiting: [{ cidr_list: [], per_client: false, time_range: [{ is_all_day: true, disabled: false, disallowed: false, limit: 2, limit_unit: 'day' }] }] },
       handler: (ex) => ex.reply(200, { you: ex.auth?.username, sent: ex.payload }),
       onError: shape,
     });

@@ -11,7 +11,6 @@ import { waitFor } from '../../helpers/wait.ts';
  */
 
 const MAX_TIMEOUT_MS = 1_000;
-const WEDGE_MARGIN_MS = 5_000;
 const config = `
 server: { sandbox: { workers: 1, timeout_ms: 500, max_timeout_ms: ${MAX_TIMEOUT_MS} } }
 channel_rest:

@@ -8,7 +8,7 @@ import type { HookFn, KernelApi, Plugin } from '../../../kernel/plugin.ts';
  * behaviour over HTTP is covered by e2e.test.ts.
  */
 
-export function channelOf(dataFormat: string, extra: Record<string, unknown> = {}): Channel {
+export function channelOf(dataFormat: string, extra: Partial<Channel> = {}): Channel {
   return {
     name: 'c',
     url_path: '/c',
@@ -18,7 +18,7 @@ export function channelOf(dataFormat: string, extra: Record<string, unknown> = {
     url_params_pri: 'qs_over_path',
     params_pri: 'url_over_msg',
     ...extra,
-  } as Channel;
+  };
 }
 
 export interface TestExchange extends Exchange {

@@ -38,7 +38,7 @@ export function parseExposition(text: string): Sample[] {
 }
 
 /** The value of the sample with this name and exactly these labels; 0 when the series does not exist (yet). */
-export function valueOf(samples: readonly Sample[], name: string, labels: Record<string, string> = {}): number {
+export function sampleValue(samples: readonly Sample[], name: string, labels: Record<string, string> = {}): number {
   const want = Object.entries(labels);
   const found = samples.filter((s) => s.name === name && Object.keys(s.labels).length === want.length && want.every(([k, v]) => s.labels[k] === v));
   if (found.length > 1) throw new Error(`${name} ${JSON.stringify(labels)}: ${found.length} samples`);

@@ -1,4 +1,4 @@
-import { type CorpusCase } from './types.ts';
+import type { CorpusCase } from './types.ts';
 
 const NOT_DEPLOYED = /not deployed/i;
 const LIMITS = 'limits: { timeoutMs: 500, memoryMb: 32 }';

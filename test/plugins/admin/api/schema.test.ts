@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readSource, validate } from '../../../../kernel/config/store.ts';
-import { ConfigError } from '../../../../kernel/config/errors.ts';
+import { ConfigError } from '../../../../kernel/config/store.ts';
 import { findBundledPluginFiles, loadPlugins } from '../../../../kernel/plugin-loader.ts';
 import type { KernelApi, Plugin } from '../../../../kernel/plugin.ts';
 import { configSectionSchemas } from '../../../../kernel/config/compose.ts';

@@ -30,7 +30,7 @@ const SINGLE_BYTE = /^(?:8859\/1|ASCII)$/;
 /** Delimiters: a field separator and four distinct encoding characters, none alphanumeric (nor `/`, which 8859/1 holds). */
 const delimiters = fc
   .uniqueArray(fc.constantFrom(...'|^~\\&#!$*+:;=?@_{}'.split('')), { minLength: 5, maxLength: 5 })
-  .map(([field, component, repetition, escape, subcomponent]) => ({ field: field!, encoding: component! + repetition! + escape! + subcomponent! }));
+  .map(([field, component, repetition, escapeChar, subcomponent]) => ({ field: field!, encoding: component! + repetition! + escapeChar! + subcomponent! }));
 
 /** Field text that avoids the delimiters and line breaks (the writer would escape them, changing the bytes). */
 function plainText(forbidden: string, latin1: boolean): fc.Arbitrary<string> {

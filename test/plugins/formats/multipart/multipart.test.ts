@@ -203,7 +203,7 @@ describe('multipart limits and bad bodies', () => {
 });
 
 describe('multipart plugin steps', () => {
-  const channel = channelOf('multipart', { multipart: { max_file_bytes: 10, max_files: 1 } });
+  const channel = channelOf('multipart', { multipart: { max_file_bytes: 10, max_files: 1, max_fields: 100, max_field_bytes: 1024 * 1024, max_total_bytes: 20 * 1024 * 1024 } });
 
   it('taps parse only, and only on multipart channels', async () => {
     expect(await hasStep(multipartPlugin, 'parse', channel)).toBe(true);

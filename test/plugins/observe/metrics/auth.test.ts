@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseExposition, startObserved, valueOf, type ObservedKernel } from '../support.ts';
+import { parseExposition, startObserved, sampleValue, type ObservedKernel } from '../support.ts';
 
 const TOKEN = 'metrics-token-0123456789';
 
@@ -24,7 +24,7 @@ describe('plugins.metrics.config.token', () => {
     const res = await fetch(`${k.admin}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status).toBe(200);
     const samples = parseExposition(await res.text());
-    expect(valueOf(samples, 'svc_sandbox_processes')).toBe(1);
+    expect(sampleValue(samples, 'svc_sandbox_processes')).toBe(1);
     expect(samples.filter((s) => s.name.startsWith('process_') || s.name.startsWith('nodejs_'))).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenServer } from '../../security/bearer-token/token-server.ts';
 import { json, Upstream } from '../../outgoing/rest/upstream.ts';
-import { parseExposition, startObserved, valueOf, type ObservedKernel, type Sample } from '../support.ts';
+import { parseExposition, startObserved, sampleValue, type ObservedKernel, type Sample } from '../support.ts';
 
 /**
  * Prometheus scrapes /metrics on the admin listener; requests of every kind go through real
@@ -87,9 +87,9 @@ describe('GET /metrics on the admin listener', () => {
     expect(r.cid).toMatch(/^[0-9a-f]{22}$/);
     expect(r.text).toContain('# TYPE svc_http_requests_total counter');
     expect(r.text).toContain('# TYPE svc_http_request_duration_seconds histogram');
-    expect(valueOf(r.samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(sampleValue(r.samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(r.samples.some((s) => s.name === 'nodejs_eventloop_lag_seconds')).toBe(true);
-    expect(valueOf(r.samples, 'svc_sandbox_processes')).toBe(1);
+    expect(sampleValue(r.samples, 'svc_sandbox_processes')).toBe(1);
   });
 
   it('is not on the channel listener', async () => {
@@ -98,7 +98,7 @@ describe('GET /metrics on the admin listener', () => {
 
   it('moves every series by what happened between two scrapes', async () => {
     const before = (await scrape()).samples;
-    const delta = (name: string, labels: Record<string, string> = {}) => valueOf(after, name, labels) - valueOf(before, name, labels);
+    const delta = (name: string, labels: Record<string, string> = {}) => sampleValue(after, name, labels) - sampleValue(before, name, labels);
 
     // Requests: ok, a 4xx from the service, a rate-limit denial, a connection the firewall drops.
     for (let i = 0; i < 3; i++) expect(await get('/ok')).toBe(200);
@@ -123,7 +123,7 @@ describe('GET /metrics on the admin listener', () => {
     let after: Sample[] = [];
     await until('the queued event to be dead-lettered', async () => {
       after = (await scrape()).samples;
-      return valueOf(after, 'svc_queue_dead_letters', { queue: 'queued' }) === 1;
+      return sampleValue(after, 'svc_queue_dead_letters', { queue: 'queued' }) === 1;
     });
 
     expect(delta('svc_http_requests_total', { channel: 'ok', status: '200' })).toBe(3);
@@ -154,17 +154,17 @@ describe('GET /metrics on the admin listener', () => {
     expect(delta('svc_sandbox_calls_total', { service: 'refuse', outcome: 'error' })).toBe(1);
     expect(delta('svc_sandbox_isolate_rebuilds_total', { service: 'spin' })).toBe(1);
     expect(delta('svc_sandbox_process_restarts_total')).toBe(3);
-    expect(valueOf(after, 'svc_sandbox_quarantined_services')).toBe(1);
-    expect(valueOf(after, 'svc_sandbox_processes')).toBe(1);
+    expect(sampleValue(after, 'svc_sandbox_quarantined_services')).toBe(1);
+    expect(sampleValue(after, 'svc_sandbox_processes')).toBe(1);
 
-    expect(valueOf(after, 'svc_queue_depth', { queue: 'queued' })).toBe(0);
+    expect(sampleValue(after, 'svc_queue_depth', { queue: 'queued' })).toBe(0);
     expect(delta('svc_queue_dead_letters', { queue: 'queued' })).toBe(1);
 
     expect(delta('svc_outgoing_requests_total', { connection: 'api', status: '200' })).toBe(1);
     expect(delta('svc_oauth_token_requests_total', { security: 'api-oauth', outcome: 'ok' })).toBe(1);
     expect(tokens.calls).toHaveLength(1);
 
-    expect(valueOf(after, 'svc_pubsub_subscription_depth', { endpoint: 'ep.alice', topic: '/orders/new' })).toBe(1);
+    expect(sampleValue(after, 'svc_pubsub_subscription_depth', { endpoint: 'ep.alice', topic: '/orders/new' })).toBe(1);
   }, 60_000);
 
   it('counts the scrapes themselves nowhere: the admin listener is not a channel', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { DEFAULT_BUCKETS, metricsOptionsSchema } from '../../../../plugins/observe/metrics/schema.ts';
 
 function undescribed(schema: z.ZodObject): string[] {

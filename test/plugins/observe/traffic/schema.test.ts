@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { recentArgsSchema, statsArgsSchema, trafficOptionsSchema } from '../../../../plugins/observe/traffic/schema.ts';
 
 /** Every field of an object schema carries a description (the Dashboard shows it as help). */

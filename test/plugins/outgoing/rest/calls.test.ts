@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
 import { json, Upstream } from './upstream.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { maskSubKey, messagesArgs, subscribeArgs, subscriptionId, subscriptionsArgs, unsubscribeArgs } from '../../../../plugins/pubsub/engine/control.ts';
 import { newSubKey } from '../../../../plugins/pubsub/engine/ids.ts';
 

@@ -139,6 +139,7 @@ describe('variant A publish', () => {
   it('poisoning keys are refused as on a json channel, however they are spelled', async () => {
     for (const body of [
       String.raw`{"data": {"a": 1, "\u005f_proto__": {"admin": true}}}`,
+      // biome-ignore lint/complexity/noUselessStringRaw: raw like the others of the list
       String.raw`{"data": {"__proto__": {"admin": true}}}`,
       String.raw`{"data": {"b": {"constructor": {"\u0070rototype": {}}, "c": 2}}}`,
       String.raw`{"data": {"d": [{"\u0063onstructor": {"prototype": 1}, "e": 3}]}}`,

@@ -153,7 +153,7 @@ const stepArb = fc.record({
 
 /** The client address text the spec's item 6 names: the first non-empty of the headers' first hops, else the peer. */
 function clientText(req: RequestSpec): string {
-  const first = (h: string | undefined) => h?.trim().split(',')[0]!.trim() || undefined;
+  const first = (h: string | undefined) => h?.trim().split(',')[0]?.trim() || undefined;
   return first(req.svc) ?? first(req.xff) ?? '127.0.0.1';
 }
 

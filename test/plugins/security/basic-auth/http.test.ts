@@ -132,7 +132,7 @@ describe('Basic Auth secret rotation', () => {
       expectUnauthorized(await crm('crm-secret'), CHALLENGE);
 
       // A reloaded config whose password value is unchanged does not bring the old password back.
-      const sameValue = CONFIG.replace('\${CRM_PASSWORD}', 'crm-secret').replace('url_path: /open', 'url_path: /open2');
+      const sameValue = CONFIG.replace('${CRM_PASSWORD}', 'crm-secret').replace('url_path: /open', 'url_path: /open2');
       expect(await k.writeConfig(sameValue)).toBe(true);
       expect((await crm('rotated: secret')).statusCode).toBe(200);
 

@@ -1,0 +1,88 @@
+import { z } from 'zod';
+import type { HttpMethod } from '../http.ts';
+import type { ChannelFields, ConfigSections, ServerFields } from './extensions.ts';
+
+/**
+ * The validated config as plugins read it. These are declarations: the kernel's zod schema
+ * (kernel/config/schema.ts, which also describes every field for docs/configuration.md) is
+ * checked at compile time to produce exactly these shapes, so the two cannot drift.
+ */
+
+export { HTTP_METHODS, type HttpMethod } from '../http.ts';
+
+/** `server.sandbox`: the sandbox processes and the limits of service calls. */
+export interface SandboxConfig {
+  workers: number;
+  memory_mb: number;
+  max_memory_mb: number;
+  timeout_ms: number;
+  max_timeout_ms: number;
+  max_output_bytes: number;
+  spill_at: number;
+  idle_ms: number;
+  recycle_idle_ms: number;
+  recycle_above_mb: number;
+}
+
+/** The kernel's keys of the `server` section. */
+export interface ServerBase {
+  host: string;
+  port: number;
+  data_dir: string;
+  store?: string | undefined;
+  services_dir: string;
+  timezone: string;
+  trusted_proxies?: string[] | undefined;
+  log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  body_limit: number;
+  step_timeout_ms: number;
+  request_timeout_ms: number;
+  drain_timeout_ms: number;
+  sandbox: SandboxConfig;
+}
+
+/** The server section: the kernel's keys plus those plugins contribute (typed in ServerFields). */
+export type ServerConfig = ServerBase & ServerFields;
+
+/** `plugins.<name>`: true/false, or its settings. */
+export type PluginEntry = boolean | { enabled: boolean; module?: string | undefined; config?: unknown };
+export type PluginsConfig = Record<string, PluginEntry>;
+
+/** The kernel's keys of a `channel_rest[]` entry. */
+export interface ChannelBase {
+  name: string;
+  url_path: string;
+  service: string;
+  method?: HttpMethod | undefined;
+  data_format: string;
+  security: string;
+  url_params_pri: 'qs_over_path' | 'path_over_qs';
+  params_pri: 'url_over_msg' | 'msg_over_url';
+  body_limit?: number | undefined;
+}
+
+/**
+ * A channel as plugins see it: the kernel's keys plus those plugins contribute, each declared by
+ * its plugin in ChannelFields (sdk/plugin/extensions.ts), so reading one needs no cast.
+ */
+export type Channel = ChannelBase & ChannelFields;
+
+/** Names of security definitions and groups; `@...` is kept for targets plugins define for their own routes. */
+export const securityNameSchema = z
+  .string()
+  .min(1)
+  .refine((n) => !n.startsWith('@'), "must not start with '@' (reserved for plugin routes)");
+
+/** A `security[]` entry: its name and type, and the keys of its type (each security plugin's schema). */
+export type SecurityEntry = { name: string; type: string } & Record<string, unknown>;
+
+/** The kernel's own sections of the validated config. */
+export interface KernelConfig {
+  server: ServerConfig;
+  plugins: PluginsConfig;
+  security: SecurityEntry[];
+  channel_rest: Channel[];
+}
+
+/** The validated config as the kernel and plugins read it: the kernel's sections and the enabled plugins'. */
+export type SvcConfig = KernelConfig & ConfigSections;
