@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, extname, join, relative, resolve } from 'node:path';
 import pino from 'pino';
-import { compileModel, type InputChecker } from '../../kernel/model.ts';
+import { compileModel, type InputChecker } from '../../kernel/services/model.ts';
 import { sandboxSchema } from '../../kernel/config/schema.ts';
 import { SvcError } from '../../kernel/errors.ts';
 import { startServiceRunner, type ServiceRunner } from '../../kernel/sandbox/runner.ts';

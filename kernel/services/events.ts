@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { SvcError } from '../errors.ts';
 import type { EventOutcome, SourceEvent } from '../../sdk/plugin/events.ts';
 import type { DeliveryInfo, InvokeRequest, InvokeResult } from '../sandbox/protocol.ts';
-import type { InputChecker } from '../model.ts';
+import type { InputChecker } from './model.ts';
 
 /**
  * The one path of events that do not come from an HTTP request (event sources, the Use queue):

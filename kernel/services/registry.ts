@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { ServiceRunner } from '../sandbox/runner.ts';
 import type { ServiceMeta } from '../sandbox/protocol.ts';
 import type { DeployOutcome } from '../sandbox/runner.ts';
-import { compileModel, type InputChecker } from '../model.ts';
+import { compileModel, type InputChecker } from './model.ts';
 
 /** A deployed service as the kernel sees it: what it declares, and its compiled input checker. */
 export interface DeployedService {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileModel } from '../../kernel/model.ts';
+import { compileModel } from '../../../kernel/services/model.ts';
 
 const check = compileModel({
   name: { type: 'string', required: true },

@@ -1,4 +1,4 @@
-import type { FieldDescriptor } from './sandbox/protocol.ts';
+import type { FieldDescriptor } from '../sandbox/protocol.ts';
 
 /**
  * Checks a request's input against a service's typed model, before the service runs.
