@@ -6,27 +6,31 @@ import type { FieldDescriptor } from '../sandbox/protocol.ts';
  * declared type; values from a JSON payload must already have it. Defaults fill absent optional fields.
  * Returns the problem (naming the field) or undefined.
  */
-export type InputChecker = (input: Record<string, unknown>, textKeys: ReadonlySet<string>) => string | undefined;
+export type InputChecker = (input: Record<string, unknown>, textKeys: ReadonlySet<string>, issues?: Array<{ field: string; message: string }>) => string | undefined;
 
+/** With `issues`, the checker goes on past the first problem and lists every field's there; it returns the first either way. */
 export function compileModel(model: Record<string, FieldDescriptor> | null): InputChecker | undefined {
   if (!model) return undefined;
   const fields = Object.entries(model);
-  return function checkInput(input, textKeys) {
+  return function checkInput(input, textKeys, issues) {
+    let first: string | undefined;
     for (const [name, field] of fields) {
       let value = input[name];
+      let problem: string | undefined;
       if (value === undefined || value === null) {
-        if (field.required) return `missing required field '${name}'`;
-        if (field.default !== undefined) input[name] = structuredClone(field.default);
-        continue;
+        if (field.required) problem = `missing required field '${name}'`;
+        else if (field.default !== undefined) input[name] = structuredClone(field.default);
+      } else {
+        // Text that does not convert stays text, and fails the type check below.
+        if (textKeys.has(name) && typeof value === 'string' && (value = fromText(value, field.type)) !== INVALID) input[name] = value;
+        if (value === INVALID || !hasType(value, field.type)) problem = `field '${name}' must be ${article(field.type)}`;
       }
-      if (textKeys.has(name) && typeof value === 'string') {
-        const converted = fromText(value, field.type);
-        if (converted === INVALID) return `field '${name}' must be ${article(field.type)}`;
-        input[name] = value = converted;
-      }
-      if (!hasType(value, field.type)) return `field '${name}' must be ${article(field.type)}`;
+      if (problem === undefined) continue;
+      if (!issues) return problem;
+      issues.push({ field: name, message: problem });
+      first ??= problem;
     }
-    return undefined;
+    return first;
   };
 }
 

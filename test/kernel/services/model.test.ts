@@ -43,4 +43,20 @@ describe('typed input models', () => {
     expect(check({ name: 'x', on: 'yes' }, new Set(['on']))).toBe("field 'on' must be a boolean");
     expect(check({ name: 'x', ratio: '' }, new Set(['ratio']))).toBe("field 'ratio' must be a number");
   });
+
+  it('lists every field’s problem when asked for issues, and returns the first', () => {
+    const issues: Array<{ field: string; message: string }> = [];
+    const input: Record<string, unknown> = { n: '4x', on: 'yes', ratio: 2 };
+    expect(check(input, new Set(['n']), issues)).toBe("missing required field 'name'");
+    expect(issues).toEqual([
+      { field: 'name', message: "missing required field 'name'" },
+      { field: 'n', message: "field 'n' must be an integer" },
+      { field: 'on', message: "field 'on' must be a boolean" },
+    ]);
+    // Fields past a problem are still filled and converted, as they would be alone.
+    expect(input).toMatchObject({ n: '4x', tags: [] });
+    const none: Array<{ field: string; message: string }> = [];
+    expect(check({ name: 'x' }, new Set(), none)).toBeUndefined();
+    expect(none).toEqual([]);
+  });
 });
