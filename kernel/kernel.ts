@@ -24,6 +24,7 @@ import { invokeRequestOf } from './sandbox/request.ts';
 import { eventRunner, requestOfEvent } from './services/events.ts';
 import { checkTrustedProxies, trustedProxies, type PeerFilter } from './http/client-address.ts';
 import { HostCalls } from './services/host-calls.ts';
+import { invokeCall } from './services/invoke.ts';
 import { ControlServer } from './control.ts';
 import { deliveryProblem, type InvokeRequest, type InvokeResult } from './sandbox/protocol.ts';
 import { SvcError } from './errors.ts';
@@ -88,7 +89,7 @@ export class Kernel {
     readonly clock: Clock,
     monotonic: Clock,
     readonly dataDir: string,
-    hostCalls: HostCalls,
+    private readonly hostCalls: HostCalls,
     env: NodeJS.ProcessEnv,
   ) {
     // biome-ignore lint/complexity/noUselessThisAlias: the API's closures read as what they reach, the kernel
@@ -146,9 +147,9 @@ export class Kernel {
     const pool = await startServiceRunner(
       {
         processes: sb.workers,
-        caps: { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes, idleMs: sb.idle_ms, recycle: sb.recycle_idle_ms > 0 ? { idleMs: sb.recycle_idle_ms, aboveMb: sb.recycle_above_mb } : undefined },
+        caps: { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes, idleMs: sb.idle_ms, maxCallsPerIsolate: sb.max_calls_per_isolate, recycle: sb.recycle_idle_ms > 0 ? { idleMs: sb.recycle_idle_ms, aboveMb: sb.recycle_above_mb } : undefined },
         log,
-        hostCall: (op, argsJson, invocation) => hostCalls.run(op, argsJson, invocation),
+        hostCall: (op, argsJson, invocation, caller) => hostCalls.run(op, argsJson, invocation, caller),
         hostCallsDone: (invocation) => hostCalls.finish(invocation),
         clock: opts.monotonic,
       },
@@ -173,6 +174,7 @@ export class Kernel {
       this.active.push({ plugin, state });
     }
     for (const op of await serviceControls(this.services, () => this.configStore.current(), this.store, this.log)) this.api.addControl(op);
+    this.hostCalls.add(invokeCall(this.services, this.pool, () => this.configStore.current().server, this.log));
     await this.services.start(watch);
     this.configStore.extraCheck = (config) => this.routeIssues(config);
     await this.configStore.settle();

@@ -58,7 +58,7 @@ export interface ResponseControl {
 export interface Context<I = Record<string, unknown>> {
   /** Correlation ID of the request; also in the X-Svc-CID response header. */
   readonly cid: string;
-  /** Name of the channel that received the request (undefined when invoked from a queue or another service). */
+  /** Name of the channel that received the request (undefined when run from a queue or by another service's `invoke`). */
   readonly channel: string | undefined;
   /** Upper-case HTTP method. */
   readonly method: string;
@@ -98,6 +98,12 @@ export interface ServiceDefinition<M extends Model = Model> {
   /** Typed input model: requests that do not match are answered 400 before the service runs. */
   input?: M;
   limits?: ServiceLimits;
+  /**
+   * The services that may run this one with `invoke` and `invokeAll`, by name, or `'*'` for every
+   * service. Absent: no service may (a service behind a secured channel is not reachable around
+   * that channel's security unless it says so). Channels and the queue are not affected.
+   */
+  invokableBy?: '*' | readonly string[];
   /** Generic handler: ignored once any verb handler exists. */
   handle?: Handler<InputOf<M>>;
   GET?: Handler<InputOf<M>>;

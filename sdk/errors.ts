@@ -5,12 +5,26 @@
 export class ServiceError extends Error {
   readonly kind: string;
   readonly status: number;
+  /**
+   * Set when svc raised the error rather than a service: its code in the error catalogue
+   * (docs/errors.md), e.g. `INVOKE_FORBIDDEN` or `SERVICE_TIMEOUT` from `invoke`. Undefined for
+   * an error a service threw, also when it reached another service through `invoke`.
+   */
+  code?: string;
+  /** For an input refused by a service's input model (`invoke`): the problem of each field. */
+  issues?: FieldProblem[];
   constructor(kind: string, status: number, message: string) {
     super(message);
     this.kind = kind;
     this.status = status;
     this.name = kind;
   }
+}
+
+/** One field of an input that does not match a service's input model. */
+export interface FieldProblem {
+  field: string;
+  message: string;
 }
 
 export class BadRequest extends ServiceError {
@@ -54,4 +68,12 @@ export class ServiceUnavailable extends ServiceError {
   constructor(message = 'Service unavailable') {
     super('ServiceUnavailable', 503, message);
   }
+}
+
+const CLASSES: Record<string, new (message?: string) => ServiceError> = { BadRequest, Unauthorized, Forbidden, NotFound, Conflict, BadGateway, GatewayTimeout, ServiceUnavailable };
+
+/** The SDK error of a kind as it crossed a boundary (a host call's answer, a result): its own class when it has one. */
+export function errorOfKind(kind: string, status: number, message: string): ServiceError {
+  const Class = CLASSES[kind];
+  return Class ? new Class(message) : new ServiceError(kind, status, message);
 }

@@ -59,9 +59,18 @@ export const sandboxSchema = z
         'A sandbox process that had no call for this long, and is resident above recycle_above_mb, is replaced by a fresh one: the memory a load made it take (kept by the C allocator after the load) goes back to the system. The fresh one deploys every service first; calls go to the old one until then. 0 never replaces one. Linux only (read from /proc).',
       ),
     recycle_above_mb: z.number().int().min(1).default(64).describe('Resident memory (RSS), in MB, above which an idle sandbox process is replaced (see recycle_idle_ms).'),
+    max_calls_per_isolate: z
+      .number()
+      .int()
+      .min(1)
+      .max(65_536)
+      .default(2048)
+      .describe(
+        "Calls one service's isolate holds at once, those waiting on an outgoing call or on a service they invoked included; more wait in the sandbox process, outside the isolate's heap. Counted per invoke depth (calls from channels, calls they invoke, and so on), so callers waiting on callees never take the room the callees need. At most 128 of them run code at a time.",
+      ),
   })
   .strict()
-  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128, idle_ms: 30_000, recycle_idle_ms: 60_000, recycle_above_mb: 64 });
+  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128, idle_ms: 30_000, recycle_idle_ms: 60_000, recycle_above_mb: 64, max_calls_per_isolate: 2048 });
 
 export const serverSchema = z
   .object({
@@ -113,6 +122,15 @@ export const serverSchema = z
       .default(10_000)
       .describe(
         'Shutdown deadline (SIGTERM or SIGINT), in ms: how long requests in flight and queued work that runs get to finish before the process exits 1, logging what it cut (docs/operations.md).',
+      ),
+    invoke_max_depth: z
+      .number()
+      .int()
+      .min(1)
+      .max(32)
+      .default(8)
+      .describe(
+        "How deep services may invoke each other (the SDK's invoke): a service a channel or the queue runs is at depth 0, one it invokes at 1; an invoke past this depth is refused with INVOKE_DEPTH.",
       ),
     sandbox: sandboxSchema,
   })

@@ -30,7 +30,25 @@ export interface RecyclePolicy {
 }
 
 /** Answers a host call the sandbox forwarded; resolves with the reply envelope as JSON, never rejects. */
-export type HostCallHandler = (op: string, argsJson: string, invocation: InvokeRequest) => Promise<string>;
+export type HostCallHandler = (op: string, argsJson: string, invocation: InvokeRequest, caller: HostCaller) => Promise<string>;
+
+/** The call a host call came from, as the pool knows it (nothing here comes from the sandbox). */
+export interface HostCaller {
+  /** The pool's id of the call: what a call it starts names as its caller (NestedCall.caller). */
+  id: number;
+  /** How long the call has left before its time limit, ms (never more than the sandbox gives it). */
+  remainingMs: number;
+}
+
+/** A call one service makes of another (`invoke`), as the pool runs it. */
+export interface NestedCall {
+  /** The calling call's id (HostCaller.id): the call runs in another sandbox process when there is one. */
+  caller: number;
+  /** Its time limit, when below its service's own. */
+  timeoutMs: number;
+  /** Its depth in the invoke chain, 1 or more. */
+  depth: number;
+}
 
 /** A call is answered by this long after its service's time limit, whatever the sandbox does. */
 export const CALL_MARGIN_MS = 500;
@@ -321,7 +339,7 @@ export class SandboxPool {
         const call = worker.inflight.get(message.id);
         if (call) call.calledHost = true;
         const reply = call
-          ? this.hostCall(message.op, body, call.request)
+          ? this.hostCall(message.op, body, call.request, { id: call.id, remainingMs: call.ends - this.clock.now() })
           : Promise.resolve(JSON.stringify({ ok: false, error: { kind: 'Error', status: 500, message: 'request already finished' } }));
         void reply.then((json) => worker.live && worker.send({ t: 'hostreply', id: message.id, seq: message.seq }, json));
         return;
@@ -488,14 +506,20 @@ export class SandboxPool {
     }
   }
 
-  invoke(request: InvokeRequest): Promise<InvokeResult> {
+  invoke(request: InvokeRequest, nested?: NestedCall): Promise<InvokeResult> {
     if (this.quarantined.has(request.service)) return this.refuse(request, 'SERVICE_QUARANTINED');
     if (this.closing) return this.refuse(request, 'SERVICE_UNAVAILABLE');
-    const timeoutMs = this.services.get(request.service)?.timeoutMs ?? this.caps.defaultTimeoutMs;
+    const own = this.services.get(request.service)?.timeoutMs ?? this.caps.defaultTimeoutMs;
+    const limitMs = nested && nested.timeoutMs < own ? Math.max(1, Math.floor(nested.timeoutMs)) : undefined;
+    // A callee runs away from its caller's process when it can: a crash it causes then costs only its own call.
+    const avoid = nested && this.pending.get(nested.caller)?.worker;
+    const now = this.clock.now();
+    // A limit inherited from the caller is answered by itself, margin or not: the caller's own deadline follows it closely.
+    const ends = now + (limitMs ?? own);
     return new Promise<InvokeResult>((resolve, reject) => {
-      const call: PendingCall = { id: this.nextId++, request, deadline: this.clock.now() + timeoutMs + CALL_MARGIN_MS, worker: undefined, calledHost: false, resolve, reject };
+      const call: PendingCall = { id: this.nextId++, request, ends, deadline: limitMs === undefined ? ends + CALL_MARGIN_MS : ends, worker: undefined, calledHost: false, resolve, reject, depth: nested?.depth ?? 0, limitMs, avoid };
       this.pending.set(call.id, call);
-      const worker = this.route(request.service);
+      const worker = this.route(request.service, avoid);
       if (worker) this.send(worker, call);
       else this.waiting.push(call);
     });
@@ -529,16 +553,16 @@ export class SandboxPool {
    * its name): its calls batch there, into one isolate, and a service that crashes its process
    * takes down only the services at home there. Past `spillAt` calls in flight at home, or when
    * home is down, the least busy other process takes the call. A service on probation runs only
-   * in its own process.
+   * in its own process. `avoid` (a callee's caller's process) is taken only when no other can.
    */
-  private route(service: string): SandboxWorker | undefined {
+  private route(service: string, avoid?: SandboxWorker): SandboxWorker | undefined {
     const probation = this.probation.get(service);
     if (probation) return this.serves(probation.worker, service) ? probation.worker : undefined;
     const home = this.homes[homeIndex(service, this.homes.length)];
-    if (home && home.inflight.size < this.caps.spillAt && this.serves(home, service)) return home;
+    if (home && home !== avoid && home.inflight.size < this.caps.spillAt && this.serves(home, service)) return home;
     let best: SandboxWorker | undefined;
-    for (const w of this.homes) if ((!best || w.inflight.size < best.inflight.size) && this.serves(w, service)) best = w;
-    return best;
+    for (const w of this.homes) if (w !== avoid && (!best || w.inflight.size < best.inflight.size) && this.serves(w, service)) best = w;
+    return best ?? (avoid && this.serves(avoid, service) ? avoid : undefined);
   }
 
   /** Ready, or still replaying but already holding this service's current version. */
@@ -565,7 +589,7 @@ export class SandboxPool {
     worker.owedSince ??= this.clock.now();
     worker.inflight.set(call.id, call);
     // callId goes first so the isolate can route host calls; the rest is the request as it is.
-    worker.sendCall(call.id, call.request.service, `{"callId":${call.id},${json.slice(1)}`, raw);
+    worker.sendCall(call, `{"callId":${call.id},${json.slice(1)}`, raw);
   }
 
   private drainWaiting(): void {
@@ -578,7 +602,7 @@ export class SandboxPool {
         this.settle(call, new SvcError('SERVICE_QUARANTINED'));
         continue;
       }
-      const worker = this.route(call.request.service);
+      const worker = this.route(call.request.service, call.avoid);
       if (worker) this.send(worker, call);
       else this.waiting.push(call);
     }

@@ -65,6 +65,8 @@ export function sandboxEnv(): NodeJS.ProcessEnv {
 export interface PendingCall {
   id: number;
   request: InvokeRequest;
+  /** When its time limit ends, as the kernel counts it (the sandbox starts counting a little later). */
+  ends: number;
   /** When the kernel answers it whatever the sandbox does. */
   deadline: number;
   worker: SandboxWorker | undefined;
@@ -72,6 +74,12 @@ export interface PendingCall {
   calledHost: boolean;
   resolve: (r: InvokeResult) => void;
   reject: (e: unknown) => void;
+  /** Its depth in an invoke chain (0: from a channel or the queue). */
+  depth: number;
+  /** Its own time limit, when below its service's (an invoked call gets at most its caller's remaining time). */
+  limitMs: number | undefined;
+  /** The process its caller runs in (an invoked call): used only when no other can take it. */
+  avoid: SandboxWorker | undefined;
 }
 
 export type DeployKind = 'probe' | 'spread' | 'replay';
@@ -133,9 +141,10 @@ export class SandboxWorker {
     this.wire.send(message, body, raw);
   }
 
-  /** A call's message (`{ t: 'call', id, svc }`), its header written without JSON.stringify. */
-  sendCall(id: number, service: string, body: string, raw: string | undefined): void {
-    this.wire.sendHeaderJson('{"t":"call","id":' + id + ',"svc":' + JSON.stringify(service) + '}', body, raw);
+  /** A call's message (`{ t: 'call', id, svc, d?, ms? }`), its header written without JSON.stringify. */
+  sendCall(call: PendingCall, body: string, raw: string | undefined): void {
+    const nesting = call.depth ? ',"d":' + call.depth + (call.limitMs !== undefined ? ',"ms":' + call.limitMs : '') : '';
+    this.wire.sendHeaderJson('{"t":"call","id":' + call.id + ',"svc":' + JSON.stringify(call.request.service) + nesting + '}', body, raw);
   }
 
   get live(): boolean {

@@ -74,6 +74,7 @@ const serviceMeta = z.object({
   hasGeneric: z.boolean(),
   input: z.record(z.string().max(256), fieldDescriptor).nullable(),
   limits: z.object({ timeoutMs: z.number().positive().optional(), memoryMb: z.number().positive().optional() }),
+  invokableBy: z.array(z.string().min(1).max(256)).max(1000).default([]),
 });
 /** Codes a sandbox process may answer a call with instead of a result envelope. */
 export const SANDBOX_FAILURES = ['SERVICE_TIMEOUT', 'SERVICE_MEMORY_LIMIT', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_DEPLOYED', 'SERVICE_OUTPUT_TOO_LARGE', 'SERVICE_OUTPUT_INVALID'] as const;
@@ -93,7 +94,8 @@ export type KernelMessage =
   | { t: 'init'; caps: SandboxCaps }
   | { t: 'deploy'; did: number; name: string; file: string; memoryMb?: number }
   | { t: 'undeploy'; name: string }
-  | { t: 'call'; id: number; svc: string }
+  /** `d`: how deep in an invoke chain the call is (absent: 0); `ms`: its own time limit when below its service's. */
+  | { t: 'call'; id: number; svc: string; d?: number; ms?: number }
   | { t: 'hostreply'; id: number; seq: number };
 
 /** Limits every sandbox process enforces; the service's own limits are capped by these. */
@@ -105,6 +107,8 @@ export interface SandboxCaps {
   maxOutputBytes: number;
   /** An isolate with no call for this long is dropped and built again on its next call; 0 keeps it. */
   idleMs: number;
+  /** Calls one isolate holds at once at each invoke depth, parked ones included (default 2,048); more wait outside it. */
+  maxCallsPerIsolate?: number;
 }
 
 /** A sandbox → kernel header, checked; undefined when it is not one of the kinds above. */

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../platform/clock.ts';
-import { SandboxPool, type CallInFlight, type DeployOutcome, type HostCallHandler, type PoolCaps } from './pool.ts';
+import { SandboxPool, type CallInFlight, type DeployOutcome, type HostCallHandler, type HostCaller, type NestedCall, type PoolCaps } from './pool.ts';
 import type { InvokeRequest, InvokeResult, SandboxStats } from './protocol.ts';
 
 export type { SandboxStats } from './protocol.ts';
 
-export type { CallInFlight, DeployOutcome, HostCallHandler, PoolCaps };
+export type { CallInFlight, DeployOutcome, HostCallHandler, HostCaller, NestedCall, PoolCaps };
 
 /**
  * All the kernel asks of the sandbox runner. Everything behind it (processes, isolates, the wire,
@@ -19,8 +19,12 @@ export interface ServiceRunner {
    */
   deploy(name: string, file: string, code: string, sourceMap?: string): Promise<DeployOutcome>;
   undeploy(name: string): void;
-  /** Runs one call; resolves the checked result (or a runtime error envelope), rejects with SvcError. */
-  invoke(request: InvokeRequest): Promise<InvokeResult>;
+  /**
+   * Runs one call; resolves the checked result (or a runtime error envelope), rejects with SvcError.
+   * `nested`: a call another call made (`invoke` in the SDK): its depth, its time limit, and its
+   * caller, whose process it avoids.
+   */
+  invoke(request: InvokeRequest, nested?: NestedCall): Promise<InvokeResult>;
   /** Why a service is quarantined, or undefined. */
   quarantineOf(service: string): string | undefined;
   /** Calls not answered yet (what a shutdown past its deadline cuts). */

@@ -22,6 +22,10 @@ interface Instance {
   running: Map<number, Call>;
   /** Calls waiting for a slot: each call holds heap in the isolate, so few run at once. */
   waiting: Queued[];
+  /** Calls another service made with invoke() waiting for a slot: they start before `waiting`. */
+  nested: Queued[];
+  /** Calls it holds (running or parked), by invoke depth: each depth has a share of its own (`maxHeld`). */
+  held: number[];
   /** Running calls that wait on the kernel (an outgoing call, a publish): they use no CPU, so they leave their slot. */
   parked: number;
   flushQueued: boolean;
@@ -55,7 +59,18 @@ interface Queued {
   raw: string | undefined;
 }
 
-interface Call {
+/**
+ * How deep in an invoke chain a call is (0: from a channel or the queue), and its own time limit
+ * when below its service's: its caller's remaining time, which runs from when the call arrived
+ * here, not from when its isolate (perhaps built first) takes it.
+ */
+interface Nesting {
+  depth: number;
+  limitMs: number | undefined;
+  arrived: number;
+}
+
+interface Call extends Nesting {
   id: number;
   service: Deployed;
   instance: Instance | undefined;
@@ -73,9 +88,11 @@ const PRELUDE = `
 `;
 
 /**
- * Calls one isolate runs at once, not counting those parked on the kernel (outgoing calls):
- * more wait here, outside its heap. Parked ones count only against the second, larger cap,
- * so an integration service can have many calls out to slow systems at once.
+ * Calls one isolate runs at once, not counting those parked on the kernel (outgoing calls, a
+ * service they invoked): more wait here, outside its heap. Parked ones count only against the
+ * second, larger cap (`caps.maxCallsPerIsolate`), so an integration service can have many calls
+ * out to slow systems at once. That cap applies per invoke depth: a caller parked on a callee can
+ * never take the room its callee needs (see startWaiting).
  */
 const MAX_CONCURRENT_CALLS = 128;
 const MAX_CALLS_IN_ISOLATE = 2048;
@@ -164,7 +181,7 @@ async function createInstance(svc: Deployed): Promise<{ instance: Instance; meta
     const definition = mod.namespace.getSync('default', { reference: true }) as ivm.Reference<unknown>;
     if (definition.typeof === 'undefined') throw new Error('the service file must `export default service({...})`');
     const metaJson = await register.apply(undefined, [definition.derefInto(), caps.maxOutputBytes], { timeout: EVALUATE_MS });
-    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], parked: 0, flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined, lastUsed: monotonicNow() };
+    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], nested: [], held: [], parked: 0, flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined, lastUsed: monotonicNow() };
     holder.instance = instance;
     return { instance, meta: JSON.parse(metaJson) as Record<string, unknown> };
   } catch (err) {
@@ -232,8 +249,12 @@ function describeCompileError(err: unknown, file: string): string {
 
 /** Disposes an instance once the calls it is running have finished. */
 function retire(instance: Instance): void {
-  if (instance.running.size === 0 && instance.waiting.length === 0) dispose(instance);
+  if (instance.running.size === 0 && !hasQueued(instance)) dispose(instance);
   else instance.disposed = true;
+}
+
+function hasQueued(instance: Instance): boolean {
+  return instance.waiting.length > 0 || instance.nested.length > 0;
 }
 
 function dispose(instance: Instance, reason?: 'timeout'): void {
@@ -247,12 +268,13 @@ function usable(instance: Instance | undefined): instance is Instance {
   return !!instance && !instance.disposed && !instance.isolate.isDisposed;
 }
 
-function call(id: number, name: string, requestJson: string, raw: string | undefined): void {
+function call(id: number, name: string, requestJson: string, raw: string | undefined, nesting: Nesting): void {
   const svc = services.get(name);
   if (!svc) return fail(id, 'SERVICE_NOT_DEPLOYED');
+  // The call's entry first: startOn and rebuild find its depth and limit there.
+  calls.set(id, { id, service: svc, instance: undefined, deadline: Infinity, timedOut: false, awaitingHost: 0, ...nesting });
   if (usable(svc.instance)) return startOn(svc, svc.instance, { id, json: requestJson, raw });
   // The isolate was disposed (time or memory limit): rebuild it off this thread; calls wait.
-  calls.set(id, { id, service: svc, instance: undefined, deadline: Infinity, timedOut: false, awaitingHost: 0 });
   svc.queued.push({ id, json: requestJson, raw });
   if (!svc.building) void rebuild(svc);
 }
@@ -290,10 +312,10 @@ async function rebuild(svc: Deployed): Promise<void> {
 
 function startOn(svc: Deployed, instance: Instance, queued: Queued): void {
   const id = queued.id;
-  instance.waiting.push(queued);
-  const entry = calls.get(id);
+  let entry = calls.get(id);
   if (entry) entry.instance = instance;
-  else calls.set(id, { id, service: svc, instance, deadline: Infinity, timedOut: false, awaitingHost: 0 });
+  else calls.set(id, (entry = { id, service: svc, instance, deadline: Infinity, timedOut: false, awaitingHost: 0, depth: 0, limitMs: undefined, arrived: 0 }));
+  (entry.depth > 0 ? instance.nested : instance.waiting).push(queued);
   cooling.delete(instance);
   instance.idleCpu = undefined;
   if (!instance.flushQueued) {
@@ -302,29 +324,48 @@ function startOn(svc: Deployed, instance: Instance, queued: Queued): void {
   }
 }
 
-/** Hands waiting calls to the isolate in one batch, up to its concurrency cap. */
+/**
+ * Hands waiting calls to the isolate in one batch, up to its concurrency cap (calls running and
+ * not parked) and, per invoke depth, the cap on calls it holds. Calls made by invoke() go first:
+ * each one frees a caller parked on it. A depth's calls count only against that depth's share, and
+ * a call at depth d waits only on calls at depth d + 1, down to the deepest allowed, which invoke
+ * nothing: so callers parked on callees can never hold the room those callees need, however
+ * services invoke each other across requests (A → B in one, B → A in another).
+ */
 function startWaiting(instance: Instance): void {
   instance.flushQueued = false;
-  const room = Math.min(MAX_CONCURRENT_CALLS - (instance.running.size - instance.parked), MAX_CALLS_IN_ISOLATE - instance.running.size);
-  if (room <= 0 || !instance.waiting.length || instance.isolate.isDisposed) return;
-  const batch = instance.waiting.splice(0, room);
+  let room = MAX_CONCURRENT_CALLS - (instance.running.size - instance.parked);
+  if (room <= 0 || !hasQueued(instance) || instance.isolate.isDisposed) return;
+  const maxHeld = caps.maxCallsPerIsolate ?? MAX_CALLS_IN_ISOLATE;
   const now = monotonicNow();
-  instance.lastUsed = now;
   let json = '[';
   // The bodies that crossed apart, in the batch's order: the runtime cuts them by their lengths.
   let raws = '';
   let first = true;
-  for (const item of batch) {
+  /** Starts one call when there is room for it; true when it left the queue (started, or ended meanwhile). */
+  const admit = (item: Queued): boolean => {
     const entry = calls.get(item.id);
-    if (!entry) continue;
-    entry.deadline = now + entry.service.timeoutMs;
+    if (!entry) return true;
+    const held = instance.held[entry.depth] ?? 0;
+    if (room <= 0 || held >= maxHeld) return false;
+    room--;
+    instance.held[entry.depth] = held + 1;
+    const limit = entry.service.timeoutMs;
+    entry.deadline = entry.limitMs !== undefined && entry.limitMs < limit ? entry.arrived + entry.limitMs : now + limit;
     if (entry.deadline > instance.busyUntil) instance.busyUntil = entry.deadline;
     instance.running.set(item.id, entry);
     json += (first ? '' : ',') + item.json;
     if (item.raw !== undefined) raws += item.raw;
     first = false;
-  }
-  if (!first) instance.dispatchMany.applyIgnored(undefined, [json + ']', raws]);
+    return true;
+  };
+  if (instance.nested.length) instance.nested = instance.nested.filter((item) => !admit(item));
+  let started = 0;
+  while (started < instance.waiting.length && admit(instance.waiting[started]!)) started++;
+  if (started) instance.waiting.splice(0, started);
+  if (first) return;
+  instance.lastUsed = now;
+  instance.dispatchMany.applyIgnored(undefined, [json + ']', raws]);
 }
 
 /** Result lines from the isolate's runtime: `<callId>\t<envelope JSON>\n` each. */
@@ -338,6 +379,7 @@ function onResults(instance: Instance | undefined, lines: unknown): void {
     // Only a call this isolate is running can be answered from it, and only once.
     const entry = instance.running.get(id);
     if (!entry || !instance.running.delete(id) || !calls.delete(id)) continue;
+    instance.held[entry.depth]!--;
     if (entry.awaitingHost > 0) instance.parked--;
     const envelope = lines.slice(tab + 1, nl);
     if (envelope.length > caps.maxOutputBytes + 1024) fail(id, 'SERVICE_OUTPUT_TOO_LARGE');
@@ -347,11 +389,11 @@ function onResults(instance: Instance | undefined, lines: unknown): void {
 }
 
 function afterProgress(instance: Instance): void {
-  if (instance.waiting.length && !instance.flushQueued && !instance.isolate.isDisposed) {
+  if (hasQueued(instance) && !instance.flushQueued && !instance.isolate.isDisposed) {
     instance.flushQueued = true;
     process.nextTick(startWaiting, instance);
   }
-  if (instance.running.size === 0 && instance.waiting.length === 0) {
+  if (instance.running.size === 0 && !hasQueued(instance)) {
     if (instance.disposed) dispose(instance);
     else cooling.add(instance);
   }
@@ -359,7 +401,8 @@ function afterProgress(instance: Instance): void {
 
 /** Fails every call of an isolate that died under them (time limit, memory limit). */
 function failCallsOf(instance: Instance): void {
-  for (const entry of [...instance.running.values(), ...instance.waiting.map((w) => calls.get(w.id)).filter((e): e is Call => !!e)]) {
+  const queued = [...instance.nested, ...instance.waiting].map((w) => calls.get(w.id)).filter((e): e is Call => !!e);
+  for (const entry of [...instance.running.values(), ...queued]) {
     calls.delete(entry.id);
     if (entry.timedOut) fail(entry.id, 'SERVICE_TIMEOUT');
     else if (instance.disposedFor === 'timeout') fail(entry.id, 'SERVICE_UNAVAILABLE', 'service sandbox was reset after another call timed out');
@@ -367,7 +410,9 @@ function failCallsOf(instance: Instance): void {
   }
   instance.running.clear();
   instance.parked = 0;
+  instance.held.length = 0;
   instance.waiting.length = 0;
+  instance.nested.length = 0;
   instance.disposed = true;
   cooling.delete(instance);
 }
@@ -412,7 +457,7 @@ function undeploy(name: string): void {
 function onMessage(message: KernelMessage, body: string, raw: string | undefined): void {
   switch (message.t) {
     case 'call':
-      call(message.id, message.svc, body, raw);
+      call(message.id, message.svc, body, raw, { depth: message.d ?? 0, limitMs: message.ms, arrived: monotonicNow() });
       break;
     case 'hostreply': {
       const key = `${message.seq}:${message.id}`;
@@ -488,7 +533,7 @@ setInterval(() => {
   const now = monotonicNow();
   for (const svc of services.values()) {
     const instance = svc.instance;
-    if (!usable(instance) || instance.running.size || instance.waiting.length || cooling.has(instance)) continue;
+    if (!usable(instance) || instance.running.size || hasQueued(instance) || cooling.has(instance)) continue;
     if (now <= instance.busyUntil || now - instance.lastUsed < caps.idleMs) continue;
     svc.instance = undefined;
     dispose(instance);

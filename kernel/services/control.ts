@@ -71,6 +71,8 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
       error_position: error === null ? null : positionOf(error),
       verbs: svc?.meta.verbs ?? [],
       limits: svc ? { timeout_ms: svc.meta.limits.timeoutMs ?? timeout_ms, memory_mb: svc.meta.limits.memoryMb ?? memory_mb } : null,
+      // The services that may invoke it (`invokableBy`): ['*'] any, [] none.
+      invokable_by: svc?.meta.invokableBy ?? [],
       channels: current.channel_rest.filter((c) => c.service === name).map((c) => c.name),
     };
   }

@@ -1,8 +1,26 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { HostCall, HostCallLog } from '../plugin.ts';
+import type { HostCall, HostCallContext, HostCallLog } from '../plugin.ts';
 import { SvcError, type ErrorCode } from '../errors.ts';
 import type { InvokeRequest, ServiceErrorKind } from '../sandbox/protocol.ts';
+import type { HostCaller } from '../sandbox/runner.ts';
+
+/** Where a host call came from, as the kernel knows it: the calling request and the pool's view of its call. */
+export interface HostCallOrigin {
+  request: InvokeRequest;
+  caller: HostCaller;
+}
+
+/**
+ * A host call of the kernel's own (`service.invoke`): besides what plugins' calls get, it sees the
+ * calling request as the kernel sent it and its call's time left, for work that must not outlive it.
+ */
+export interface KernelHostCall<A = unknown> {
+  op: string;
+  args: z.ZodType<A>;
+  /** A method, as HostCall's: a call of any argument type is a `KernelHostCall`. */
+  handler(args: A, ctx: HostCallContext, origin: HostCallOrigin): Promise<unknown>;
+}
 
 const KIND_OF: Partial<Record<ErrorCode, ServiceErrorKind>> = {
   BAD_REQUEST: 'BadRequest',
@@ -20,7 +38,7 @@ const KIND_OF: Partial<Record<ErrorCode, ServiceErrorKind>> = {
 const LOG_LINES_PER_REQUEST = 3;
 
 /** A request's log fields: its CID, service and, when it is traced, the trace and span (as the Exchange's log). */
-function fieldsOf(invocation: InvokeRequest): Record<string, string> {
+export function fieldsOf(invocation: InvokeRequest): Record<string, string> {
   const t = invocation.trace?.traceparent;
   return t ? { cid: invocation.cid, service: invocation.service, trace_id: t.slice(3, 35), span_id: t.slice(36, 52) } : { cid: invocation.cid, service: invocation.service };
 }
@@ -79,20 +97,20 @@ class RequestTally implements HostCallLog {
  * when the request ends (`finish`).
  */
 export class HostCalls {
-  private readonly calls = new Map<string, HostCall>();
+  private readonly calls = new Map<string, HostCall | KernelHostCall>();
   private readonly tallies = new Map<string, RequestTally>();
 
   constructor(private readonly log: Logger) {}
 
-  add(call: HostCall): void {
+  add(call: HostCall | KernelHostCall): void {
     if (this.calls.has(call.op)) throw new Error(`host call '${call.op}' is registered twice`);
     this.calls.set(call.op, call);
   }
 
-  async run(op: string, argsJson: string, invocation: InvokeRequest): Promise<string> {
+  async run(op: string, argsJson: string, invocation: InvokeRequest, caller: HostCaller): Promise<string> {
     let tally = this.tallies.get(invocation.cid);
     if (!tally) this.tallies.set(invocation.cid, (tally = new RequestTally(this.log, invocation)));
-    const reply = await this.answer(op, argsJson, invocation, tally);
+    const reply = await this.answer(op, argsJson, { request: invocation, caller }, tally);
     if (reply.startsWith('{"ok":false')) {
       const name = op.slice(0, 100);
       tally.refused.set(name, (tally.refused.get(name) ?? 0) + 1);
@@ -112,7 +130,8 @@ export class HostCalls {
     }
   }
 
-  private async answer(op: string, argsJson: string, invocation: InvokeRequest, log: RequestTally): Promise<string> {
+  private async answer(op: string, argsJson: string, origin: HostCallOrigin, log: RequestTally): Promise<string> {
+    const invocation = origin.request;
     const call = this.calls.get(op);
     if (!call) return fail('Error', 500, `unknown host call '${op.slice(0, 100)}'`);
     let args: unknown;
@@ -123,7 +142,7 @@ export class HostCalls {
       return fail('Error', 500, `invalid arguments for ${op}: ${why}`);
     }
     try {
-      const value = await call.handler(args, { cid: invocation.cid, service: invocation.service, channel: invocation.channel, log, signal: log.signal, trace: invocation.trace });
+      const value = await call.handler(args, { cid: invocation.cid, service: invocation.service, channel: invocation.channel, log, signal: log.signal, trace: invocation.trace }, origin);
       return JSON.stringify({ ok: true, value: value ?? null });
     } catch (err) {
       if (err instanceof SvcError) return fail(KIND_OF[err.code] ?? 'Error', err.status, err.details);

@@ -2,7 +2,7 @@
 // Private: services never import it. It captures what it needs before any service code runs,
 // so a service that overwrites JSON or globals affects only itself.
 import type { Context, Delivery, ResponseControl, ServiceDefinition, UploadedFile, User } from '../context.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError, errorOfKind } from '../errors.ts';
 import { PLAIN_200_ENVELOPE, type InvokeRequest } from './invoke-request.ts';
 import { fromBase64, toBase64, utf8Encode } from './bytes.ts';
 import { HTTP_METHODS } from '../http.ts';
@@ -109,7 +109,7 @@ export async function callHost(op: string, args: unknown, cid?: string): Promise
   if (reply.ok) return reply.value;
   const e = reply.error ?? { kind: 'Error', status: 500, message: 'host call failed' };
   if (e.kind === 'Error') throw new Error(e.message);
-  throw new ServiceError(e.kind, e.status, e.message);
+  throw errorOfKind(e.kind, e.status, e.message);
 }
 
 /** What the kernel sends for one call (kernel/sandbox/protocol.ts), with the call's id in this process. */
@@ -352,11 +352,17 @@ function register(def: unknown, outputLimit: number): string {
     }
   }
   const limits = (d.limits ?? {}) as Record<string, unknown>;
+  const by = d.invokableBy;
+  let invokableBy: string[] = [];
+  if (by === '*') invokableBy = ['*'];
+  else if (Array.isArray(by) && by.every((n) => typeof n === 'string' && n !== '')) invokableBy = [...(by as string[])];
+  else if (by !== undefined) throw new Error("invokableBy must be '*' or an array of service names");
   definition = def as ServiceDefinition;
   return stringify({
     verbs,
     hasGeneric,
     input,
+    invokableBy,
     limits: {
       timeoutMs: typeof limits.timeoutMs === 'number' ? limits.timeoutMs : undefined,
       memoryMb: typeof limits.memoryMb === 'number' ? limits.memoryMb : undefined,

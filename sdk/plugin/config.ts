@@ -22,6 +22,7 @@ export interface SandboxConfig {
   idle_ms: number;
   recycle_idle_ms: number;
   recycle_above_mb: number;
+  max_calls_per_isolate: number;
 }
 
 /** The kernel's keys of the `server` section. */
@@ -38,6 +39,7 @@ export interface ServerBase {
   step_timeout_ms: number;
   request_timeout_ms: number;
   drain_timeout_ms: number;
+  invoke_max_depth: number;
   sandbox: SandboxConfig;
 }
 

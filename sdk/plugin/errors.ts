@@ -35,6 +35,10 @@ export const ERRORS = {
   QUEUE_FULL: { status: 503, message: 'Queue is full' },
   SHUTTING_DOWN: { status: 503, message: 'Server is shutting down' },
   STEP_TIMEOUT: { status: 503, message: 'A request step did not finish in time' },
+  INVOKE_NOT_FOUND: { status: 404, message: 'No such service to invoke' },
+  INVOKE_FORBIDDEN: { status: 403, message: 'The service may not be invoked by this one' },
+  INVOKE_CYCLE: { status: 500, message: 'The invoke would come back to a service already in its call chain' },
+  INVOKE_DEPTH: { status: 500, message: 'The invoke chain is too deep' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

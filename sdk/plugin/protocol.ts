@@ -41,6 +41,8 @@ export interface ServiceMeta {
   /** The typed input model as JSON (see sdk/model.ts), or null. */
   input: Record<string, FieldDescriptor> | null;
   limits: { timeoutMs?: number; memoryMb?: number };
+  /** Services that may run it with `invoke`, by name; `['*']`: every service; empty: none (SDK 1.6). */
+  invokableBy: string[];
 }
 
 export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'any';

@@ -5,6 +5,7 @@
  * additions (1.1: trace context on the Exchange, the invoke request and host calls; 1.2: the store
  * contract here with its change notifications (notify/listen), store strategies, `sqlTypes`,
  * ControlOp.readOnly; 1.3: `contributes.jsonBodyFormats`; 1.4: `contributes.jsonReplyFormats`; 1.5: event sources, `KernelApi.eventRequest` and
- * `runEvent`, the `events.durable` capability, `ctx.delivery.source`).
+ * `runEvent`, the `events.durable` capability, `ctx.delivery.source`; 1.6: `ServiceMeta.invokableBy`,
+ * service-to-service invoke).
  */
-export const PLUGIN_SDK_VERSION = '1.5.0';
+export const PLUGIN_SDK_VERSION = '1.6.0';

@@ -9,7 +9,7 @@ import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 
 const version = (v: string) => `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ version: '${v}' }) });\n`;
 const BROKEN = `import { service } from 'svc/sdk';\n\nexport default service({ handle: () => ({ oops: ) });\n`;
-const LIMITED = `import { service } from 'svc/sdk';\nexport default service({ limits: { timeoutMs: 1500 }, GET: () => ({ limited: true }) });\n`;
+const LIMITED = `import { service } from 'svc/sdk';\nexport default service({ limits: { timeoutMs: 1500 }, invokableBy: ['hello'], GET: () => ({ limited: true }) });\n`;
 
 const CONFIG = `
 channel_rest:
@@ -29,6 +29,7 @@ interface Described {
   last_good_from: string | null;
   verbs: string[];
   limits: { timeout_ms: number; memory_mb: number } | null;
+  invokable_by: string[];
   channels: string[];
 }
 type Uploaded = Described & { serving: string };
@@ -63,9 +64,10 @@ describe('services.list and services.source', () => {
       last_good_from: null,
       verbs: [],
       limits: { timeout_ms: 5000, memory_mb: 64 },
+      invokable_by: [],
       channels: ['hello'],
     });
-    expect(byName.get('limited')).toMatchObject({ deployed: true, verbs: ['GET'], limits: { timeout_ms: 1500, memory_mb: 64 }, channels: ['limited'] });
+    expect(byName.get('limited')).toMatchObject({ deployed: true, verbs: ['GET'], limits: { timeout_ms: 1500, memory_mb: 64 }, invokable_by: ['hello'], channels: ['limited'] });
     const broken = byName.get('broken')!;
     expect(broken).toMatchObject({ file: 'broken.ts', deployed: false, state: 'not_deployed', error_position: { line: 3 }, limits: null, channels: [] });
     expect(broken.error).toMatch(/^broken\.ts:3:\d+: /);

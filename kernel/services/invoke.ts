@@ -1,0 +1,146 @@
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { HTTP_METHODS } from '../../sdk/http.ts';
+import type { ServerConfig } from '../config/schema.ts';
+import { ERRORS, SvcError, type ErrorCode } from '../errors.ts';
+import type { InvokeRequest, InvokeResult, ServiceErrorKind } from '../sandbox/protocol.ts';
+import type { ServiceRunner } from '../sandbox/runner.ts';
+import { fieldsOf, type HostCallOrigin, type KernelHostCall } from './host-calls.ts';
+import type { ServiceRegistry } from './registry.ts';
+
+/**
+ * `service.invoke`, the host call behind the SDK's `invoke` (docs/composing.md): one service runs
+ * another and waits for its answer. Checked here, on the host: that the callee is deployed and
+ * names the caller in its `invokableBy`, that the call chain neither comes back to a service in it
+ * nor goes deeper than `server.invoke_max_depth`, and the input against the callee's model. The
+ * callee runs in the sandbox pool as a nested call: within the caller's remaining time (less
+ * INVOKE_RESERVE_MS), in another sandbox process than its caller's when there is one, and counted
+ * at its own depth in its isolate (kernel/sandbox/worker.ts), so waiting callers cannot starve it.
+ */
+
+export const invokeArgs = z
+  .object({
+    service: z.string().min(1).max(256).describe('The service to run.'),
+    input: z.record(z.string(), z.unknown()).describe("Its ctx.input, checked against its input model."),
+    timeoutMs: z.number().positive().max(3_600_000).optional().describe('Longest it may take, ms; its own limit and the time the caller has left cap it.'),
+    method: z.enum(HTTP_METHODS).optional().describe('Which verb handler runs (its generic handle when it has none); default POST.'),
+  })
+  .strict();
+
+/**
+ * When the caller's remaining time bounds its callee, the caller keeps this much to catch the
+ * timeout and answer: the sandbox's watchdog (20 ms) and the pool's sweep (50 ms) may each see the
+ * callee's deadline late, and the answer must then cross back.
+ */
+export const INVOKE_RESERVE_MS = 100;
+
+/** What the caller's SDK rebuilds its error from (sdk/invoke.ts): `code` when svc, not the callee, raised it. */
+export interface InvokeFailure {
+  /** An SDK error class's kind (ServiceErrorKind); `svc test` fakes may throw others. */
+  kind: string;
+  status: number;
+  message: string;
+  code?: string;
+  issues?: Array<{ field: string; message: string }>;
+}
+export type InvokeReply = { value: unknown } | { bytes: string } | { failed: InvokeFailure };
+
+/** An answer the callee gave with a status of 400 or more, as the class a caller catches. */
+const KIND_OF_STATUS: Record<number, ServiceErrorKind> = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 502: 'BadGateway', 503: 'ServiceUnavailable', 504: 'GatewayTimeout' };
+
+/** A refusal or failure svc itself raised, with the status of its catalogue code unless said. */
+function failed(code: ErrorCode, kind: ServiceErrorKind, message: string, status: number = ERRORS[code].status): { failed: InvokeFailure } {
+  return { failed: { kind, status, message, code } };
+}
+
+const NO_TEXT: ReadonlySet<string> = new Set();
+
+export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, server: () => ServerConfig, log: Logger): KernelHostCall<z.infer<typeof invokeArgs>> {
+  /** The services from the one a channel or the queue ran down to each invoked call's, by the request the kernel sent it. */
+  const chains = new WeakMap<InvokeRequest, readonly string[]>();
+  /** Invokes made so far by each call, for its callees' CIDs. */
+  const made = new WeakMap<InvokeRequest, number>();
+
+  async function invoke(args: z.infer<typeof invokeArgs>, origin: HostCallOrigin): Promise<InvokeReply> {
+    const caller = origin.request;
+    const name = args.service;
+    const chain = [...(chains.get(caller) ?? [caller.service]), name];
+    const target = registry.get(name);
+    if (!target) return failed('INVOKE_NOT_FOUND', 'NotFound', `No service '${name}' is deployed`);
+    const allowed = target.meta.invokableBy;
+    if (!allowed.includes('*') && !allowed.includes(caller.service)) return failed('INVOKE_FORBIDDEN', 'Forbidden', `Service '${name}' may not be invoked by '${caller.service}': its invokableBy does not name it`);
+    if (chain.indexOf(name) < chain.length - 1) return failed('INVOKE_CYCLE', 'Error', `Invoke cycle: ${chain.join(' → ')}`);
+    const maxDepth = server().invoke_max_depth;
+    if (chain.length - 1 > maxDepth) return failed('INVOKE_DEPTH', 'Error', `Invoke chain deeper than ${maxDepth}: ${chain.join(' → ')}`);
+    const method = args.method ?? 'POST';
+    const verbs = target.meta.verbs;
+    if (verbs.length && !verbs.includes(method)) return failed('METHOD_NOT_ALLOWED', 'Error', `Service '${name}' has no ${method} handler (it has ${verbs.join(', ')})`, 500);
+    const input = args.input;
+    const issues: Array<{ field: string; message: string }> = [];
+    const problem = target.checkInput?.(input, NO_TEXT, issues);
+    if (problem) return { failed: { kind: 'BadRequest', status: 400, message: `Invalid input of '${name}': ${problem}`, code: 'INVALID_INPUT', issues } };
+    const own = target.meta.limits.timeoutMs ?? server().sandbox.timeout_ms;
+    const limitMs = Math.floor(Math.min(own, args.timeoutMs ?? Infinity, origin.caller.remainingMs - INVOKE_RESERVE_MS));
+    if (limitMs < 1) return failed('SERVICE_TIMEOUT', 'GatewayTimeout', `No time left to invoke '${name}'`, 504);
+
+    const n = (made.get(caller) ?? 0) + 1;
+    made.set(caller, n);
+    // The input is the payload, crossing once (inputOverPayload: nothing on top of it); the callee acts for the same user, in the same trace.
+    const request: InvokeRequest = { service: name, cid: `${caller.cid}.${n}`, method, inputOverPayload: {}, payload: input, auth: caller.auth, trace: caller.trace };
+    chains.set(request, chain);
+    let result: InvokeResult;
+    try {
+      result = await pool.invoke(request, { caller: origin.caller.id, timeoutMs: limitMs, depth: chain.length - 1 });
+    } catch (err) {
+      if (!(err instanceof SvcError)) throw err;
+      return failureOf(err, name, limitMs);
+    }
+    return replyOf(result, request);
+  }
+
+  /** The callee's answer for its caller; its log lines and an exception go to the log under its own CID, as a channel's would. */
+  function replyOf(result: InvokeResult, request: InvokeRequest): InvokeReply {
+    const name = request.service;
+    const error = result.error;
+    if (result.logs?.length || error?.kind === 'Error') {
+      const calleeLog = log.child(fieldsOf(request));
+      for (const [level, message] of result.logs ?? []) calleeLog[level](message);
+      if (error?.kind === 'Error') calleeLog.error({ error: error.message, stack: error.stack }, 'service raised an exception');
+    }
+    if (error) {
+      switch (error.kind) {
+        case 'Error':
+          return failed('SERVICE_FAILED', 'Error', `Service '${name}' raised an exception: ${error.message}`);
+        case 'MethodNotAllowed':
+          return failed('METHOD_NOT_ALLOWED', 'Error', `Service '${name}' has no ${request.method} handler`, 500);
+        case 'OutputTooLarge':
+          return failed('SERVICE_OUTPUT_TOO_LARGE', 'Error', `Service '${name}': ${error.message}`);
+        case 'OutputInvalid':
+          return failed('SERVICE_OUTPUT_INVALID', 'Error', `Service '${name}': ${error.message}`);
+        default:
+          // What the callee threw reaches its caller as it threw it.
+          return { failed: { kind: error.kind, status: result.status, message: error.message } };
+      }
+    }
+    if (result.status >= 400) return { failed: { kind: KIND_OF_STATUS[result.status] ?? 'Error', status: result.status, message: `Service '${name}' answered ${result.status}` } };
+    return result.bodyEncoding === 'base64' ? { bytes: result.body as string } : { value: result.body };
+  }
+
+  return { op: 'service.invoke', args: invokeArgs, handler: (args, _ctx, origin) => invoke(args, origin) };
+}
+
+/** What ended a callee's call in the pool, for its caller. */
+function failureOf(err: SvcError, name: string, limitMs: number): { failed: InvokeFailure } {
+  switch (err.code) {
+    case 'SERVICE_TIMEOUT':
+      return failed('SERVICE_TIMEOUT', 'GatewayTimeout', `Service '${name}' did not answer within ${limitMs} ms`, 504);
+    case 'SANDBOX_CRASHED':
+    case 'SERVICE_QUARANTINED':
+    case 'SERVICE_UNAVAILABLE':
+      return failed(err.code, 'ServiceUnavailable', `Service '${name}': ${err.details}`);
+    case 'SERVICE_NOT_DEPLOYED':
+      return failed('INVOKE_NOT_FOUND', 'NotFound', `No service '${name}' is deployed`);
+    default:
+      return failed(err.code, 'Error', `Service '${name}': ${err.details}`, 500);
+  }
+}
