@@ -7,7 +7,9 @@ import { pathBuilder, type Params } from '../../plugins/outgoing/rest/url.ts';
 import { publishArgs } from '../../plugins/pubsub/engine/plugin.ts';
 import { hmacArgs, verifyArgs } from '../../plugins/secrets/named/host-calls.ts';
 import { invokeAsyncArgs } from '../../plugins/delivery/use-queue/plugin.ts';
-import type { FakeAnswer, FakeConnection, FakeHandler, Fakes, OutgoingRequest, Publication, QueuedCall } from '../../sdk/testing/index.ts';
+import { invokeArgs, type InvokeReply } from '../../kernel/services/invoke.ts';
+import { toBase64 } from '../../sdk/internal/bytes.ts';
+import type { FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, OutgoingRequest, Publication, QueuedCall } from '../../sdk/testing/index.ts';
 
 /**
  * The host side of a service's host calls under `svc test`: the arguments are checked with the
@@ -19,6 +21,7 @@ export class FakeHost {
   readonly requests: OutgoingRequest[] = [];
   readonly published: Publication[] = [];
   readonly queued: QueuedCall[] = [];
+  readonly invoked: InvokedCall[] = [];
   /** What the service asked for that no fake answers, since the last call began. */
   problems: string[] = [];
   private count = 0;
@@ -34,6 +37,7 @@ export class FakeHost {
     this.requests.length = 0;
     this.published.length = 0;
     this.queued.length = 0;
+    this.invoked.length = 0;
     this.problems = [];
   }
 
@@ -75,7 +79,27 @@ export class FakeHost {
         return { cid };
       },
     },
+    'service.invoke': { args: invokeArgs, run: (a: z.infer<typeof invokeArgs>) => this.invoke(a) },
   };
+
+  /** Answers as the kernel's service.invoke does (kernel/services/invoke.ts), from the fake of the service invoked. */
+  private async invoke(args: z.infer<typeof invokeArgs>): Promise<InvokeReply> {
+    const call: InvokedCall = { service: args.service, input: args.input, method: args.method ?? 'POST' };
+    if (args.timeoutMs !== undefined) call.timeoutMs = args.timeoutMs;
+    this.invoked.push(call);
+    const fake = this.fakes.invoke?.[args.service];
+    if (fake === undefined) throw new Refused(`${this.service} invoked '${args.service}', which has no fake: add invoke: { '${args.service}': { returns: … } } to testService('${this.service}', …)`);
+    let value: unknown;
+    try {
+      if (typeof fake === 'function') value = await fake(call);
+      else if ('throws' in fake) throw fake.throws;
+      else value = fake.returns;
+    } catch (err) {
+      if (!(err instanceof ServiceError)) throw err;
+      return { failed: { kind: err.kind, status: err.status, message: err.message, code: err.code, issues: err.issues } };
+    }
+    return value instanceof Uint8Array ? { bytes: toBase64(value) } : { value };
+  }
 
   private secret(name: string): string {
     const value = this.fakes.secrets?.[name];

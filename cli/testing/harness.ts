@@ -110,6 +110,9 @@ class Harness implements ServiceUnderTest {
   get queued() {
     return this.host.queued;
   }
+  get invoked() {
+    return this.host.invoked;
+  }
 
   async reset(): Promise<void> {
     this.host.forget();

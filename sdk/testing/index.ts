@@ -1,8 +1,8 @@
 /**
  * Tests for services, run by `svc test`. A test file sits beside its service
  * (`services/orders.test.ts`) and runs in Node; the service it tests runs in the sandbox, as in
- * production, with its outgoing connections, publications, named secrets and background calls
- * answered by fakes that record what it did.
+ * production, with its outgoing connections, publications, named secrets, background calls and
+ * the services it invokes answered by fakes that record what it did.
  *
  *   import { testService, test, expect } from 'svc/sdk/testing';
  *
@@ -20,7 +20,7 @@
  * type-check tests with the same settings as services.
  */
 import type { Delivery, User } from '../context.ts';
-import { BadGateway, BadRequest, Conflict, Forbidden, GatewayTimeout, NotFound, ServiceError, ServiceUnavailable, Unauthorized } from '../errors.ts';
+import { errorOfKind, type ServiceError } from '../errors.ts';
 import type { OutgoingFailureKind, ParamValue } from '../outgoing.ts';
 
 export { expect, type Expectation } from './expect.ts';
@@ -76,9 +76,29 @@ export interface QueuedCall {
   cid: string;
 }
 
+/** A call of another service the service made (`invoke(service, input, options)`), as its fake received it. */
+export interface InvokedCall {
+  service: string;
+  /** What the service passed, before any input model (the other service does not run in the test). */
+  input: Record<string, unknown>;
+  /** Upper case; POST unless the call asked for another. */
+  method: string;
+  /** The call's `timeoutMs`, when it gave one. */
+  timeoutMs?: number;
+}
+
+/**
+ * A fake of another service for `invoke`: `{ returns: value }` (a JSON value, or bytes), `{ throws:
+ * new NotFound('…') }` (any SDK error, which the service receives as that class), or a function of
+ * the call that returns the value (or a promise of it) or throws an SDK error.
+ */
+export type FakeService = { returns: unknown } | { throws: ServiceError } | ((call: InvokedCall) => unknown);
+
 export interface Fakes {
   /** By connection name, as the service names it in `outgoing(name)`. */
   outgoing?: Record<string, FakeConnection>;
+  /** Other services by name, as the service names them in `invoke(name, …)` and `invokeAll`. A service with no fake fails the test. */
+  invoke?: Record<string, FakeService>;
   /** Named secrets' values (`secret(name)`): signatures are computed with them as on the host. */
   secrets?: Record<string, string>;
   /** Called for each publication before it is recorded; throw an SDK error (`new Forbidden()`) to make `publish` fail. */
@@ -142,6 +162,8 @@ export interface ServiceUnderTest {
   readonly requests: readonly OutgoingRequest[];
   readonly published: readonly Publication[];
   readonly queued: readonly QueuedCall[];
+  /** `invoke` calls made so far (each of an `invokeAll` too), in order. */
+  readonly invoked: readonly InvokedCall[];
   /** Forgets what was recorded and deploys the service again: module-level state starts over. */
   reset(): Promise<void>;
 }
@@ -200,10 +222,5 @@ export function describe(name: string, fn: () => void): void {
   }
 }
 
-const CLASSES: Record<string, new (message?: string) => ServiceError> = { BadRequest, Unauthorized, Forbidden, NotFound, Conflict, BadGateway, GatewayTimeout, ServiceUnavailable };
-
 /** The SDK error a service's error arrived as: its own class when it raised one. */
-export function serviceErrorOf(kind: string, status: number, message: string): ServiceError {
-  const Class = CLASSES[kind];
-  return Class ? new Class(message) : new ServiceError(kind, status, message);
-}
+export const serviceErrorOf = errorOfKind;

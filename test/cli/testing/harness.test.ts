@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outgoingPaths } from '../../../cli/testing/fakes.ts';
 import { startTestEngine, type TestEngine } from '../../../cli/testing/harness.ts';
-import { BadGateway, Forbidden, NotFound, ServiceError } from '../../../sdk/errors.ts';
+import { BadGateway, Conflict, Forbidden, NotFound, ServiceError } from '../../../sdk/errors.ts';
 import { testService as sdkTestService, type Fakes } from '../../../sdk/testing/index.ts';
 
 /**
@@ -39,6 +39,21 @@ export default service({
     setTimeout: typeof (globalThis as any).setTimeout,
     sharedArrayBuffer: typeof (globalThis as any).SharedArrayBuffer,
   }),
+});
+`,
+  'quote.ts': `import { service, t, invoke, invokeAll, NotFound } from 'svc/sdk';
+export default service({
+  input: { sku: t.string() },
+  async handle(ctx) {
+    try {
+      const sku = ctx.input.sku;
+      const [price, stock] = await invokeAll([{ service: 'pricing', input: { sku } }, { service: 'stock', input: { sku }, timeoutMs: 300 }]);
+      return { price, stock, label: await invoke('labels', { sku }, { method: 'GET' }) };
+    } catch (e) {
+      if (e instanceof NotFound) return { unknown: ctx.input.sku, why: e.message };
+      throw e;
+    }
+  },
 });
 `,
   'slow.ts': `import { service } from 'svc/sdk';
@@ -97,6 +112,31 @@ describe('svc/sdk/testing', () => {
     expect(crm.published).toEqual([{ topic: '/customers/noted', data: { id: 5, note: 'vip' }, options: { priority: 7, hasGd: true, mimeType: 'application/json' } }]);
     expect(crm.queued).toEqual([{ service: 'mailer', input: { to: 5 }, cid: 'queued-2' }]);
     await expect(testService('crm').post({ id: 5 })).rejects.toThrow("used the named secret 'partner', which has no fake value");
+  });
+
+  it('fakes the services it invokes by value or function, and records each call of invoke and invokeAll', async () => {
+    const quote = testService('quote', { invoke: { pricing: { returns: { eur: 3 } }, stock: (call) => ({ left: call.input.sku === 'pen' ? 5 : 0 }), labels: { returns: 'Pen' } } });
+    const res = await quote.get({ sku: 'pen' });
+    expect(res.status, res.error?.stack).toBe(200);
+    expect(res.body).toEqual({ price: { eur: 3 }, stock: { left: 5 }, label: 'Pen' });
+    expect(quote.invoked).toEqual([
+      { service: 'pricing', input: { sku: 'pen' }, method: 'POST' },
+      { service: 'stock', input: { sku: 'pen' }, method: 'POST', timeoutMs: 300 },
+      { service: 'labels', input: { sku: 'pen' }, method: 'GET' },
+    ]);
+  });
+
+  it('a fake throws an SDK error, which the service catches as its class or lets through with its status', async () => {
+    const caught = await testService('quote', { invoke: { pricing: { throws: new NotFound('no price for ink') }, stock: { returns: {} } } }).get({ sku: 'ink' });
+    expect(caught.body).toEqual({ unknown: 'ink', why: 'no price for ink' });
+    const through = await testService('quote', { invoke: { pricing: () => { throw new Conflict('repricing'); }, stock: { returns: {} } } }).get({ sku: 'ink' });
+    expect(through.status).toBe(409);
+    expect(through.error).toBeInstanceOf(Conflict);
+    expect(through.error?.message).toBe('repricing');
+  });
+
+  it('fails the call clearly when the service invokes a service with no fake', async () => {
+    await expect(testService('quote', { invoke: { stock: { returns: {} } } }).get({ sku: 'pen' })).rejects.toThrow("quote invoked 'pricing', which has no fake: add invoke: { 'pricing': { returns: … } } to testService('quote', …)");
   });
 
   it('lets a publish fake refuse with an SDK error, which the service sees with its status', async () => {
