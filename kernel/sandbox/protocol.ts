@@ -111,12 +111,17 @@ export interface SandboxCaps {
   maxCallsPerIsolate?: number;
 }
 
+function isWireId(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+}
+
 /** A sandbox → kernel header, checked; undefined when it is not one of the kinds above. */
 export function readSandboxMessage(header: unknown): SandboxMessage | undefined {
-  // The message of every call, a plain result, is checked without the schema's allocations.
-  const h = header as { t?: unknown; id?: unknown; fail?: unknown; message?: unknown } | null;
-  if (typeof h === 'object' && h !== null && h.t === 'result' && h.fail === undefined && h.message === undefined && typeof h.id === 'number' && Number.isSafeInteger(h.id) && h.id > 0) {
-    return { t: 'result', id: h.id };
+  // The message of every call, a plain result, is checked without the schema's allocations; so is a host call's.
+  const h = header as { t?: unknown; id?: unknown; fail?: unknown; message?: unknown; seq?: unknown; op?: unknown } | null;
+  if (typeof h === 'object' && h !== null && isWireId(h.id)) {
+    if (h.t === 'result' && h.fail === undefined && h.message === undefined) return { t: 'result', id: h.id };
+    if (h.t === 'hostcall' && isWireId(h.seq) && typeof h.op === 'string' && h.op.length >= 1 && h.op.length <= 200) return { t: 'hostcall', id: h.id, seq: h.seq, op: h.op };
   }
   const parsed = sandboxMessage.safeParse(header);
   return parsed.success ? parsed.data : undefined;

@@ -5,6 +5,11 @@ import { SvcError, type ErrorCode } from '../errors.ts';
 import type { InvokeRequest, ServiceErrorKind } from '../sandbox/protocol.ts';
 import type { HostCaller } from '../sandbox/runner.ts';
 
+/** A host call's value already encoded as JSON (a service's answer passed on as it came): sent without decoding it again. */
+export class EncodedValue {
+  constructor(readonly json: string) {}
+}
+
 /** Where a host call came from, as the kernel knows it: the calling request and the pool's view of its call. */
 export interface HostCallOrigin {
   request: InvokeRequest;
@@ -142,8 +147,19 @@ export class HostCalls {
       return fail('Error', 500, `invalid arguments for ${op}: ${why}`);
     }
     try {
-      const value = await call.handler(args, { cid: invocation.cid, service: invocation.service, channel: invocation.channel, log, signal: log.signal, trace: invocation.trace }, origin);
-      return JSON.stringify({ ok: true, value: value ?? null });
+      // The signal is made only for a call that reads it (outgoing calls): an abort costs an Error and its stack.
+      const ctx: HostCallContext = {
+        cid: invocation.cid,
+        service: invocation.service,
+        channel: invocation.channel,
+        log,
+        get signal() {
+          return log.signal;
+        },
+        trace: invocation.trace,
+      };
+      const value = await call.handler(args, ctx, origin);
+      return value instanceof EncodedValue ? '{"ok":true,"value":' + value.json + '}' : JSON.stringify({ ok: true, value: value ?? null });
     } catch (err) {
       if (err instanceof SvcError) return fail(KIND_OF[err.code] ?? 'Error', err.status, err.details);
       log.error({ err, op }, 'host call failed');

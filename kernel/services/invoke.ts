@@ -5,7 +5,7 @@ import type { ServerConfig } from '../config/schema.ts';
 import { ERRORS, SvcError, type ErrorCode } from '../errors.ts';
 import type { InvokeRequest, InvokeResult, ServiceErrorKind } from '../sandbox/protocol.ts';
 import type { ServiceRunner } from '../sandbox/runner.ts';
-import { fieldsOf, type HostCallOrigin, type KernelHostCall } from './host-calls.ts';
+import { EncodedValue, fieldsOf, type HostCallOrigin, type KernelHostCall } from './host-calls.ts';
 import type { ServiceRegistry } from './registry.ts';
 
 /**
@@ -44,6 +44,8 @@ export interface InvokeFailure {
   issues?: Array<{ field: string; message: string }>;
 }
 export type InvokeReply = { value: unknown } | { bytes: string } | { failed: InvokeFailure };
+/** A reply whose value is the callee's answer as the JSON text it sent (`{"value":<text>}`), passed on without decoding it. */
+type Reply = InvokeReply | EncodedValue;
 
 /** An answer the callee gave with a status of 400 or more, as the class a caller catches. */
 const KIND_OF_STATUS: Record<number, ServiceErrorKind> = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 502: 'BadGateway', 503: 'ServiceUnavailable', 504: 'GatewayTimeout' };
@@ -61,7 +63,7 @@ export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, serve
   /** Invokes made so far by each call, for its callees' CIDs. */
   const made = new WeakMap<InvokeRequest, number>();
 
-  async function invoke(args: z.infer<typeof invokeArgs>, origin: HostCallOrigin): Promise<InvokeReply> {
+  async function invoke(args: z.infer<typeof invokeArgs>, origin: HostCallOrigin): Promise<Reply> {
     const caller = origin.request;
     const name = args.service;
     const chain = [...(chains.get(caller) ?? [caller.service]), name];
@@ -86,7 +88,8 @@ export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, serve
     const n = (made.get(caller) ?? 0) + 1;
     made.set(caller, n);
     // The input is the payload, crossing once (inputOverPayload: nothing on top of it); the callee acts for the same user, in the same trace.
-    const request: InvokeRequest = { service: name, cid: `${caller.cid}.${n}`, method, inputOverPayload: {}, payload: input, auth: caller.auth, trace: caller.trace };
+    // Its answer comes back as its JSON text when it is JSON (replyBodyJson), and goes on to the caller as that text.
+    const request: InvokeRequest = { service: name, cid: `${caller.cid}.${n}`, method, inputOverPayload: {}, payload: input, replyBodyJson: true, auth: caller.auth, trace: caller.trace };
     chains.set(request, chain);
     let result: InvokeResult;
     try {
@@ -99,7 +102,7 @@ export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, serve
   }
 
   /** The callee's answer for its caller; its log lines and an exception go to the log under its own CID, as a channel's would. */
-  function replyOf(result: InvokeResult, request: InvokeRequest): InvokeReply {
+  function replyOf(result: InvokeResult, request: InvokeRequest): Reply {
     const name = request.service;
     const error = result.error;
     if (result.logs?.length || error?.kind === 'Error') {
@@ -123,6 +126,7 @@ export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, serve
       }
     }
     if (result.status >= 400) return { failed: { kind: KIND_OF_STATUS[result.status] ?? 'Error', status: result.status, message: `Service '${name}' answered ${result.status}` } };
+    if (result.bodyJson !== undefined) return new EncodedValue('{"value":' + result.bodyJson + '}');
     return result.bodyEncoding === 'base64' ? { bytes: result.body as string } : { value: result.body };
   }
 

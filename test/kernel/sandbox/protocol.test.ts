@@ -89,6 +89,14 @@ describe('sandbox → kernel message headers', () => {
     expect(readSandboxMessage({ t: 'nope' })).toBeUndefined();
     expect(readSandboxMessage('string')).toBeUndefined();
   });
+
+  it('reads a host call by hand as the schema would: ids, sequence and operation checked, nothing else kept', () => {
+    expect(readSandboxMessage({ t: 'hostcall', id: 1, seq: 2, op: 'service.invoke' })).toEqual({ t: 'hostcall', id: 1, seq: 2, op: 'service.invoke' });
+    expect(readSandboxMessage({ t: 'hostcall', id: 1, seq: 2, op: 'x', extra: { big: true } })).toEqual({ t: 'hostcall', id: 1, seq: 2, op: 'x' });
+    for (const bad of [{ seq: 0 }, { seq: 1.5 }, { seq: '2' }, { op: '' }, { op: 7 }, { id: 2 ** 53 }, { id: 0 }]) {
+      expect(readSandboxMessage({ t: 'hostcall', id: 1, seq: 2, op: 'x', ...bad })).toBeUndefined();
+    }
+  });
 });
 
 describe('message headers read without JSON.parse', () => {
