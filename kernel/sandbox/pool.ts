@@ -614,6 +614,8 @@ export class SandboxPool {
     for (const call of this.pending.values()) {
       if (now <= call.deadline) continue;
       this.settle(call, call.worker ? new SvcError('SERVICE_TIMEOUT') : new SvcError('SERVICE_UNAVAILABLE', 'No sandbox process was ready in time'));
+      // Still waiting for room in its isolate, it is not started: nobody waits for its answer.
+      if (call.worker?.live) call.worker.send({ t: 'cancel', id: call.id });
     }
     if (this.waiting.length && this.waiting.some((c) => !this.pending.has(c.id))) this.waiting = this.waiting.filter((c) => this.pending.has(c.id));
     const wedgedBefore = now - this.caps.maxTimeoutMs - WEDGED_AFTER_MS;

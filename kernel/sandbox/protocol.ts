@@ -96,7 +96,9 @@ export type KernelMessage =
   | { t: 'undeploy'; name: string }
   /** `d`: how deep in an invoke chain the call is (absent: 0); `ms`: its own time limit when below its service's. */
   | { t: 'call'; id: number; svc: string; d?: number; ms?: number }
-  | { t: 'hostreply'; id: number; seq: number };
+  | { t: 'hostreply'; id: number; seq: number }
+  /** The kernel answered the call already (its deadline passed): if it has not started, it must not. */
+  | { t: 'cancel'; id: number };
 
 /** Limits every sandbox process enforces; the service's own limits are capped by these. */
 export interface SandboxCaps {

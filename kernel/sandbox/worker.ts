@@ -348,10 +348,17 @@ function startWaiting(instance: Instance): void {
     if (!entry) return true;
     const held = instance.held[entry.depth] ?? 0;
     if (room <= 0 || held >= maxHeld) return false;
+    const limit = entry.service.timeoutMs;
+    const inherited = entry.limitMs !== undefined && entry.limitMs < limit;
+    if (inherited && entry.arrived + entry.limitMs! <= now) {
+      // Its caller's time ran out while it waited: started now, it would only be cut, and its isolate with it.
+      calls.delete(item.id);
+      fail(item.id, 'SERVICE_TIMEOUT');
+      return true;
+    }
     room--;
     instance.held[entry.depth] = held + 1;
-    const limit = entry.service.timeoutMs;
-    entry.deadline = entry.limitMs !== undefined && entry.limitMs < limit ? entry.arrived + entry.limitMs : now + limit;
+    entry.deadline = inherited ? entry.arrived + entry.limitMs! : now + limit;
     if (entry.deadline > instance.busyUntil) instance.busyUntil = entry.deadline;
     instance.running.set(item.id, entry);
     json += (first ? '' : ',') + item.json;
@@ -466,6 +473,12 @@ function onMessage(message: KernelMessage, body: string, raw: string | undefined
       const entry = calls.get(message.id);
       if (entry && entry.awaitingHost > 0 && --entry.awaitingHost === 0 && entry.instance?.running.has(entry.id)) entry.instance.parked--;
       answerHostCallJson(instance, message.seq, body);
+      break;
+    }
+    case 'cancel': {
+      // Only a call still queued is dropped (its queue skips it); one running ends at its own deadline.
+      const entry = calls.get(message.id);
+      if (entry && !entry.instance?.running.has(entry.id)) calls.delete(entry.id);
       break;
     }
     case 'deploy': {

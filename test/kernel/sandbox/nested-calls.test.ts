@@ -115,4 +115,48 @@ channel_rest:
     expect(done.map((r) => r.statusCode)).toEqual(Array(2 * HELD).fill(200));
     expect(done.map((r) => r.json())).toEqual([...Array(HELD).fill({ got: { leaf: 'b' } }), ...Array(HELD).fill({ got: { leaf: 'a' } })]);
   });
+
+  it("a callee that waited for room past its caller's time is answered SERVICE_TIMEOUT and never started: its isolate's other calls go on", async () => {
+    held = await new HeldCalls().start();
+    const gated = `import { service, outgoing } from 'svc/sdk';
+export default service({ invokableBy: ['a', 'c'], async handle(ctx) {
+  if (ctx.input.gate) await outgoing('gate').post(ctx.cid, { payload: { tag: ctx.input.gate } });
+  // Work with no host call in it: only the watchdog can end it.
+  const end = Date.now() + (ctx.input.spinMs ?? 0);
+  while (Date.now() < end) {}
+  return { b: ctx.input.gate ?? 'spun' };
+} });
+`;
+    const invoking = (input: string, options: string) => `import { service, invoke } from 'svc/sdk';
+export default service({ async handle() { try { return await invoke('b', ${input}, ${options}); } catch (e) { return { code: e.code }; } } });
+`;
+    k = await startKernel({
+      config: `
+server:
+  sandbox: { workers: 1, max_calls_per_isolate: 1 }
+outgoing_rest:
+  - ${held.outgoing('gate')}
+channel_rest:
+  - { name: a, url_path: /a, service: a, security: none }
+  - { name: b, url_path: /b, service: b, security: none }
+  - { name: c, url_path: /c, service: c, security: none }
+`,
+      services: { 'b.ts': gated, 'a.ts': invoking("{ gate: 'x' }", '{}'), 'c.ts': invoking('{ spinMs: 1000 }', '{ timeoutMs: 200 }') },
+    });
+    const post = (path: string, payload: object = {}) => k!.app.inject({ method: 'POST', url: path, payload });
+    // b holds a call from its channel (depth 0) and one a invoked (depth 1), each its depth's only one.
+    const fromChannel = post('/b', { gate: 'y' });
+    await held.waitHeld('y');
+    const fromA = post('/a');
+    await held.waitHeld('x');
+    // c's invoke of b waits for room at depth 1 until c's 200 ms are spent.
+    expect((await post('/c')).json()).toEqual({ code: 'SERVICE_TIMEOUT' });
+    held.release('x');
+    expect((await fromA).json()).toEqual({ b: 'x' });
+    // c's call now finds room: it is refused, not started (which would cut b's isolate and the call it holds).
+    held.release('y');
+    const answered = await fromChannel;
+    expect(answered.statusCode).toBe(200);
+    expect(answered.json()).toEqual({ b: 'y' });
+  });
 });
