@@ -38,7 +38,7 @@ export default service({
   input: { name: t.string(), qty: t.integer({ default: 1 }) },
   POST(ctx) {
     ctx.log.info('echo ' + ctx.input.name);
-    return { name: ctx.input.name, qty: ctx.input.qty, cid: ctx.cid, channel: ctx.channel ?? null, method: ctx.method, payload: ctx.payload, delivery: ctx.delivery ?? null };
+    return { name: ctx.input.name, qty: ctx.input.qty, cid: ctx.cid, channel: ctx.channel ?? null, method: ctx.method, payload: ctx.payload, delivery: ctx.delivery ?? null, user: ctx.user ?? null };
   },
   GET: (ctx) => ({ got: ctx.input.name }),
 });
@@ -125,8 +125,16 @@ describe('invoke', () => {
     const cid = res.headers['x-svc-cid'];
     const { result, again } = res.json();
     // The default of the model (qty 1) is filled as a channel fills it.
-    expect(result).toEqual({ name: 'pen', qty: 1, cid: `${cid}.1`, channel: null, method: 'POST', payload: { name: 'pen', qty: 1 }, delivery: null });
+    expect(result).toEqual({ name: 'pen', qty: 1, cid: `${cid}.1`, channel: null, method: 'POST', payload: { name: 'pen', qty: 1 }, delivery: null, user: null });
     expect(again.cid).toBe(`${cid}.2`);
+  });
+
+  it("the callee acts for the caller's user, and sees no delivery when the caller runs from the queue", async () => {
+    const user = { username: 'ann', definition: 'crm', type: 'basic_auth' };
+    const delivery = { attempt: 2, firstReceivedAt: new Date(0).toISOString(), cid: 'queued0001' };
+    // KernelApi.invoke is how the queue runs a service: with the user and the delivery it stored.
+    const res = await k.kernel.invoke({ service: 'caller', cid: 'c0ffee', method: 'POST', input: { target: 'echo', input: { name: 'ink' } }, auth: user, delivery });
+    expect((res.body as { result: Record<string, unknown> }).result).toMatchObject({ cid: 'c0ffee.1', user, delivery: null });
   });
 
   it("runs the verb handler asked for; one the callee lacks is refused before it runs", async () => {
