@@ -14,6 +14,7 @@ const want = (name: string) => only.length === 0 || only.includes(name);
 const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   kernel: () => import('./suites/kernel.ts'),
   hop: () => import('./suites/hop.ts'),
+  invoke: () => import('./suites/invoke.ts'),
   security: () => import('./suites/security.ts'),
   outgoing: () => import('./suites/outgoing.ts'),
   queue: () => import('./suites/queue.ts'),
