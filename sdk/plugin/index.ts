@@ -40,6 +40,7 @@ export { clientErrorReply, listenerTimeouts, type ClientErrorLog } from './clien
 export type { Channel, HttpMethod, SecurityEntry, ServerConfig, SvcConfig } from './config.ts';
 export { HTTP_METHODS, securityNameSchema } from './config.ts';
 export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy } from './store.ts';
+export { FailureReport, closeRedis, connectRedis, createRedisConnection, deleteKeysUnder, maskRedisUrl, type RedisConnection } from './redis.ts';
 export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueViolation, redactStoreUrl, sqlTypes } from './store.ts';
 export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, SandboxStats, ServiceMeta, TraceContext } from './protocol.ts';
 export { systemClock, type Clock } from './clock.ts';

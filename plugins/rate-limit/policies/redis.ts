@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createClient } from 'redis';
+import { closeRedis, connectRedis, createRedisConnection, deleteKeysUnder, FailureReport, maskRedisUrl } from '../../../sdk/plugin/index.ts';
 import type { CounterStore, Decision, DecisionRequest } from './types.ts';
 
 /**
@@ -89,7 +89,6 @@ return {allowed, remaining, retry}
 
 const SCRIPT_SHA = createHash('sha1').update(SCRIPT).digest('hex');
 const EXPIRY_GRACE_MS = 1000;
-const LOG_EVERY_MS = 10_000;
 
 export type RedisErrorPolicy = 'allow' | 'deny';
 
@@ -106,69 +105,32 @@ export interface RedisStoreOptions {
   onFailure?: (outcome: RedisErrorPolicy) => void;
 }
 
-/** The URL as it may be logged: a password (or a lone user token) is masked. */
-export function maskRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    else if (u.username) u.username = '***';
-    return u.toString();
-  } catch {
-    return 'redis://(unparsable URL)';
-  }
-}
-
-/** SCAN MATCH pattern for keys starting with `prefix` (glob characters in names taken literally). */
-function prefixPattern(prefix: string): string {
-  return `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-}
+export { maskRedisUrl };
 
 type Reply = [number, number, number];
 
 export class RedisCounterStore implements CounterStore {
   private readonly client;
   private readonly masked: string;
-  /** Failures since the last warning line, and when that line was written (log at most every 10 s). */
-  private unlogged = 0;
-  private lastLogged = Number.NEGATIVE_INFINITY;
-  private failing = false;
+  /** Failures logged at most once per 10 s. */
+  private readonly failures: FailureReport;
 
   constructor(private readonly options: RedisStoreOptions) {
     this.masked = maskRedisUrl(options.url);
-    this.client = createClient({
-      url: options.url,
-      // Fail fast while disconnected: a queued command would hold its request until Redis returns.
-      disableOfflineQueue: true,
-      socket: {
-        connectTimeout: options.connectTimeoutMs,
-        reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 5000),
-      },
+    this.client = createRedisConnection(options.url, options.connectTimeoutMs);
+    this.failures = new FailureReport((failures, cause) => {
+      const verdict = options.onError === 'allow' ? 'admitted uncounted (on_redis_error: allow)' : 'refused with 429 (on_redis_error: deny)';
+      options.log.warn({ redis: this.masked, cause, failures }, `rate-limit: Redis cannot decide; requests of redis-policy rule sets are ${verdict}`);
     });
-    this.client.on('error', (err: Error) => this.failed(`connection: ${err.message}`));
+    this.client.on('error', (err: Error) => this.failures.failed(`connection: ${err.message}`));
     this.client.on('ready', () => {
-      if (!this.failing) return;
-      this.failing = false;
-      options.log.info({ redis: this.masked }, 'rate-limit: Redis reachable again; the redis policy counts again');
+      if (this.failures.recovered()) options.log.info({ redis: this.masked }, 'rate-limit: Redis reachable again; the redis policy counts again');
     });
   }
 
-  /**
-   * Starts connecting; resolves once connected, refused, or after the connect timeout, whichever
-   * comes first (an unreachable Redis must not hold the server's start: it keeps retrying).
-   */
-  async connect(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    let settle: () => void = () => undefined;
-    const first = new Promise<void>((resolve) => {
-      settle = resolve;
-      timer = setTimeout(resolve, this.options.connectTimeoutMs);
-      this.client.once('ready', resolve);
-      this.client.once('error', resolve);
-    });
-    this.client.connect().catch(() => undefined);
-    await first;
-    clearTimeout(timer);
-    this.client.off('ready', settle).off('error', settle);
+  /** Resolves once connected, refused, or after the connect timeout (it keeps retrying). */
+  connect(): Promise<void> {
+    return connectRedis(this.client, this.options.connectTimeoutMs);
   }
 
   get ready(): boolean {
@@ -234,44 +196,15 @@ export class RedisCounterStore implements CounterStore {
     out.remaining = 0;
     out.retryAtMs = allow ? 0 : now + 1000;
     this.options.onFailure?.(this.options.onError);
-    this.failed(cause);
+    this.failures.failed(cause);
     return out;
   }
 
-  private failed(cause: string): void {
-    this.failing = true;
-    this.unlogged++;
-    const at = performance.now();
-    if (at - this.lastLogged < LOG_EVERY_MS) return;
-    this.lastLogged = at;
-    const verdict = this.options.onError === 'allow' ? 'admitted uncounted (on_redis_error: allow)' : 'refused with 429 (on_redis_error: deny)';
-    this.options.log.warn(
-      { redis: this.masked, cause, failures: this.unlogged },
-      `rate-limit: Redis cannot decide; requests of redis-policy rule sets are ${verdict}`,
-    );
-    this.unlogged = 0;
+  clear(prefix: string): Promise<number> {
+    return deleteKeysUnder(this.client, this.options.keyPrefix + prefix);
   }
 
-  async clear(prefix: string): Promise<number> {
-    const pattern = prefixPattern(this.options.keyPrefix + prefix);
-    let cursor = '0';
-    let dropped = 0;
-    do {
-      const [next, keys] = await this.client.sendCommand<[string, string[]]>(['SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000']);
-      if (keys.length > 0) dropped += await this.client.sendCommand<number>(['UNLINK', ...keys]);
-      cursor = next;
-    } while (cursor !== '0');
-    return dropped;
-  }
-
-  /** Waits a moment for commands in flight, then lets go of the connection whatever Redis does. */
-  async close(): Promise<void> {
-    if (!this.client.isOpen) return;
-    if (!this.client.isReady) return this.client.destroy();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)));
-    await Promise.race([this.client.close().catch(() => undefined), late]);
-    clearTimeout(timer);
-    if (this.client.isOpen) this.client.destroy();
+  close(): Promise<void> {
+    return closeRedis(this.client);
   }
 }
