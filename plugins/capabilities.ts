@@ -54,6 +54,8 @@ declare module '../sdk/plugin/capabilities.ts' {
     'bearer-token.stats': () => TokenStats;
     'pubsub.stats': () => PubSubStats | Promise<PubSubStats>;
     'scheduler.stats': () => SchedulerStatsView;
+    'cache.stats': () => CacheStats;
+    'response-cache.stats': () => ResponseCacheStats;
     /** The OpenAPI 3.1 document of the channels, built from the config in force (plugins/observe/channels-openapi). */
     'openapi.channels': ChannelsOpenApi;
     /** This node's identity among those sharing the data store (plugins/cluster/nodes); /ready shows it. */
@@ -182,6 +184,14 @@ export interface SchedulerStatsView {
   lateness: { readonly buckets: readonly number[]; readonly sumMs: number; readonly taken: number };
   /** Upper bounds of the lateness buckets, ms. */
   latenessBoundsMs: readonly number[];
+}
+export interface CacheStats {
+  /** Services' gets on each named cache: found (hits) or not (misses); entries and bytes held now by memory caches. */
+  caches: Array<{ cache: string; backend: string; hits: number; misses: number; entries?: number; bytes?: number }>;
+}
+export interface ResponseCacheStats {
+  /** GET and HEAD requests on channels with response_cache, by channel and outcome (HIT, MISS, BYPASS). */
+  requests: Array<{ channel: string; result: string; count: number }>;
 }
 export interface PubSubStats {
   /** Messages queued for each subscription now. */

@@ -16,6 +16,7 @@ export type { Context, Delivery, Handler, Log, ResponseControl, ServiceDefinitio
 export { ServiceError, type FieldProblem, BadRequest, Unauthorized, Forbidden, NotFound, Conflict, BadGateway, GatewayTimeout, ServiceUnavailable } from './errors.ts';
 export { hmacSha256Hex, hmacSha256Base64, verifyHmacSha256Hex, verifyHmacSha256Base64, sha256Hex, sha256Base64, timingSafeEqual, type Data } from './crypto.ts';
 export { secret, type NamedSecret, type SignedHeaderOptions, type HmacAlgorithm, type SignatureEncoding } from './secrets.ts';
+export { cache, type Cache, type CacheSetOptions } from './cache.ts';
 export { toBase64, fromBase64, utf8Encode, utf8Decode } from './internal/bytes.ts';
 
 /** Declares a service: its input model, limits and handlers. The file's default export. */

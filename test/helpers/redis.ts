@@ -93,3 +93,57 @@ export async function closedRedisUrl(): Promise<string> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return `redis://:not-this-password@127.0.0.1:${port}`;
 }
+
+/** A real TCP proxy to the test Redis whose answers can be held back, and whose connections can be cut (Redis "down" while a server runs). */
+export interface RedisProxy {
+  url: string;
+  /** Answers wait until release() (Redis too slow). */
+  hold(): void;
+  /** Sends what was held and passes answers on again. */
+  release(): void;
+  /** Refuses new connections and cuts the open ones (Redis down), until up(). */
+  down(): void;
+  up(): void;
+  close(): Promise<void>;
+}
+
+export async function redisProxy(): Promise<RedisProxy> {
+  const target = new URL(TEST_REDIS_URL);
+  let holding = false;
+  let refusing = false;
+  const held: Array<() => void> = [];
+  const open = new Set<() => void>();
+  const proxy = createServer((client) => {
+    if (refusing) return void client.destroy();
+    const upstream = connect(Number(target.port || 6379), target.hostname);
+    client.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => void (holding ? held.push(() => client.write(chunk)) : client.write(chunk)));
+    const end = () => {
+      open.delete(end);
+      client.destroy();
+      upstream.destroy();
+    };
+    open.add(end);
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const { port } = proxy.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    hold: () => void (holding = true),
+    release: () => {
+      holding = false;
+      for (const send of held.splice(0)) send();
+    },
+    down: () => {
+      refusing = true;
+      for (const end of [...open]) end();
+    },
+    up: () => void (refusing = false),
+    close: () => {
+      for (const end of [...open]) end();
+      return new Promise<void>((resolve) => proxy.close(() => resolve()));
+    },
+  };
+}

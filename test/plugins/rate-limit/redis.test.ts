@@ -1,11 +1,10 @@
-import { createServer, connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CalendarWindow, ZoneTime } from '../../../plugins/rate-limit/calendar.ts';
 import { MemoryCounterStore } from '../../../plugins/rate-limit/policies/memory.ts';
 import { maskRedisUrl, RedisCounterStore, type RedisStoreOptions } from '../../../plugins/rate-limit/policies/redis.ts';
 import { newDecision, type Decision, type DecisionRequest } from '../../../plugins/rate-limit/policies/types.ts';
 import type { LimitUnit } from '../../../plugins/rate-limit/schema.ts';
-import { closedRedisUrl, dropKeys, keysUnder, redisCommand, redisForTests, TEST_REDIS_URL, uniquePrefix } from '../../helpers/redis.ts';
+import { closedRedisUrl, dropKeys, keysUnder, redisCommand, redisForTests, redisProxy, TEST_REDIS_URL, uniquePrefix } from '../../helpers/redis.ts';
 
 /** The redis policy's store against a real Redis: the memory store's decisions, shared and atomic. */
 
@@ -206,34 +205,21 @@ describe.skipIf(!run)('redis policy store', () => {
     });
 
     it('fails after redis_timeout_ms when Redis accepts but does not answer', async () => {
-      // A real TCP proxy to the real Redis whose answers can be held back.
-      let holding = false;
-      const held: Array<() => void> = [];
-      const proxy = createServer((client) => {
-        const upstream = connect(Number(new URL(TEST_REDIS_URL).port || 6379), new URL(TEST_REDIS_URL).hostname);
-        client.pipe(upstream);
-        upstream.on('data', (chunk: Buffer) => void (holding ? held.push(() => client.write(chunk)) : client.write(chunk)));
-        const end = () => (client.destroy(), upstream.destroy());
-        client.on('error', end).on('close', end);
-        upstream.on('error', end).on('close', end);
-      });
-      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      const proxy = await redisProxy();
       try {
-        const { port } = proxy.address() as { port: number };
-        const redis = await open({ url: `redis://127.0.0.1:${port}`, timeoutMs: 100, onError: 'deny' });
+        const redis = await open({ url: proxy.url, timeoutMs: 100, onError: 'deny' });
         expect(redis.ready).toBe(true);
         expect((await redis.decide('k', request({ rate: 1, burst: 2 }), newDecision())).allowed).toBe(true);
-        holding = true;
+        proxy.hold();
         const started = performance.now();
         const d = await redis.decide('k', request({ rate: 1, burst: 2 }), newDecision());
         expect(plain(d)).toEqual({ allowed: false, remaining: 0, retryAtMs: T0 + 1000 });
         expect(performance.now() - started).toBeLessThan(1000);
         // The late answer, once it comes, changes nothing for the request already decided.
-        holding = false;
-        for (const release of held) release();
+        proxy.release();
         await redis.close();
       } finally {
-        proxy.close();
+        await proxy.close();
       }
     });
   });
