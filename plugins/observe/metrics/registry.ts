@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
-import type { OutgoingStats, PubSubStats, RateLimitStats, SchedulerStatsView, TokenStats, UseQueueStats } from '../../capabilities.ts';
+import type { CacheStats, OutgoingStats, PubSubStats, RateLimitStats, ResponseCacheStats, SchedulerStatsView, TokenStats, UseQueueStats } from '../../capabilities.ts';
 import type { RequestMeters } from './requests.ts';
 
 /** What one scrape reads, gathered once before the series are written. */
@@ -12,6 +12,8 @@ interface Snapshot {
   tokens: TokenStats | undefined;
   pubsub: PubSubStats | undefined;
   scheduler: SchedulerStatsView | undefined;
+  caches: CacheStats | undefined;
+  responseCache: ResponseCacheStats | undefined;
 }
 
 /** The background queue (invokeAsync) has no channel: its `queue` label. */
@@ -80,6 +82,14 @@ export class SvcMetrics {
     this.gauge('svc_pubsub_subscription_depth', 'Messages queued for a pub/sub subscription, by endpoint and topic.', ['endpoint', 'topic'], (s) =>
       (s.pubsub?.subscriptions ?? []).map((q) => ({ labels: { endpoint: q.endpoint, topic: q.topic }, value: q.depth })),
     );
+    const caches = (s: Snapshot) => s.caches?.caches ?? [];
+    this.counter('svc_cache_hits_total', "Services' gets that found a value, by named cache.", ['cache'], (s) => caches(s).map((c) => ({ labels: { cache: c.cache }, value: c.hits })));
+    this.counter('svc_cache_misses_total', "Services' gets that found none, by named cache.", ['cache'], (s) => caches(s).map((c) => ({ labels: { cache: c.cache }, value: c.misses })));
+    this.gauge('svc_cache_entries', 'Entries a memory cache holds now, by named cache.', ['cache'], (s) => caches(s).flatMap((c) => (c.entries === undefined ? [] : [{ labels: { cache: c.cache }, value: c.entries }])));
+    this.gauge('svc_cache_bytes', 'Bytes (keys and values) a memory cache holds now, by named cache.', ['cache'], (s) => caches(s).flatMap((c) => (c.bytes === undefined ? [] : [{ labels: { cache: c.cache }, value: c.bytes }])));
+    this.counter('svc_response_cache_requests_total', 'GET and HEAD requests on channels with response_cache, by channel and result (HIT, MISS, BYPASS).', ['channel', 'result'], (s) =>
+      (s.responseCache?.requests ?? []).map((r) => ({ labels: { channel: r.channel, result: r.result }, value: r.count })),
+    );
   }
 
   /** The exposition text: these series, then the process's (unless turned off). */
@@ -94,6 +104,8 @@ export class SvcMetrics {
       tokens: k.lookup('bearer-token.stats')?.(),
       pubsub: await k.lookup('pubsub.stats')?.(),
       scheduler: k.lookup('scheduler.stats')?.(),
+      caches: k.lookup('cache.stats')?.(),
+      responseCache: k.lookup('response-cache.stats')?.(),
     };
     // Every collect below is synchronous: one scrape's series all come from this snapshot.
     const own = await this.registry.metrics();
