@@ -69,7 +69,8 @@ export const namedCacheSchema = z
       .string()
       .regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')
       .optional()
-      .describe('redis: the Redis, redis://[user:password@]host:port[/db] (rediss:// for TLS). Give a password through ${ENV}; the URL is logged with its password masked.'),
+      .describe('redis: the Redis, redis://[user:password@]host:port[/db] (rediss:// for TLS). Give a password through ${ENV}; the URL is logged with its password masked, and write-only in the admin API (it may hold one).')
+      .meta({ writeOnly: true }),
     key_prefix: z.string().min(1).max(200).optional().describe(`redis: put before every key, then the cache's name and \`:\` (several installations may share one Redis with different prefixes). Default \`${REDIS_DEFAULTS.key_prefix}\`.`),
     connect_timeout_ms: z.number().int().min(100).max(60_000).optional().describe(`redis: how long one attempt to connect may take, in ms (it is retried with backoff meanwhile). Default ${REDIS_DEFAULTS.connect_timeout_ms}.`),
     timeout_ms: z

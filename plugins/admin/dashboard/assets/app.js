@@ -166,12 +166,13 @@ async function listPage(name) {
   const cols = columnsOf(section);
   const search = el('input', { type: 'search', placeholder: 'Search', id: 'search' });
   const body = el('tbody');
+  const actions = name === 'channel_rest' && ops.has('cache.purge');
   const render = () => {
     const q = search.value.toLowerCase();
     body.replaceChildren(
       ...entries
         .filter((e) => !q || JSON.stringify(e).toLowerCase().includes(q))
-        .map((e) => el('tr', { 'data-name': e.name }, el('td', {}, link(`#/r/${encodeURIComponent(name)}/${encodeURIComponent(e.name)}`, e.name)), cols.map((c) => el('td', { 'data-column': c, text: cellOf(e, c) })))),
+        .map((e) => el('tr', { 'data-name': e.name }, el('td', {}, link(`#/r/${encodeURIComponent(name)}/${encodeURIComponent(e.name)}`, e.name)), cols.map((c) => el('td', { 'data-column': c, text: cellOf(e, c) })), actions ? el('td', {}, e.entry?.response_cache ? purgeButton(e.name) : '') : '')),
     );
   };
   search.addEventListener('input', render);
@@ -180,8 +181,22 @@ async function listPage(name) {
     h1(section.title ?? name),
     section.description ? el('p', { class: 'help', text: section.description }) : '',
     el('div', { class: 'toolbar' }, search, link(`#/r/${encodeURIComponent(name)}/+new`, 'New', { class: 'button', id: 'new' })),
-    el('table', { class: 'list' }, el('thead', {}, el('tr', {}, el('th', { text: 'name' }), cols.map((c) => el('th', { text: c })))), body),
+    el('table', { class: 'list' }, el('thead', {}, el('tr', {}, el('th', { text: 'name' }), cols.map((c) => el('th', { text: c })), actions ? el('th') : '')), body),
   );
+}
+
+/** A channel with response_cache: its stored answers dropped on every node (cache.purge). */
+function purgeButton(channel) {
+  const b = el('button', { type: 'button', text: 'Purge cache', 'data-action': 'purge', 'data-channel': channel });
+  b.addEventListener('click', async () => {
+    try {
+      const { purged } = await api.op('cache.purge', { channel });
+      flash(`channel '${channel}': ${purged} stored answer(s) purged`);
+    } catch (err) {
+      failed(err);
+    }
+  });
+  return b;
 }
 
 async function entryPage(sectionName, entryName) {

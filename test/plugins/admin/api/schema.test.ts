@@ -66,7 +66,7 @@ describe('resource catalogue from the composed schema', () => {
 
   it('has every named-entry list section, and no section without names (pubsub_subscription) or the server section', async () => {
     const names = catalogueOf(await bundled()).map((s) => s.name);
-    expect(names.sort()).toEqual(['channel_rest', 'groups', 'outgoing_rest', 'pubsub_endpoint', 'pubsub_topic', 'scheduler_job', 'secrets', 'security']);
+    expect(names.sort()).toEqual(['cache', 'channel_rest', 'groups', 'outgoing_rest', 'pubsub_endpoint', 'pubsub_topic', 'scheduler_job', 'secrets', 'security']);
   });
 
   it("includes third-party plugins' parts with no admin code: the JWT security type and the CSV channel fields", async () => {
@@ -84,6 +84,7 @@ describe('resource catalogue from the composed schema', () => {
   it('write-only keys come from writeOnly marks (named secret value) and secret-looking names', async () => {
     const sections = catalogueOf(await bundled());
     expect(sections.find((s) => s.name === 'secrets')!.writeOnly).toEqual(['value']);
+    expect(sections.find((s) => s.name === 'cache')!.writeOnly).toEqual(['redis_url']);
     expect(sections.find((s) => s.name === 'security')!.writeOnly).toEqual(['client_secret', 'key', 'password']);
     expect(sections.find((s) => s.name === 'channel_rest')!.writeOnly).toEqual([]);
   });

@@ -385,4 +385,20 @@ describe('the Dashboard in Chromium', () => {
       }
     });
   });
+
+  it('purges a channel\'s stored answers from the channel list', async () => {
+    await create('channel_rest', { name: 'cached', url_path: '/cached', service: 'echo', security: 'none', response_cache: { ttl: '10m' } });
+    const cache = async () => (await fetch(channelUrl('/cached'))).headers.get('x-svc-cache');
+    expect([await cache(), await cache()]).toEqual(['MISS', 'HIT']);
+    await step(page, 'purge', async () => {
+      await go('#/r/channel_rest', 'channel_rest');
+      const row = page.locator('table.list tbody tr[data-name="cached"]');
+      await row.waitFor();
+      // Only channels that cache have the button.
+      expect(await page.locator('table.list tbody tr[data-name="hello"] button').count()).toBe(0);
+      await row.getByRole('button', { name: 'Purge cache' }).click();
+      await page.locator('#flash.ok').filter({ hasText: "channel 'cached': 1 stored answer(s) purged" }).waitFor();
+    });
+    expect(await cache()).toBe('MISS');
+  });
 });
