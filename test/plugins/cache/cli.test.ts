@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeProject, runCli, startCli, type CliServer } from '../../helpers/cli.ts';
+import { waitFor } from '../../helpers/wait.ts';
 import { dropKeys, keysUnder, redisForTests, TEST_REDIS_URL, uniquePrefix } from '../../helpers/redis.ts';
 
 /** `svc cache list|clear|purge` by the real binary, against a server started by the real `svc start`, and with none. */
@@ -62,7 +63,8 @@ describe('svc cache (real processes)', () => {
 
     if (redis) {
       await fetch(`${server.url}/shared/1`);
-      expect(await cacheOf('/shared/1')).toBe('HIT');
+      // The store follows the answer, in Redis a moment later.
+      await waitFor('the answer in Redis', async () => (await cacheOf('/shared/1')) === 'HIT');
       expect(cli('cache', 'list').stdout).toMatch(/answers\s+redis redis:\/\/127\.0\.0\.1:6379\/?; hits 0, misses 0/);
     }
     expect(await server.stop()).toBe(0);

@@ -43,6 +43,8 @@ describe.skipIf(!run)('response cache in a named Redis cache', () => {
   it('is shared by every node: one stores, the other answers from it, with Redis keeping the ttl', async () => {
     const stored = await get(a, '/page/1');
     expect(stored.cache).toBe('MISS');
+    // The store follows the answer: b sees it once it is in Redis.
+    await waitFor('the answer to be stored', async () => (await keysUnder(`${PREFIX}answers:r:`)).size === 1);
     expect(await get(b, '/page/1')).toEqual({ status: 200, cache: 'HIT', cid: stored.cid });
     const keys = await keysUnder(`${PREFIX}answers:r:`);
     expect([...keys.keys()]).toEqual([`${PREFIX}answers:r:page /page/1 `]);
@@ -52,6 +54,7 @@ describe.skipIf(!run)('response cache in a named Redis cache', () => {
 
   it('is purged once for every node', async () => {
     await get(a, '/page/2');
+    await waitFor('the answer to be stored', async () => (await keysUnder(`${PREFIX}answers:r:page /page/2 `)).size === 1);
     expect(await b.kernel.runControl('cache.purge', { channel: 'page', path: '/page/2' })).toEqual({ channel: 'page', path: '/page/2', purged: 1 });
     expect((await get(a, '/page/2')).cache).toBe('MISS');
     expect((await get(b, '/page/2')).cache).toBe('HIT');
