@@ -25,6 +25,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   nodes: () => import('./suites/nodes.ts'),
   cluster: () => import('./suites/cluster.ts'),
   scheduler: () => import('./suites/scheduler.ts'),
+  cache: () => import('./suites/cache.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

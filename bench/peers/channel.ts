@@ -102,8 +102,8 @@ export async function jsonReplyPath(): Promise<void> {
  */
 const FRESH = process.env.BENCH_REUSE !== '1';
 
-/** Measures each case's path (GET /hello unless given) in interleaved rounds; the first case is the baseline. */
-export async function compareChannels(title: string, cases: ChannelCase[]): Promise<void> {
+/** Measures each case's path (GET /hello unless given) in interleaved rounds; the first case is the baseline (`versus` names it in the heads). */
+export async function compareChannels(title: string, cases: ChannelCase[], versus = 'bare'): Promise<void> {
   const live: Array<Running | undefined> = cases.map(() => undefined);
   const idle: number[][] = cases.map(() => []);
   const pidsOf = (i: number) => (cases[i]!.alone ? [live[i]!.pid] : processTree(live[i]!.pid));
@@ -153,7 +153,7 @@ export async function compareChannels(title: string, cases: ChannelCase[]): Prom
     });
     printGrid(
       `${title}, ${CONNECTIONS} connections (medians of ${results[0]!.length} interleaved rounds${FRESH ? ', each server started afresh per round' : ''})`,
-      ['case', 'req/s', 'vs bare', 'vs bare, one round (lowest–highest)', 'p50 ms', 'p99 ms', 'server CPU µs/req (main process)', 'load-gen CPU µs/req', 'RSS idle MB', 'RSS load MB', 'note'],
+      ['case', 'req/s', `vs ${versus}`, `vs ${versus}, one round (lowest–highest)`, 'p50 ms', 'p99 ms', 'server CPU µs/req (main process)', 'load-gen CPU µs/req', 'RSS idle MB', 'RSS load MB', 'note'],
       rows,
     );
   } finally {

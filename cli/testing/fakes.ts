@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { hmac, signatureMatches } from '../../sdk/plugin/signature.ts';
 import { SvcError } from '../../kernel/errors.ts';
-import { ServiceError } from '../../sdk/errors.ts';
+import { BadRequest, ServiceError } from '../../sdk/errors.ts';
 import { callArgs } from '../../plugins/outgoing/rest/call.ts';
 import { pathBuilder, type Params } from '../../plugins/outgoing/rest/url.ts';
 import { publishArgs } from '../../plugins/pubsub/engine/plugin.ts';
@@ -9,6 +9,9 @@ import { hmacArgs, verifyArgs } from '../../plugins/secrets/named/host-calls.ts'
 import { invokeAsyncArgs } from '../../plugins/delivery/use-queue/plugin.ts';
 import { invokeArgs, type InvokeReply } from '../../kernel/services/invoke.ts';
 import { toBase64 } from '../../sdk/internal/bytes.ts';
+import { getArgs, incrArgs, setArgs } from '../../plugins/cache/named/host-calls.ts';
+import { MemoryCache } from '../../plugins/cache/shared/memory.ts';
+import { systemClock } from '../../kernel/platform/clock.ts';
 import type { FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, OutgoingRequest, Publication, QueuedCall } from '../../sdk/testing/index.ts';
 
 /**
@@ -25,6 +28,8 @@ export class FakeHost {
   /** What the service asked for that no fake answers, since the last call began. */
   problems: string[] = [];
   private count = 0;
+  /** Named caches by name, made on first use: any name works in a test, and starts with `fakes.caches` entries. */
+  private caches = new Map<string, MemoryCache>();
 
   constructor(
     private readonly service: string,
@@ -39,6 +44,7 @@ export class FakeHost {
     this.queued.length = 0;
     this.invoked.length = 0;
     this.problems = [];
+    this.caches.clear();
   }
 
   /** Answers one host call with its reply envelope (JSON), as kernel/services/host-calls.ts does. */
@@ -71,6 +77,21 @@ export class FakeHost {
     'pubsub.publish': { args: publishArgs, run: async (args: z.infer<typeof publishArgs>) => this.publish(args) },
     'secrets.hmac': { args: hmacArgs, run: async (a: z.infer<typeof hmacArgs>) => hmac(a.algorithm, this.secret(a.name), a.data).toString(a.encoding) },
     'secrets.verifyHmac': { args: verifyArgs, run: async (a: z.infer<typeof verifyArgs>) => signatureMatches(hmac(a.algorithm, this.secret(a.name), a.data), a.signature, a.encoding) },
+    'cache.get': { args: getArgs, run: async (a: z.infer<typeof getArgs>) => this.cache(a.name).get(a.key) ?? null },
+    'cache.set': { args: setArgs, run: async (a: z.infer<typeof setArgs>) => void this.cache(a.name).set(a.key, JSON.stringify(a.value), a.ttlMs ?? HOUR) },
+    'cache.delete': { args: getArgs, run: async (a: z.infer<typeof getArgs>) => this.cache(a.name).delete(a.key) },
+    'cache.incr': {
+      args: incrArgs,
+      run: async (a: z.infer<typeof incrArgs>) => {
+        try {
+          return this.cache(a.name).incr(a.key, a.by, a.ttlMs ?? HOUR);
+        } catch (err) {
+          // As the host answers it: the service sees a BadRequest.
+          if (err instanceof SvcError && err.code === 'BAD_REQUEST') throw new BadRequest(err.details);
+          throw err;
+        }
+      },
+    },
     'queue.invokeAsync': {
       args: invokeAsyncArgs,
       run: async (a: z.infer<typeof invokeAsyncArgs>) => {
@@ -99,6 +120,17 @@ export class FakeHost {
       return { failed: { kind: err.kind, status: err.status, message: err.message, code: err.code, issues: err.issues } };
     }
     return value instanceof Uint8Array ? { bytes: toBase64(value) } : { value };
+  }
+
+  /** A fake named cache: this service's alone, in memory, on the real clock, with the default ttl of an hour. */
+  private cache(name: string): MemoryCache {
+    let cache = this.caches.get(name);
+    if (cache === undefined) {
+      cache = new MemoryCache({ maxEntries: 100_000, maxBytes: 256 * 1024 * 1024 }, systemClock);
+      for (const [key, value] of Object.entries(this.fakes.caches?.[name] ?? {})) cache.set(key, JSON.stringify(value), HOUR);
+      this.caches.set(name, cache);
+    }
+    return cache;
   }
 
   private secret(name: string): string {
@@ -140,6 +172,8 @@ export class FakeHost {
 }
 
 class Refused extends Error {}
+
+const HOUR = 3_600_000;
 
 const ANSWER_KEYS = new Set(['status', 'body', 'headers', 'fail', 'message']);
 

@@ -1,8 +1,8 @@
 /**
  * Tests for services, run by `svc test`. A test file sits beside its service
  * (`services/orders.test.ts`) and runs in Node; the service it tests runs in the sandbox, as in
- * production, with its outgoing connections, publications, named secrets, background calls and
- * the services it invokes answered by fakes that record what it did.
+ * production, with its outgoing connections, publications, named secrets, named caches, background
+ * calls and the services it invokes answered by fakes that record what it did.
  *
  *   import { testService, test, expect } from 'svc/sdk/testing';
  *
@@ -103,6 +103,11 @@ export interface Fakes {
   secrets?: Record<string, string>;
   /** Called for each publication before it is recorded; throw an SDK error (`new Forbidden()`) to make `publish` fail. */
   publish?: (publication: Publication) => void;
+  /**
+   * Named caches' entries at the start, by cache and key: `{ lookups: { 'customer:1': { name: 'Ann' } } }`.
+   * Every cache name works in a test, in memory, the service's alone; `reset()` starts them over.
+   */
+  caches?: Record<string, Record<string, unknown>>;
 }
 
 /** One call of the service: what a channel would hand it. */

@@ -30,6 +30,18 @@ export default service({
   },
 });
 `,
+  'counter.ts': `import { cache, service } from 'svc/sdk';
+export default service({
+  async handle(ctx) {
+    const c = cache('counts');
+    try {
+      return { seen: await c.incr(String(ctx.query.key)), name: await cache('lookups').getOrSet('customer:1', () => 'made'), gone: await c.delete('x') };
+    } catch (e) {
+      return { error: e.kind + ': ' + e.message };
+    }
+  },
+});
+`,
   'probe.ts': `import { service } from 'svc/sdk';
 export default service({
   handle: () => ({
@@ -137,6 +149,16 @@ describe('svc/sdk/testing', () => {
 
   it('fails the call clearly when the service invokes a service with no fake', async () => {
     await expect(testService('quote', { invoke: { stock: { returns: {} } } }).get({ sku: 'pen' })).rejects.toThrow("quote invoked 'pricing', which has no fake: add invoke: { 'pricing': { returns: … } } to testService('quote', …)");
+  });
+
+  it('keeps named caches in memory for the service, starting from the fake entries, until reset', async () => {
+    const counter = testService('counter', { caches: { lookups: { 'customer:1': 'Ann' }, counts: { s: 'text' } } });
+    expect((await counter.get({}, { query: { key: 'a' } })).body).toEqual({ seen: 1, name: 'Ann', gone: false });
+    expect((await counter.get({}, { query: { key: 'a' } })).body).toEqual({ seen: 2, name: 'Ann', gone: false });
+    expect((await counter.get({}, { query: { key: 's' } })).body).toEqual({ error: 'BadRequest: incr needs a value that is an integer' });
+    await counter.reset();
+    expect((await counter.get({}, { query: { key: 'a' } })).body).toEqual({ seen: 1, name: 'Ann', gone: false });
+    expect((await testService('counter').get({}, { query: { key: 'a' } })).body).toEqual({ seen: 1, name: 'made', gone: false });
   });
 
   it('lets a publish fake refuse with an SDK error, which the service sees with its status', async () => {
