@@ -43,8 +43,9 @@ export interface CacheInfo {
 
 /**
  * The running server's named caches: a backend per `cache[]` entry and the services granted each.
- * A config whose entry changed rebuilds that cache (empty), an entry removed drops its cache, and
- * an entry whose only change is its services keeps its entries. Applications run one at a time.
+ * A config whose entry changed rebuilds that cache (a memory one empty; a Redis one connects anew,
+ * its entries stay in Redis), an entry removed drops its cache, and an entry whose only change is
+ * its services keeps it as it is. Applications run one at a time.
  */
 export class NamedCaches {
   private live = new Map<string, Live>();
@@ -64,8 +65,10 @@ export class NamedCaches {
         const settings = JSON.stringify(rest);
         const old = this.live.get(entry.name);
         const backend = old !== undefined && old.settings === settings ? old.backend : await openBackend(entry, this.clock, this.log);
-        if (old !== undefined && old.backend !== backend) this.log.info({ cache: entry.name }, 'cache: settings changed, the cache starts empty');
-        if (entry.backend === 'redis' && backend !== old?.backend && !(backend as RedisCache).ready) {
+        if (old !== undefined && old.backend !== backend) {
+          this.log.info({ cache: entry.name }, entry.backend === 'memory' ? 'cache: settings changed, the cache starts empty' : 'cache: settings changed, connected anew (its entries in Redis stay)');
+        }
+        if (backend instanceof RedisCache && backend !== old?.backend && !backend.ready) {
           this.log.warn({ cache: entry.name, redis: maskRedisUrl(entry.redis_url!) }, 'cache: Redis not reachable yet; calls fail with ServiceUnavailable until it is');
         }
         next.set(entry.name, { entry, backend, services: new Set(services), settings });
@@ -88,10 +91,6 @@ export class NamedCaches {
   /** The backend of a cache, whoever asks (the response cache: channels' config names it); undefined when there is none. */
   backend(name: string): CacheBackend | undefined {
     return this.live.get(name)?.backend;
-  }
-
-  entry(name: string): NamedCache | undefined {
-    return this.live.get(name)?.entry;
   }
 
   list(): CacheInfo[] {
