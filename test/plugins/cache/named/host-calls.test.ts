@@ -1,15 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { startKernel, type TestKernel } from '../../../helpers/kernel.ts';
-import { dropKeys, keysUnder, redisForTests, TEST_REDIS_URL, uniquePrefix } from '../../../helpers/redis.ts';
+import { closedRedisUrl, dropKeys, keysUnder, redisForTests, TEST_REDIS_URL, uniquePrefix } from '../../../helpers/redis.ts';
 
 const redis = await redisForTests('test/plugins/cache/named/host-calls.test.ts');
 const PREFIX = uniquePrefix();
+const NOWHERE = await closedRedisUrl();
 
 const CONFIG = `
 cache:
   - { name: local, services: [user], ttl: 1h, max_value_bytes: 2048, max_entries: 3 }
   - { name: theirs, services: [stranger] }
+  - { name: down, backend: redis, redis_url: '${NOWHERE}', connect_timeout_ms: 200, services: [user] }
 ${redis ? `  - { name: shared, backend: redis, redis_url: '${TEST_REDIS_URL}', key_prefix: '${PREFIX}', ttl: 5m, max_value_bytes: 64, services: [user] }` : ''}
 channel_rest:
   - { name: user, url_path: /user, service: user, method: POST, data_format: json, security: none }
@@ -126,6 +128,18 @@ describe('who may use a cache', () => {
     const forbidden = await k.app.inject({ method: 'POST', url: '/raw', payload: { name: 'local', value: 1 } });
     expect(forbidden.statusCode).toBe(403);
     expect(forbidden.json()).toMatchObject({ result: 'Error', details: "Cache 'local' is not granted to service 'raw'" });
+  });
+});
+
+describe('a redis cache whose Redis is down', () => {
+  it('answers every call with ServiceUnavailable, at once, and the server goes on serving', async () => {
+    const started = performance.now();
+    const out = await calls('/user', ['down', 'get', 'k'], ['down', 'set', 'k', 1], ['down', 'incr', 'n'], ['down', 'delete', 'k'], ['local', 'set', 'up', 1], ['local', 'get', 'up']);
+    expect(out.slice(0, 4).map((o) => o.error)).toEqual(Array(4).fill({ kind: 'ServiceUnavailable', status: 503, message: "Cache 'down' is unavailable (its Redis does not answer)" }));
+    expect(values(out.slice(4))).toEqual([undefined, 1]);
+    expect(performance.now() - started).toBeLessThan(2000);
+    const raw = await k.app.inject({ method: 'POST', url: '/user', payload: { calls: [] } });
+    expect(raw.statusCode).toBe(200);
   });
 });
 
