@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type CliCommand, type CliEnv, type ControlOp, type KernelApi } from '../../../sdk/plugin/index.ts';
+import type { CliCommand, CliEnv, ControlOp, KernelApi } from '../../../sdk/plugin/index.ts';
 import { cacheNameSchema } from '../shared/schema.ts';
 import { clearRedisOffline } from '../shared/open.ts';
 import type { CacheInfo, NamedCaches } from './caches.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseExposition, startObserved, valueOf, type ObservedKernel, type Sample } from '../support.ts';
+import { parseExposition, startObserved, sampleValue, type ObservedKernel, type Sample } from '../support.ts';
 
 /** The cache series at /metrics move by exactly what services and channels did. */
 
@@ -32,10 +32,10 @@ describe('cache series', () => {
     for (const path of ['/user?get=a', '/user?set=a&get=a', '/user?get=a', '/user?get=b', '/page', '/page', '/page']) expect((await fetch(k.url + path)).status).toBe(200);
     await fetch(k.url + '/page', { headers: { 'cache-control': 'no-store' } });
     const s = await samples();
-    expect(valueOf(s, 'svc_cache_hits_total', { cache: 'lookups' })).toBe(2);
-    expect(valueOf(s, 'svc_cache_misses_total', { cache: 'lookups' })).toBe(2);
-    expect(valueOf(s, 'svc_cache_entries', { cache: 'lookups' })).toBe(1);
-    expect(valueOf(s, 'svc_cache_bytes', { cache: 'lookups' })).toBe('k:a'.length + '"value"'.length);
-    expect(['HIT', 'MISS', 'BYPASS'].map((result) => valueOf(s, 'svc_response_cache_requests_total', { channel: 'page', result }))).toEqual([2, 1, 1]);
+    expect(sampleValue(s, 'svc_cache_hits_total', { cache: 'lookups' })).toBe(2);
+    expect(sampleValue(s, 'svc_cache_misses_total', { cache: 'lookups' })).toBe(2);
+    expect(sampleValue(s, 'svc_cache_entries', { cache: 'lookups' })).toBe(1);
+    expect(sampleValue(s, 'svc_cache_bytes', { cache: 'lookups' })).toBe('k:a'.length + '"value"'.length);
+    expect(['HIT', 'MISS', 'BYPASS'].map((result) => sampleValue(s, 'svc_response_cache_requests_total', { channel: 'page', result }))).toEqual([2, 1, 1]);
   });
 });
