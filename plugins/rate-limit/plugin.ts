@@ -116,7 +116,7 @@ export default definePlugin<RateLimitOptions, RateLimitState>({
   name: 'rate-limit',
   kind: 'limit',
   version: '1.0.0',
-  sdk: '^1.6.0',
+  sdk: '^1.7.0',
   provides: ['rate-limit.stats'],
   configSchema: optionsSchema,
   contributes: {

@@ -16,7 +16,7 @@ export default definePlugin<Record<string, never>, NamedCaches>({
   name: 'cache',
   kind: 'other',
   version: '1.0.0',
-  sdk: '^1.6.0',
+  sdk: '^1.7.0',
   provides: ['cache.named', 'cache.stats'],
   configSchema: z.object({}).strict().default({}),
   contributes: {

@@ -53,7 +53,7 @@ export default definePlugin<ResponseCacheOptions, ResponseCacheState>({
   name: 'response-cache',
   kind: 'other',
   version: '1.0.0',
-  sdk: '^1.6.0',
+  sdk: '^1.7.0',
   provides: ['response-cache.stats'],
   configSchema: optionsSchema,
   contributes: {
