@@ -1,4 +1,4 @@
-import type { CliCommand, CliEnv } from '../../sdk/plugin/index.ts';
+import { controlOrStore, type CliCommand, type CliEnv } from '../../sdk/plugin/index.ts';
 import { listJobs, showJob, type JobView, type RunView } from './control.ts';
 import { SchedulerTables } from './store.ts';
 
@@ -8,26 +8,9 @@ import { SchedulerTables } from './store.ts';
  * every node); run needs a server, which queues and runs it.
  */
 
-async function run(env: CliEnv, op: string, args: Record<string, unknown>, offline?: (tables: SchedulerTables) => Promise<unknown>): Promise<{ value: unknown } | number> {
-  const reply = await env.control(op, args);
-  if (reply) {
-    if (reply.ok) return { value: reply.value };
-    env.err(`the server refused: ${reply.error ?? 'unknown error'}`);
-    return 1;
-  }
-  if (!offline) {
-    env.err('no server is running: `svc job run` queues the run on the running server (start it with `svc start`)');
-    return 1;
-  }
-  const store = await env.openStore();
-  try {
-    return { value: await offline(await SchedulerTables.open(store)) };
-  } catch (err) {
-    env.err((err as Error).message);
-    return 1;
-  } finally {
-    await store.close();
-  }
+/** The op on the running server, or with `offline` on the store when none runs. */
+function run(env: CliEnv, op: string, args: Record<string, unknown>, offline?: (tables: SchedulerTables) => Promise<unknown>): Promise<{ value: unknown } | number> {
+  return controlOrStore(env, op, args, offline && (async (store) => offline(await SchedulerTables.open(store))), 'no server is running: `svc job run` queues the run on the running server (start it with `svc start`)');
 }
 
 const jobsOf = (env: CliEnv) => env.config.scheduler_job ?? [];

@@ -48,6 +48,7 @@ export { ZoneTime, isTimeZone } from './zone.ts';
 export type { DurableAttempt, DurableEvents, DurableListener, DurableQueueSettings, DurableSettlement, EventOutcome, EventSourceInfo, SourceEvent } from './events.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';
+export { controlOrStore } from './cli.ts';
 export { jsonSchemaOf, openApiDocument } from './openapi.ts';
 export {
   HMAC_ALGORITHMS,

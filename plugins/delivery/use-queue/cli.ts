@@ -1,4 +1,4 @@
-import type { CliCommand, CliEnv } from '../../../sdk/plugin/index.ts';
+import { controlOrStore, type CliCommand, type CliEnv } from '../../../sdk/plugin/index.ts';
 import { listArgs, listEvents, selectorArgs, showEvent, type EventSummary } from './control.ts';
 import { QueueTable } from './store.ts';
 
@@ -48,26 +48,8 @@ function line(e: EventSummary): string {
 }
 
 /** Runs an op on the running server, or (read-only ops) on the store when none runs. */
-async function run(env: CliEnv, op: string, args: unknown, offline?: (table: QueueTable) => Promise<unknown>): Promise<{ value: unknown } | number> {
-  const reply = await env.control(op, args);
-  if (reply) {
-    if (reply.ok) return { value: reply.value };
-    env.err(`the server refused: ${reply.error ?? 'unknown error'}`);
-    return 1;
-  }
-  if (!offline) {
-    env.err('no server is running: replay and delete act through the running server (start it with `svc start`)');
-    return 1;
-  }
-  const store = await env.openStore();
-  try {
-    return { value: await offline(await QueueTable.open(store)) };
-  } catch (err) {
-    env.err((err as Error).message);
-    return 1;
-  } finally {
-    await store.close();
-  }
+function run(env: CliEnv, op: string, args: unknown, offline?: (table: QueueTable) => Promise<unknown>): Promise<{ value: unknown } | number> {
+  return controlOrStore(env, op, args, offline && (async (store) => offline(await QueueTable.open(store))), 'no server is running: replay and delete act through the running server (start it with `svc start`)');
 }
 
 const LIST_USAGE = 'queue list [--channel NAME | --background] [--state pending|running|dead] [--limit N] [--json]';

@@ -141,14 +141,21 @@ export class SvcMetrics {
   }
 }
 
+/** One labelled series of a histogram kept elsewhere: counts per bucket (not cumulative), their sum and count. */
+interface HistogramSeries {
+  labels: Labels;
+  /** Upper bounds, in the metric's unit; `buckets[i]` counts values in (bounds[i-1], bounds[i]]. */
+  bounds: readonly number[];
+  buckets: ArrayLike<number>;
+  sum: number;
+  count: number;
+}
+
 /**
- * svc_http_request_duration_seconds from the meters' own buckets. prom-client's Histogram would
- * hash the labels on every observe (about 1 µs a request); this writes the same series per scrape.
+ * A histogram written from counts kept where the facts happen, per scrape: prom-client's
+ * Histogram would hash the labels on every observe (about 1 µs a request).
  */
-function requestDurations(requests: RequestMeters) {
-  const name = 'svc_http_request_duration_seconds';
-  const help = 'Time from a request’s arrival to its answer, by channel (or plugin route).';
-  const bounds = requests.bounds;
+function histogram(name: string, help: string, series: () => Iterable<HistogramSeries>) {
   return {
     name,
     help,
@@ -156,46 +163,34 @@ function requestDurations(requests: RequestMeters) {
     aggregator: 'sum',
     async get() {
       const values: Array<{ labels: Labels; value: number; metricName: string }> = [];
-      for (const m of requests.all()) {
+      for (const s of series()) {
         let cumulative = 0;
-        for (let i = 0; i < bounds.length; i++) {
-          cumulative += m.buckets[i]!;
-          values.push({ labels: { channel: m.channel, le: bounds[i]! }, value: cumulative, metricName: `${name}_bucket` });
-        }
-        values.push({ labels: { channel: m.channel, le: '+Inf' }, value: m.count, metricName: `${name}_bucket` });
-        values.push({ labels: { channel: m.channel }, value: m.sum, metricName: `${name}_sum` });
-        values.push({ labels: { channel: m.channel }, value: m.count, metricName: `${name}_count` });
+        s.bounds.forEach((bound, i) => {
+          cumulative += s.buckets[i] ?? 0;
+          values.push({ labels: { ...s.labels, le: bound }, value: cumulative, metricName: `${name}_bucket` });
+        });
+        values.push({ labels: { ...s.labels, le: '+Inf' }, value: s.count, metricName: `${name}_bucket` });
+        values.push({ labels: s.labels, value: s.sum, metricName: `${name}_sum` });
+        values.push({ labels: s.labels, value: s.count, metricName: `${name}_count` });
       }
       return { name, help, type: 'histogram', aggregator: 'sum', values };
     },
   };
 }
 
+/** svc_http_request_duration_seconds from the request meters' own buckets. */
+function requestDurations(requests: RequestMeters) {
+  return histogram('svc_http_request_duration_seconds', 'Time from a request’s arrival to its answer, by channel (or plugin route).', function* () {
+    for (const m of requests.all()) yield { labels: { channel: m.channel }, bounds: requests.bounds, buckets: m.buckets, sum: m.sum, count: m.count };
+  });
+}
+
 /** svc_scheduler_lateness_seconds: how long after its time each tick was taken on this node. */
 function schedulerLateness(read: () => SchedulerStatsView | undefined) {
-  const name = 'svc_scheduler_lateness_seconds';
-  const help = 'How long after its time (tick + jitter) this node took each scheduled tick.';
-  return {
-    name,
-    help,
-    type: 'histogram',
-    aggregator: 'sum',
-    async get() {
-      const values: Array<{ labels: Labels; value: number; metricName: string }> = [];
-      const s = read();
-      if (s) {
-        let cumulative = 0;
-        s.latenessBoundsMs.forEach((bound, i) => {
-          cumulative += s.lateness.buckets[i] ?? 0;
-          values.push({ labels: { le: bound / 1000 }, value: cumulative, metricName: `${name}_bucket` });
-        });
-        values.push({ labels: { le: '+Inf' }, value: s.lateness.taken, metricName: `${name}_bucket` });
-        values.push({ labels: {}, value: s.lateness.sumMs / 1000, metricName: `${name}_sum` });
-        values.push({ labels: {}, value: s.lateness.taken, metricName: `${name}_count` });
-      }
-      return { name, help, type: 'histogram', aggregator: 'sum', values };
-    },
-  };
+  return histogram('svc_scheduler_lateness_seconds', 'How long after its time (tick + jitter) this node took each scheduled tick.', function* () {
+    const s = read();
+    if (s) yield { labels: {}, bounds: s.latenessBoundsMs.map((ms) => ms / 1000), buckets: s.lateness.buckets, sum: s.lateness.sumMs / 1000, count: s.lateness.taken };
+  });
 }
 
 /**
