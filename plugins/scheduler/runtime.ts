@@ -289,11 +289,19 @@ export class JobScheduler {
         await this.startRun(tx, plan, { ...base(lastMissed!), missed }, 'catch_up', after);
       }
     }
+    // Several ticks due at once (a node back after a stop, a stall): under overlap: skip only the
+    // latest runs, as it would have had the earlier ones still been going; queue and allow run each.
+    const superseded = job.overlap === 'skip' ? run.length - 1 : 0;
     for (const [i, tick] of run.entries()) {
       const b = base(tick);
+      if (i < superseded) {
+        await this.deps.tables.insertRun(tx, blankRun({ ...b, cause: 'schedule', state: 'skipped', error: 'a later tick was due at the same time and ran instead (overlap: skip)' }));
+        this.stats.count(job.name, 'skipped');
+        continue;
+      }
       dues.push(b.due_at);
       // run_once: the first run on time stands for the missed ones too.
-      await this.startRun(tx, plan, i === 0 && job.missed === 'run_once' ? { ...b, missed } : b, 'schedule', after);
+      await this.startRun(tx, plan, i === superseded && job.missed === 'run_once' ? { ...b, missed } : b, 'schedule', after);
     }
     return last;
   }

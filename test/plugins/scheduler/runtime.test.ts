@@ -142,6 +142,19 @@ describe('scheduler runtime (injected clock)', () => {
     await history(s, 'skip', (r) => r.length === 2 && r[1]!.state === 'succeeded' && r[1]!.tick === new Date(T0 + 900_000).toISOString());
   });
 
+  it('several ticks due at once (back after 45 s): overlap skip runs the latest, queue runs each in turn', async () => {
+    const s = await start(`  - { name: skip, service: ok, every: 10s }
+  - { name: queue, service: ok, every: 10s, overlap: queue }`);
+    s.clock.advance(45_000);
+    await s.runtime.wake();
+    const skip = await history(s, 'skip', (r) => r.length === 4 && settled(r[3]!));
+    expect(skip.map((r) => r.state)).toEqual(['skipped', 'skipped', 'skipped', 'succeeded']);
+    expect(skip[3]!.tick).toBe(new Date(T0 + 40_000).toISOString());
+    expect(skip[0]!.error).toMatch(/a later tick was due at the same time/);
+    const queue = await history(s, 'queue', (r) => r.length === 4 && r.every(settled));
+    expect(queue.map((r) => r.state)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+  });
+
   it('overlap: skip declines a tick while the previous run goes on; queue runs it after', async () => {
     const s = await start(`  - { name: skip, service: slow, every: 10s, overlap: skip }
   - { name: queue, service: slow, every: 10s, overlap: queue }`);
