@@ -63,7 +63,11 @@ describe('svc job (real time, over the CLI)', () => {
     expect(paused.history.length).toBeLessThanOrEqual(pausedAt + 1);
     const before = stamps().length;
     await svc(dir, 'job', 'resume', 'every-second');
-    await waitFor('a run after resume', () => stamps().length > before);
+    await waitFor('a run after resume', () => stamps().length > before, 30_000).catch(async (err: unknown) => {
+      // Say what the job looked like, and what the server said, when it did not run again.
+      const h = (await show('every-second')).history.slice(0, 5);
+      throw new Error(`${(err as Error).message}\nhistory: ${JSON.stringify(h)}\nserver: ${server!.output().slice(-3000)}`);
+    });
 
     // The nightly job, run now by hand, with its input.
     expect(await svc(dir, 'job', 'run', 'nightly')).toMatch(/nightly: run queued \(tick \S+, cid \w+\)/);

@@ -79,6 +79,8 @@ const services: Record<string, string> = {
   'private.ts': `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ secret: true }) });\n`,
   'picky.ts': `import { service } from 'svc/sdk';\nexport default service({ invokableBy: ['someone-else'], handle: () => ({ picked: true }) });\n`,
   'slow.ts': `import { service } from 'svc/sdk';\nexport default service({ invokableBy: '*', limits: { timeoutMs: 10000 }, handle() { for (;;) {} } });\n`,
+  // Its own isolate: a test's timed-out call resets slow's isolate after the answer, which must not reach the next test's call.
+  'slow2.ts': `import { service } from 'svc/sdk';\nexport default service({ invokableBy: '*', limits: { timeoutMs: 10000 }, handle() { for (;;) {} } });\n`,
   'relay.ts': `import { service, outgoing } from 'svc/sdk';\nexport default service({ invokableBy: '*', async handle(ctx) { ctx.log.info('relaying'); return (await outgoing('upstream').post(ctx.cid, { payload: {} })).data; } });\n`,
   'ping.ts': bounce('pong'),
   'pong.ts': bounce('ping'),
@@ -230,7 +232,7 @@ describe('invoke', () => {
   });
 
   it('timeoutMs shortens the callee further; uncaught, the timeout is the caller’s 504', async () => {
-    expect((await call({ target: 'slow', timeoutMs: 200 })).json().caught).toMatchObject({ code: 'SERVICE_TIMEOUT', message: "Service 'slow' did not answer within 200 ms" });
+    expect((await call({ target: 'slow2', timeoutMs: 200 })).json().caught).toMatchObject({ code: 'SERVICE_TIMEOUT', message: "Service 'slow2' did not answer within 200 ms" });
     const through = await call({ target: 'slow', timeoutMs: 200, rethrow: true });
     expect(through.statusCode).toBe(504);
     expect(through.json().details).toBe("Service 'slow' did not answer within 200 ms");
