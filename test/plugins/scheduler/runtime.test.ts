@@ -253,6 +253,34 @@ scheduler_job:
     await history(s, 'e', (r) => r.length === 2 && r[1]!.tick === new Date(T0 + 600_000).toISOString());
   }, 20_000);
 
+  it('a job disabled while it runs: the run finishes, no tick is taken; enabled again, it owes nothing from while it was off', async () => {
+    const config = (enabled: boolean) => `
+plugins:
+  scheduler: false
+scheduler_job:
+  - { name: d, service: slow, every: 1m, missed: run_once, enabled: ${enabled} }
+`;
+    const s = await start(`  - { name: d, service: slow, every: 1m, missed: run_once }`);
+    s.clock.advance(60_000);
+    await s.runtime.wake();
+    await history(s, 'd', (r) => r[0]?.state === 'queued');
+    expect(await s.k.writeConfig(config(false))).toBe(true);
+    expect((await show(s, 'd')).nextRuns).toEqual([]);
+    s.clock.advance(5 * 60_000);
+    await s.runtime.wake();
+    const runs = await history(s, 'd', (r) => r.length === 1 && settled(r[0]!));
+    expect(runs[0]!.state).toBe('succeeded');
+    // Ten minutes off: ticks older than the misfire threshold, but not missed: declined.
+    s.clock.advance(5 * 60_000);
+    expect(await s.k.writeConfig(config(true))).toBe(true);
+    await s.runtime.wake();
+    expect((await show(s, 'd')).history).toHaveLength(1);
+    s.clock.set(T0 + 12 * 60_000);
+    await s.runtime.wake();
+    const after = await history(s, 'd', (r) => r.length === 2 && settled(r[1]!));
+    expect(after[1]).toMatchObject({ tick: new Date(T0 + 12 * 60_000).toISOString(), cause: 'schedule', missed: 0 });
+  }, 20_000);
+
   it('checks input against the service model: a bad one fails the run at once (dead-lettered, not retried)', async () => {
     const s = await start(`  - { name: bad, service: ok, every: 10s, input: { n: 'x' } }`);
     s.clock.advance(10_000);
