@@ -22,6 +22,8 @@ import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts
 import { buildHttp, cidGenerator } from './http/app.ts';
 import { invokeRequestOf } from './sandbox/request.ts';
 import { eventRunner, requestOfEvent } from './services/events.ts';
+import { MessageFormats } from './services/messages.ts';
+import type { ConnectionReport } from '../sdk/plugin/connections.ts';
 import { checkTrustedProxies, trustedProxies, type PeerFilter } from './http/client-address.ts';
 import { HostCalls } from './services/host-calls.ts';
 import { invokeCall } from './services/invoke.ts';
@@ -72,6 +74,7 @@ export class Kernel {
   private readonly controlOps = new Map<string, ControlOp>();
   private readonly listening: Array<() => Promise<void>> = [];
   private readonly drains: Array<() => Promise<void>> = [];
+  private readonly connectionReporters: Array<() => ConnectionReport[]> = [];
   private readonly provided = new Map<string, unknown>();
   private control: ControlServer | undefined;
   private active: ActivePlugin[] = [];
@@ -95,6 +98,7 @@ export class Kernel {
     // biome-ignore lint/complexity/noUselessThisAlias: the API's closures read as what they reach, the kernel
     const kernel = this;
     const newCid = cidGenerator();
+    const messageFormats = new MessageFormats(() => kernel.active.map((a) => a.plugin.contributes ?? {}));
     this.api = {
       log,
       store,
@@ -126,6 +130,9 @@ export class Kernel {
       openApiFragments: () => openApiFragments(kernel.active.map((a) => a.plugin)),
       lifecycle: () => (kernel.closing ? 'draining' : kernel.started ? 'serving' : 'starting'),
       sandboxStats: () => pool.stats(),
+      addConnections: (reporter) => void kernel.connectionReporters.push(reporter),
+      connections: () => kernel.connectionReporters.flatMap((report) => report()),
+      decodeMessage: (format, body, settings) => messageFormats.decode(format, body, settings),
     };
     this.router = new ChannelRouter([]);
     this.steps = new StepWatch(configStore.current().server.step_timeout_ms, expireStep, undefined, monotonic);

@@ -27,6 +27,11 @@ declare module '../sdk/plugin/capabilities.ts' {
     /** Secrets that are used, not only verified, encrypted at rest (plugins/secrets/vault). */
     'secrets.vault': Vault;
     /**
+     * Named secrets' values for other plugins in the kernel process (provided by plugins/secrets/named):
+     * a connector's password kept as a `secrets:` entry (`svc secret set`), never shown to services.
+     */
+    'secrets.named': { value(name: string): Promise<string | undefined> };
+    /**
      * How a security type authenticates calls on outgoing connections: provided by that type's
      * plugin, used by the outgoing connection plugins (plugins/outgoing/).
      */

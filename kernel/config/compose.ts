@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { Plugin, ConfigIssue } from '../plugin.ts';
 import { ConfigError } from '../../sdk/plugin/config-source.ts';
 import { channelBaseShape, KERNEL_SECTIONS, pluginsSchema, securityBaseShape, serverSchema, type SvcConfig } from './schema.ts';
+import type { ValidationContext } from '../../sdk/plugin/contract.ts';
+import { messageFormatNames } from '../services/messages.ts';
 
 /** `channel_rest[2].url_path` */
 export function formatPath(path: readonly PropertyKey[]): string {
@@ -160,8 +162,9 @@ export function crossCheck(config: SvcConfig, plugins: readonly Plugin[]): Confi
     }
   });
 
+  const context: ValidationContext = { messageFormats: messageFormatNames(plugins.map((p) => p.contributes)) };
   for (const p of plugins) {
-    for (const issue of p.contributes?.validateConfig?.(config) ?? []) issues.push(issue);
+    for (const issue of p.contributes?.validateConfig?.(config, context) ?? []) issues.push(issue);
   }
   return issues;
 }

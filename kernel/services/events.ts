@@ -17,11 +17,31 @@ export function requestOfEvent(event: SourceEvent, cid: string): InvokeRequest {
     service: event.service,
     cid,
     method: 'POST',
-    input: event.input ?? {},
+    input: event.input ?? fieldsOf(event.payload),
     delivery: { attempt: 1, firstReceivedAt: event.at ?? new Date().toISOString(), cid, source },
   };
+  if (event.payload !== undefined) request.payload = event.payload;
+  if (event.textFields) request.inputIsText = true;
+  if (event.rawBody !== undefined) request.rawBody = rawBodyOf(event.rawBody);
+  if (event.headers !== undefined) request.headers = event.headers;
   if (event.trace) request.trace = event.trace;
   return request;
+}
+
+/** A payload that is a plain object gives the input its fields (a copy: the checker fills defaults in place). */
+function fieldsOf(payload: unknown): Record<string, unknown> {
+  return payload !== null && typeof payload === 'object' && !Array.isArray(payload) ? { ...(payload as Record<string, unknown>) } : {};
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** As a channel sends a raw body: UTF-8 text when it decodes as such, else base64. */
+function rawBodyOf(bytes: Buffer): { text: string } | { base64: string } {
+  try {
+    return { text: strictUtf8.decode(bytes) };
+  } catch {
+    return { base64: bytes.toString('base64') };
+  }
 }
 
 /** Service errors that say the event is wrong, not that the moment was: running it again cannot help. */
@@ -60,7 +80,7 @@ export function eventRunner(deps: EventRunnerDeps): (req: InvokeRequest) => Prom
       if (check) {
         // The checker fills defaults in place: the stored request stays as it was.
         const input = { ...req.input };
-        const problem = check(input, noText);
+        const problem = check(input, req.inputIsText ? new Set(Object.keys(input)) : noText);
         if (problem) return { ok: false, permanent: true, kind: 'BadRequest', message: problem };
         req = { ...req, input };
       }

@@ -1,4 +1,4 @@
-import { definePlugin, type DurableEvents, type KernelApi, type SvcConfig } from '../../sdk/plugin/index.ts';
+import { bundledPluginOn, definePlugin, type DurableEvents, type KernelApi, type SvcConfig } from '../../sdk/plugin/index.ts';
 import '../capabilities.ts';
 import { jobCommands } from './cli.ts';
 import { jobControls } from './control.ts';
@@ -18,11 +18,7 @@ interface SchedulerState {
 const PRUNE_EVERY_MS = 3_600_000;
 
 const jobsOf = (config: SvcConfig) => config.scheduler_job ?? [];
-/** Bundled plugins are on unless turned off. */
-const useQueueOn = (config: SvcConfig): boolean => {
-  const entry = config.plugins['use-queue'];
-  return entry === undefined || entry === true || (typeof entry === 'object' && entry.enabled);
-};
+const useQueueOn = (config: SvcConfig): boolean => bundledPluginOn(config, 'use-queue');
 
 /** Stands in for the Use queue when it is off: no job can be configured then, so nothing calls it. */
 const NO_QUEUE: DurableEvents = {
@@ -31,6 +27,9 @@ const NO_QUEUE: DurableEvents = {
     return Promise.reject(new Error('scheduler: the Use queue is off'));
   },
   listen() {},
+  deadLetter() {
+    return Promise.reject(new Error('scheduler: the Use queue is off'));
+  },
 };
 
 const pluginConfigOf = (config: SvcConfig): unknown => {

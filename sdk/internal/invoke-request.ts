@@ -20,6 +20,8 @@ export interface InvokeRequest {
    */
   inputOverPayload?: Record<string, unknown>;
   payload?: unknown;
+  /** `input`'s values are text (a message in XML, form, HL7): converted to a typed model's declared types. */
+  inputIsText?: true;
   /**
    * The payload is `JSON.parse(rawBody.text)`, left for the sandbox to parse (set instead of
    * `payload` when a JSON body would otherwise cross twice, as text and as its value).

@@ -50,6 +50,12 @@ export type ServerConfig = ServerBase & ServerFields;
 export type PluginEntry = boolean | { enabled: boolean; module?: string | undefined; config?: unknown };
 export type PluginsConfig = Record<string, PluginEntry>;
 
+/** Whether a bundled plugin is on in this config: bundled plugins are on unless turned off. */
+export function bundledPluginOn(config: { plugins: PluginsConfig }, name: string): boolean {
+  const entry = config.plugins[name];
+  return entry === undefined || entry === true || (typeof entry === 'object' && entry.enabled);
+}
+
 /** The kernel's keys of a `channel_rest[]` entry. */
 export interface ChannelBase {
   name: string;

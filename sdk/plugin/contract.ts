@@ -7,6 +7,8 @@ import type { Channel, SvcConfig, ServerConfig } from './config.ts';
 import type { DataStore, StoreStrategy } from './store.ts';
 import type { Clock } from './clock.ts';
 import type { EventOutcome, SourceEvent } from './events.ts';
+import type { ConnectionReport } from './connections.ts';
+import type { DecodedMessage, MessageDecoder } from './messages.ts';
 import type { InvokeRequest, InvokeResult, SandboxStats, ServiceMeta, TraceContext } from './protocol.ts';
 
 /**
@@ -131,8 +133,10 @@ export interface Contributions {
   defaultDataFormat?: string;
   /** Names a channel's `security` may refer to besides `security[]` entries (e.g. group names). */
   securityTargets?: (config: SvcConfig) => Iterable<string>;
-  /** Cross-reference checks once the whole config parsed. */
-  validateConfig?: (config: SvcConfig) => ConfigIssue[];
+  /** Cross-reference checks once the whole config parsed (`context`: what the enabled plugins offer; SDK 1.8). */
+  validateConfig?: (config: SvcConfig, context: ValidationContext) => ConfigIssue[];
+  /** Decoders of messages that do not come over HTTP, by data format name (SDK 1.8, sdk/plugin/messages.ts). */
+  messageFormats?: Record<string, MessageDecoder>;
   /** Log fields that carry its credentials (pino redact paths, e.g. `headers.authorization`): censored in every log line. */
   logRedact?: readonly string[];
   /** The OpenAPI 3.1 part of the routes it serves; built when a document is asked for. */
@@ -141,6 +145,12 @@ export interface Contributions {
   channelOpenApi?: ChannelOpenApi;
   /** A data store it opens for `server.store` URLs of its schemes (SDK 1.2). */
   dataStore?: StoreStrategy;
+}
+
+/** What the enabled plugins offer, for config checks that refer to it. SDK 1.8. */
+export interface ValidationContext {
+  /** Data formats some enabled plugin decodes messages of (Contributions.messageFormats). */
+  messageFormats: ReadonlySet<string>;
 }
 
 /**
@@ -367,4 +377,17 @@ export interface KernelApi {
   lifecycle(): Lifecycle;
   /** The sandbox's counters and gauges now: calls by service and outcome, restarts, rebuilds, quarantines (metrics). SDK 1.1. */
   sandboxStats(): SandboxStats;
+  /**
+   * Registers a connector's reporter of the connections it keeps (sdk/plugin/connections.ts):
+   * read by health (/ready) and metrics whenever they ask. SDK 1.8.
+   */
+  addConnections(reporter: () => ConnectionReport[]): void;
+  /** Every registered reporter's connections now. SDK 1.8. */
+  connections(): ConnectionReport[];
+  /**
+   * Decodes a message's bytes with the decoder an enabled plugin contributes for `format`
+   * (sdk/plugin/messages.ts). Throws MessageFormatError for a message the format refuses, and
+   * SvcError INTERNAL for a format no enabled plugin decodes. SDK 1.8.
+   */
+  decodeMessage(format: string, body: Buffer, settings?: unknown): DecodedMessage;
 }

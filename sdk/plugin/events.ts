@@ -19,8 +19,19 @@ export interface SourceEvent {
   /** What fired inside that source: a job's name, a queue, a mailbox (`ctx.delivery.source.name`). */
   name: string;
   service: string;
-  /** The service's `ctx.input`: checked against its typed input model as a channel's would be. */
+  /**
+   * The service's `ctx.input`: checked against its typed input model as a channel's would be.
+   * When absent, a payload that is an object gives its fields, as a channel's JSON body does.
+   */
   input?: Record<string, unknown>;
+  /** The service's `ctx.payload`: a message's body as its data format decoded it (KernelApi.decodeMessage). SDK 1.8. */
+  payload?: unknown;
+  /** The input's values are text (XML, form, HL7): converted to the model's declared types. SDK 1.8. */
+  textFields?: boolean;
+  /** The bytes themselves, the service's `ctx.rawBody` (the `none` format). SDK 1.8. */
+  rawBody?: Buffer;
+  /** The service's `ctx.headers`: a message's properties and headers, names lower-case. SDK 1.8. */
+  headers?: Record<string, string>;
   /** The event's correlation ID; a fresh one when absent. */
   cid?: string;
   /** W3C trace context to continue (a broker message's headers); a new trace when absent. */
@@ -99,6 +110,12 @@ export interface DurableEvents {
    * once that transaction committed (the `committed` of an event it enqueued with `tx`).
    */
   listen(prefix: string, listener: DurableListener): void;
+  /**
+   * Stores the event straight in the dead-letter queue of `queue`, with why, where operators see,
+   * replay and delete it as any dead letter (a message a source gave up on without the queue
+   * running it: undecodable, or failed its retries in place). SDK 1.8.
+   */
+  deadLetter(queue: string, event: SourceEvent, reason: { kind: string; message: string; attempts: number }): Promise<{ id: number; cid: string }>;
 }
 
 export interface DurableListener {

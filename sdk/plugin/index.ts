@@ -31,6 +31,7 @@ export type {
   PluginKind,
   PluginRoute,
   RawConfig,
+  ValidationContext,
 } from './contract.ts';
 export { HOOK_NAMES, type HookName } from './hooks.ts';
 export type { Exchange, ResponseDraft, UploadedFile } from './exchange.ts';
@@ -38,7 +39,7 @@ export type { AuthInfo, ChannelFields, ConfigSections, ServerFields } from './ex
 export { ERRORS, IssuesError, SvcError, errorBody, type ErrorCode, type FieldIssue } from './errors.ts';
 export { clientErrorReply, listenerTimeouts, type ClientErrorLog } from './client-error.ts';
 export type { Channel, HttpMethod, SecurityEntry, ServerConfig, SvcConfig } from './config.ts';
-export { HTTP_METHODS, securityNameSchema } from './config.ts';
+export { HTTP_METHODS, bundledPluginOn, securityNameSchema } from './config.ts';
 export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy } from './store.ts';
 export { FailureReport, closeRedis, connectRedis, createRedisConnection, deleteKeysUnder, maskRedisUrl, type RedisConnection } from './redis.ts';
 export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueViolation, redactStoreUrl, sqlTypes } from './store.ts';
@@ -47,6 +48,8 @@ export { systemClock, type Clock } from './clock.ts';
 export { ZoneTime, isTimeZone } from './zone.ts';
 export type { DurableAttempt, DurableEvents, DurableListener, DurableQueueSettings, DurableSettlement, EventOutcome, EventSourceInfo, SourceEvent } from './events.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
+export { ConnectionMeter, LATENCY_BOUNDS_S, countKey, type ConnectionMeterView, type ConnectionReport } from './connections.ts';
+export { MessageFormatError, type DecodedMessage, type MessageDecoder } from './messages.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';
 export { controlOrStore } from './cli.ts';
 export { jsonSchemaOf, openApiDocument } from './openapi.ts';

@@ -6,6 +6,8 @@
  * contract here with its change notifications (notify/listen), store strategies, `sqlTypes`,
  * ControlOp.readOnly; 1.3: `contributes.jsonBodyFormats`; 1.4: `contributes.jsonReplyFormats`; 1.5: event sources, `KernelApi.eventRequest` and
  * `runEvent`, the `events.durable` capability, `ctx.delivery.source`; 1.6: `ServiceMeta.invokableBy`,
- * service-to-service invoke; 1.7: the shared Redis connection helpers of redis.ts).
+ * service-to-service invoke; 1.7: the shared Redis connection helpers of redis.ts; 1.8: connectors: `KernelApi.addConnections`/`connections` (connections.ts),
+ * message decoders (`contributes.messageFormats`, `KernelApi.decodeMessage`), `validateConfig`'s context, a source
+ * event's payload, raw body and headers, `DurableEvents.deadLetter`).
  */
-export const PLUGIN_SDK_VERSION = '1.7.0';
+export const PLUGIN_SDK_VERSION = '1.8.0';

@@ -74,6 +74,11 @@ function durableEvents(scheduler: Scheduler, kernel: KernelApi): DurableEvents {
       return { id, cid: request.cid, committed };
     },
     listen: (prefix, listener) => scheduler.listen({ prefix, ...listener }),
+    async deadLetter(queue, event, reason) {
+      const request = kernel.eventRequest(event);
+      const id = await scheduler.deadLetterNow(queue, request, reason);
+      return { id, cid: request.cid };
+    },
   };
 }
 

@@ -4,7 +4,7 @@ import type { Tracing } from '../../capabilities.ts';
 import { Lane } from './lane.ts';
 import { backoffMs } from './outcome.ts';
 import { DEFAULT_DELIVERY, type DeliverySettings } from './schema.ts';
-import { withError, type QueueTable } from './store.ts';
+import { withError, type AttemptError, type QueueTable } from './store.ts';
 
 export interface SchedulerDeps {
   table: QueueTable;
@@ -158,6 +158,15 @@ export class Scheduler {
         this.pump();
       },
     };
+  }
+
+  /** Stores a request straight in the dead-letter queue of `queue` (an event source gave up on it). */
+  async deadLetterNow(queue: string, request: InvokeRequest, reason: { kind: string; message: string; attempts: number }): Promise<number> {
+    const id = await this.nextId();
+    const now = this.deps.clock.now();
+    const error: AttemptError = { attempt: reason.attempts, cid: request.cid, at: new Date(now).toISOString(), kind: reason.kind, message: reason.message };
+    await this.deps.table.insert({ id, channel: queue, request, receivedAt: now, node: this.deps.node, dead: { attempts: reason.attempts, errors: [error] } });
+    return id;
   }
 
   private laneOf(channel: string | null): Lane {

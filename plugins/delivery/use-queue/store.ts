@@ -129,6 +129,8 @@ export interface NewEvent {
   receivedAt: number;
   /** The accepting node. */
   node: string;
+  /** Stored straight in the dead-letter queue (a source gave up on it), with its attempts' errors. */
+  dead?: { attempts: number; errors: AttemptError[] };
 }
 
 /** An event a node holds in memory: enough to schedule it. */
@@ -155,10 +157,11 @@ export class QueueTable {
   async insert(e: NewEvent, tx?: Queryable): Promise<void> {
     const { cid, delivery, ...rest } = e.request;
     const request = delivery?.source ? { ...rest, delivery: { source: delivery.source } } : rest;
+    const errors = e.dead ? JSON.stringify(e.dead.errors.map((x) => ({ ...x, message: x.message.slice(0, MAX_ERROR_TEXT) }))) : '[]';
     const write = (q: Queryable) =>
       q.run(
-        'INSERT INTO use_queue_event (id, channel, service, state, cid, attempts, first_received_at, next_attempt_at, request, errors, node) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)',
-        [e.id, e.channel, request.service, 'pending', cid, e.receivedAt, e.receivedAt, JSON.stringify(request), '[]', e.node],
+        'INSERT INTO use_queue_event (id, channel, service, state, cid, attempts, first_received_at, next_attempt_at, request, errors, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        [e.id, e.channel, request.service, e.dead ? 'dead' : 'pending', cid, e.dead?.attempts ?? 0, e.receivedAt, e.receivedAt, JSON.stringify(request), errors, e.node],
       );
     if (tx) await write(tx);
     else await this.store.transaction(write, { durable: true });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, type ConfigIssue, type HookFn } from '../../../sdk/plugin/index.ts';
+import { definePlugin, MessageFormatError, type ConfigIssue, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import { FORM_DEFAULTS, FormError, parseForm } from './codec.ts';
@@ -31,15 +31,35 @@ function checkSettingsPlacement(config: SvcConfig): ConfigIssue[] {
   return issues;
 }
 
+/** A message's bytes as an urlencoded form (`form:` settings of the source). */
+const formMessages: MessageDecoder = {
+  decode(body, settings) {
+    const { max_fields } = formChannelSchema.parse(settings ?? {});
+    let text: string;
+    try {
+      text = utf8.decode(body);
+    } catch {
+      throw new MessageFormatError('Malformed form body: not valid UTF-8');
+    }
+    try {
+      return { payload: parseForm(text, max_fields), textFields: true };
+    } catch (err) {
+      if (err instanceof FormError) throw new MessageFormatError(`Malformed form body: ${err.message}`);
+      throw err;
+    }
+  },
+};
+
 export default definePlugin({
   name: 'form',
   kind: 'format',
   version: '1.0.0',
-  sdk: '^1.0.0',
+  sdk: '^1.8.0',
   configSchema: z.object({}).strict(),
   contributes: {
     dataFormats: ['form'],
     textFormats: ['form'],
+    messageFormats: { form: formMessages },
     channelFields: { form: formChannelSchema.optional().describe('Form settings of a channel with data_format: form.') },
     validateConfig: checkSettingsPlacement,
     channelOpenApi: {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, type HookFn } from '../../../sdk/plugin/index.ts';
+import { definePlugin, MessageFormatError, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
 import type { Exchange, ResponseDraft } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import { parseHl7, serializeHl7, type Hl7MessageInput } from '../../../sdk/hl7/codec.ts';
@@ -31,6 +31,18 @@ const parseHl7Body: HookFn = async (ex) => {
     if (err instanceof Hl7Error) throw new SvcError('MALFORMED_BODY', `Malformed HL7 message: ${err.message}`);
     throw err;
   }
+};
+
+/** A message's bytes as one HL7 v2 message; the text as received is ctx.rawBody, as on a channel. */
+const hl7Messages: MessageDecoder = {
+  decode(body) {
+    try {
+      return { payload: hl7Payload(decodeHl7Bytes(body)), textFields: true, raw: true };
+    } catch (err) {
+      if (err instanceof Hl7Error) throw new MessageFormatError(`Malformed HL7 message: ${err.message}`);
+      throw err;
+    }
+  },
 };
 
 function isMessage(v: unknown): v is Hl7MessageInput {
@@ -77,11 +89,12 @@ export default definePlugin({
   name: 'hl7',
   kind: 'format',
   version: '1.0.0',
-  sdk: '^1.0.0',
+  sdk: '^1.8.0',
   configSchema: z.object({}).strict(),
   contributes: {
     dataFormats: ['hl7'],
     textFormats: ['hl7'],
+    messageFormats: { hl7: hl7Messages },
     channelOpenApi: {
       bodies: {
         hl7: {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, type ConfigIssue, type HookFn } from '../../../sdk/plugin/index.ts';
+import { definePlugin, MessageFormatError, type ConfigIssue, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from '../../../sdk/plugin/index.ts';
@@ -46,6 +46,19 @@ function jsonBodyParser(maxDepth: number): HookFn {
   };
 }
 
+/** A message's bytes as JSON, with a channel's limits (`json:` settings of the source). */
+const jsonMessages: MessageDecoder = {
+  decode(body, settings) {
+    const { max_depth } = jsonChannelSchema.parse(settings ?? {});
+    try {
+      return { payload: readJsonBody(body, max_depth) };
+    } catch (err) {
+      if (err instanceof JsonBodyError) throw new MessageFormatError(`Invalid JSON: ${err.message}`);
+      throw err;
+    }
+  },
+};
+
 const serializeJson: HookFn = function serializeJson(ex) {
   const r = ex.response;
   if (r.body === undefined || Buffer.isBuffer(r.body)) return;
@@ -58,7 +71,7 @@ export default definePlugin({
   name: 'json',
   kind: 'format',
   version: '1.0.0',
-  sdk: '^1.4.0',
+  sdk: '^1.8.0',
   configSchema: z.object({}).strict(),
   contributes: {
     dataFormats: ['json'],
@@ -66,6 +79,7 @@ export default definePlugin({
     jsonBodyFormats: ['json'],
     // serializeJson: a typed string goes as it is, other values as JSON.stringify with JSON_TYPE.
     jsonReplyFormats: ['json'],
+    messageFormats: { json: jsonMessages },
     defaultDataFormat: 'json',
     channelFields: { json: jsonChannelSchema.optional().describe('JSON settings of a channel with data_format: json.') },
     validateConfig: checkSettingsPlacement,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, type ConfigIssue, type HookFn } from '../../../sdk/plugin/index.ts';
+import { definePlugin, MessageFormatError, type ConfigIssue, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import type { Exchange, ResponseDraft } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
@@ -68,15 +68,35 @@ function serializeXml(ex: Exchange): void {
   if (!hasContentType(r)) r.contentType = XML_CONTENT_TYPE;
 }
 
+/** A message's bytes as XML: the channel's `xml:` settings of the source, the plugin's limits. */
+function xmlMessages(limits: () => XmlOptions): MessageDecoder {
+  return {
+    decode(body, settings) {
+      const { always_array } = xmlChannelSchema.parse(settings ?? {});
+      const { max_depth, max_entity_references } = limits();
+      try {
+        return { payload: createXmlReader({ alwaysArray: always_array, maxDepth: max_depth, maxEntityReferences: max_entity_references })(decodeXmlBytes(body)), textFields: true };
+      } catch (err) {
+        if (err instanceof XmlError) throw new MessageFormatError(`Malformed XML: ${err.message}`);
+        throw err;
+      }
+    },
+  };
+}
+
+// Contributions are static data: the decoder reads the limits the plugin was set up with.
+let xmlLimits: XmlOptions = optionsSchema.parse({});
+
 export default definePlugin<XmlOptions, XmlOptions>({
   name: 'xml',
   kind: 'format',
   version: '1.0.0',
-  sdk: '^1.0.0',
+  sdk: '^1.8.0',
   configSchema: optionsSchema,
   contributes: {
     dataFormats: ['xml'],
     textFormats: ['xml'],
+    messageFormats: { xml: xmlMessages(() => xmlLimits) },
     channelFields: { xml: xmlChannelSchema.optional().describe('XML settings of a channel with data_format: xml.') },
     validateConfig: checkSettingsPlacement,
     channelOpenApi: {
@@ -91,7 +111,7 @@ export default definePlugin<XmlOptions, XmlOptions>({
       },
     },
   },
-  setup: (_kernel, options) => options,
+  setup: (_kernel, options) => (xmlLimits = options),
   hooks: {
     parse({ channel, state }) {
       if (channel.data_format !== 'xml') return undefined;

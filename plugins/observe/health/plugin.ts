@@ -7,8 +7,8 @@ const NO_STORE = { 'cache-control': 'no-store' };
 const LIVE = { status: 'ok' };
 
 function readyBody(cid: string, r: Readiness): Record<string, unknown> {
-  const node = r.node && { node: r.node };
-  return r.ready ? { status: 'ready', checks: r.checks, ...node } : { ...errorBody(cid, notReadyDetails(r)), checks: r.checks, ...node };
+  const extra = { ...(r.node && { node: r.node }), ...(r.connections.length > 0 && { connections: r.connections }) };
+  return r.ready ? { status: 'ready', checks: r.checks, ...extra } : { ...errorBody(cid, notReadyDetails(r)), checks: r.checks, ...extra };
 }
 
 /** The options as config gives them (validateConfig sees the whole config, not the parsed options). */

@@ -2,7 +2,7 @@ import type { KernelApi } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
 
 export interface Check {
-  name: 'startup' | 'store' | 'shutdown';
+  name: 'startup' | 'store' | 'shutdown' | 'connections';
   ok: boolean;
   /** Why not, when not: short and safe to show anyone who can reach the probe. */
   reason?: string;
@@ -13,6 +13,8 @@ export interface Readiness {
   checks: Check[];
   /** Which node answered (when the nodes plugin runs): behind a load balancer, the probe says whose it is. */
   node?: { id: string; name: string } | undefined;
+  /** Connector connections and inbound channels (kernel.connections()): each one's state, whether or not it counts. */
+  connections: Array<{ kind: string; name: string; role: 'connection' | 'channel'; state: string; ready_check: boolean; reason?: string }>;
 }
 
 /** Resolves with whether the store answered `SELECT 1` in time; never rejects. */
@@ -54,6 +56,12 @@ export class ReadinessProbe {
       store.ok ? { name: 'store', ok: true } : { name: 'store', ok: false, reason: 'store unreachable' },
       phase === 'draining' ? { name: 'shutdown', ok: false, reason: 'draining' } : { name: 'shutdown', ok: true },
     ];
+    const connections = this.kernel.connections().map((c) => ({ kind: c.kind, name: c.name, role: c.role, state: c.state, ready_check: c.readyCheck, ...(c.reason === undefined ? {} : { reason: c.reason }) }));
+    // Only connections marked ready_check count: a database one channel uses should not take the whole node out of a load balancer.
+    const failing = connections.filter((c) => c.ready_check && c.state !== 'up');
+    if (connections.some((c) => c.ready_check)) {
+      checks.push(failing.length === 0 ? { name: 'connections', ok: true } : { name: 'connections', ok: false, reason: failing.map((c) => `${c.kind} ${c.name} ${c.state}`).join(', ') });
+    }
     const ready = checks.every((c) => c.ok);
     if (ready !== this.last) {
       const failing = checks.filter((c) => !c.ok).map((c) => c.name);
@@ -62,7 +70,7 @@ export class ReadinessProbe {
       this.last = ready;
     }
     const node = this.kernel.lookup('cluster.node');
-    return { ready, checks, node: node && { id: node.id, name: node.name } };
+    return { ready, checks, node: node && { id: node.id, name: node.name }, connections };
   }
 }
 

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
-import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import { LATENCY_BOUNDS_S, type ConnectionReport, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { CacheStats, OutgoingStats, PubSubStats, RateLimitStats, ResponseCacheStats, SchedulerStatsView, TokenStats, UseQueueStats } from '../../capabilities.ts';
 import type { RequestMeters } from './requests.ts';
 
@@ -14,6 +14,7 @@ interface Snapshot {
   scheduler: SchedulerStatsView | undefined;
   caches: CacheStats | undefined;
   responseCache: ResponseCacheStats | undefined;
+  connections: ConnectionReport[];
 }
 
 /** The background queue (invokeAsync) has no channel: its `queue` label. */
@@ -87,8 +88,43 @@ export class SvcMetrics {
     this.counter('svc_cache_misses_total', "Services' gets that found none, by named cache.", ['cache'], (s) => caches(s).map((c) => ({ labels: { cache: c.cache }, value: c.misses })));
     this.gauge('svc_cache_entries', 'Entries a memory cache holds now, by named cache.', ['cache'], (s) => caches(s).flatMap((c) => (c.entries === undefined ? [] : [{ labels: { cache: c.cache }, value: c.entries }])));
     this.gauge('svc_cache_bytes', 'Bytes (keys and values) a memory cache holds now, by named cache.', ['cache'], (s) => caches(s).flatMap((c) => (c.bytes === undefined ? [] : [{ labels: { cache: c.cache }, value: c.bytes }])));
+    this.connectorSeries();
     this.counter('svc_response_cache_requests_total', 'GET and HEAD requests on channels with response_cache, by channel and result (HIT, MISS, BYPASS).', ['channel', 'result'], (s) =>
       (s.responseCache?.requests ?? []).map((r) => ({ labels: { channel: r.channel, result: r.result }, value: r.count })),
+    );
+  }
+
+  /** Connectors' connections and inbound channels (kernel.connections()): state, operations, latency, pools. */
+  private connectorSeries(): void {
+    const conns = (s: Snapshot) => s.connections;
+    const id = (c: ConnectionReport) => ({ kind: c.kind, connection: c.name });
+    this.gauge('svc_connector_up', 'Whether a connector connection or inbound channel is up (1) or not (0), by kind (sql, amqp, mqtt) and name.', ['kind', 'connection'], (s) =>
+      conns(s).map((c) => ({ labels: id(c), value: c.state === 'up' ? 1 : 0 })),
+    );
+    this.counter('svc_connector_operations_total', 'Operations on connector connections (query, transaction, publish; consume for inbound channels), by kind, name, operation and outcome.', ['kind', 'connection', 'operation', 'outcome'], (s) =>
+      conns(s).flatMap((c) =>
+        [...c.meter.counts].map(([key, value]) => {
+          const space = key.indexOf(' ');
+          return { labels: { ...id(c), operation: key.slice(0, space), outcome: key.slice(space + 1) }, value };
+        }),
+      ),
+    );
+    this.counter('svc_connector_reconnects_total', 'Times a connector connection was lost and opened again.', ['kind', 'connection'], (s) => conns(s).map((c) => ({ labels: id(c), value: c.meter.reconnects })));
+    this.gauge('svc_connector_pool_connections', 'Connections of a SQL pool, by state (busy, idle) and requests waiting for one (waiting).', ['kind', 'connection', 'state'], (s) =>
+      conns(s).flatMap((c) =>
+        c.pool
+          ? [
+              { labels: { ...id(c), state: 'busy' }, value: c.pool.busy },
+              { labels: { ...id(c), state: 'idle' }, value: c.pool.idle },
+              { labels: { ...id(c), state: 'waiting' }, value: c.pool.waiting },
+            ]
+          : [],
+      ),
+    );
+    this.registry.registerMetric(
+      histogram('svc_connector_operation_duration_seconds', 'How long connector operations took, by kind and name.', () =>
+        (this.snapshot?.connections ?? []).map((c) => ({ labels: id(c), bounds: LATENCY_BOUNDS_S, buckets: c.meter.buckets, sum: c.meter.sumSeconds, count: c.meter.timed })),
+      ) as unknown as Metric,
     );
   }
 
@@ -106,6 +142,7 @@ export class SvcMetrics {
       scheduler: k.lookup('scheduler.stats')?.(),
       caches: k.lookup('cache.stats')?.(),
       responseCache: k.lookup('response-cache.stats')?.(),
+      connections: k.connections(),
     };
     // Every collect below is synchronous: one scrape's series all come from this snapshot.
     const own = await this.registry.metrics();

@@ -17,6 +17,7 @@ export default definePlugin<Record<string, never>, SecretsInUse>({
   version: '1.0.0',
   sdk: '^1.0.0',
   needs: ['secrets.vault'],
+  provides: ['secrets.named'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
     sections: { secrets: secretsSectionSchema },
@@ -34,6 +35,7 @@ export default definePlugin<Record<string, never>, SecretsInUse>({
     const secrets = new SecretsInUse(openStore, kernel.log.child({ plugin: 'secrets' }));
     for (const call of secretHostCalls(secrets)) kernel.addHostCall(call);
     kernel.addControl(setControl(secrets));
+    kernel.provide('secrets.named', { value: (name) => secrets.valueForPlugin(name) });
     kernel.store.listen(
       NAMED_SECRET_CHANGED,
       (name) => secrets.refresh(name),

@@ -84,6 +84,16 @@ export class SecretsInUse {
     return value;
   }
 
+  /**
+   * The value for another plugin in this process (a connector's database password): undefined
+   * when the config names no such secret or it has no value yet. Waits for a config or CLI change
+   * in progress. Never for services: they go through `use`.
+   */
+  async valueForPlugin(name: string): Promise<string | undefined> {
+    await this.queue;
+    return this.grants.has(name) ? this.values.get(name) : undefined;
+  }
+
   /** The stored value; null (logged once here) when the vault cannot decrypt it. */
   private async readValue(store: NamedSecretStore, name: string): Promise<string | undefined | null> {
     try {
