@@ -3,3 +3,4 @@
  * test stops the broker, which would break any other broker test running at that moment.
  */
 import './consume.cases.ts';
+import './publish.cases.ts';
