@@ -4,3 +4,5 @@
  */
 import './consume.cases.ts';
 import './publish.cases.ts';
+import './shutdown.cases.ts';
+import './restart.cases.ts';
