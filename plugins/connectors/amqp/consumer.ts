@@ -73,7 +73,7 @@ export class AmqpConsumer {
   constructor(
     readonly entry: ChannelAmqpEntry,
     readonly link: AmqpLink,
-    private readonly kernel: KernelApi,
+    kernel: KernelApi,
     private readonly log: Logger,
   ) {
     this.meter = new ConnectionMeter(kernel.clock);
