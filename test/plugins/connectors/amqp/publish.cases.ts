@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient } from '../../admin/api/support.ts';
 import { parseExposition, sampleValue, startObserved, type ObservedKernel } from '../../observe/support.ts';
+import { refusedPort } from '../../../helpers/refused-port.ts';
 import { Bare, BROKER, suffix } from './support.ts';
 
 /** Publishing from services with confirms, refusals, a broker that is down; /ready, /metrics and the admin API. */
@@ -21,13 +22,13 @@ export default service({
 });
 `;
 
-const config = () => `
+const config = (deadPort: number) => `
 channel_rest:
   - { name: pub, url_path: /pub, service: pub, security: none }
   - { name: other, url_path: /other, service: other, security: none }
 amqp_connection:
   - { name: main, url: "${BROKER}", allowed_services: [pub], ready_check: true }
-  - { name: down, host: 127.0.0.1, port: 1, publish_timeout_ms: 300, reconnect: { base_ms: 50, max_ms: 200 } }
+  - { name: down, host: 127.0.0.1, port: ${deadPort}, publish_timeout_ms: 300, reconnect: { base_ms: 50, max_ms: 200 } }
 `;
 
 let k: ObservedKernel;
@@ -36,7 +37,7 @@ const bare = new Bare();
 beforeAll(async () => {
   await bare.open();
   await bare.queue(OUT);
-  k = await startObserved({ config: config(), services: { 'pub.ts': PUB, 'other.ts': PUB } });
+  k = await startObserved({ config: config(await refusedPort()), services: { 'pub.ts': PUB, 'other.ts': PUB } });
 });
 
 afterAll(async () => {

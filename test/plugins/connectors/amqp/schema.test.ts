@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readSource, validate } from '../../../../kernel/config/store.ts';
+import { configIssues } from '../../../helpers/config.ts';
+import { readSource, validate } from '../../../../kernel/config/store.ts';
 import { encodeMessage, MAX_MESSAGE_BYTES, publishArgs } from '../../../../plugins/connectors/amqp/publish.ts';
 import { safeReason } from '../../../../plugins/connectors/amqp/link.ts';
 
@@ -10,15 +11,7 @@ const plugins = [
   (await import('../../../../plugins/secrets/named/plugin.ts')).default,
 ];
 
-function issuesOf(yaml: string): string[] {
-  try {
-    validate(readSource(yaml, {}), plugins, {});
-  } catch (err) {
-    if (err instanceof ConfigError) return err.issues;
-    throw err;
-  }
-  return [];
-}
+const issuesOf = (yaml: string) => configIssues(yaml, plugins);
 
 const CONN = 'amqp_connection:\n  - { name: main, url: "amqp://u:p@rabbit:5672/prod" }\n';
 
