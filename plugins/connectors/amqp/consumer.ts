@@ -1,6 +1,6 @@
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import type { Logger } from 'pino';
-import { ConnectionMeter, type KernelApi, type TraceContext } from '../../../sdk/plugin/index.ts';
+import { ConnectionMeter, MessageFormatError, type KernelApi, type TraceContext } from '../../../sdk/plugin/index.ts';
 import { InboundPipeline, type Disposition } from '../shared/inbound.ts';
 import type { AmqpLink, LinkState } from './link.ts';
 import type { ChannelAmqpEntry } from './schema.ts';
@@ -69,22 +69,26 @@ export class AmqpConsumer {
   /** The link's newest connection: a channel lost alone is re-made on it. */
   private latest: ChannelModel | undefined;
   private attached = false;
+  private refused = false;
+  private readonly formatSettings: unknown;
 
   constructor(
     readonly entry: ChannelAmqpEntry,
     readonly link: AmqpLink,
-    kernel: KernelApi,
+    private readonly kernel: KernelApi,
     private readonly log: Logger,
   ) {
     this.meter = new ConnectionMeter(kernel.clock);
+    this.formatSettings = entry[entry.data_format as 'json' | 'xml' | 'form'];
     this.pipeline = new InboundPipeline(
-      { source: 'amqp', name: entry.name, service: entry.service, data_format: entry.data_format, formatSettings: entry[entry.data_format as 'json' | 'xml' | 'form'], delivery: entry.delivery, deadLetter: entry.dead_letter },
+      { source: 'amqp', name: entry.name, service: entry.service, data_format: entry.data_format, formatSettings: this.formatSettings, delivery: entry.delivery, deadLetter: entry.dead_letter },
       { kernel, meter: this.meter, log, stop: this.stop.signal },
     );
   }
 
   get state(): LinkState {
     if (this.consuming) return 'up';
+    if (this.refused) return 'down';
     if (this.link.state === 'up') return 'down';
     return this.link.state === 'down' ? 'down' : 'connecting';
   }
@@ -95,12 +99,30 @@ export class AmqpConsumer {
   }
 
   begin(): void {
+    const refused = this.settingsRefusal();
+    if (refused !== undefined) {
+      // Every message would fail the same way, and be handed back at once, again and again: not consumed at all.
+      this.refused = true;
+      this.reason = 'data format settings invalid';
+      this.log.error({ channel: this.entry.name }, `AMQP channel not consuming: its ${this.entry.data_format} settings are refused (${refused})`);
+      return;
+    }
     this.link.onUp((conn) => {
       if (this.attached) this.meter.reconnects++;
       this.latest = conn;
       void this.attach(conn);
     });
     this.link.start();
+  }
+
+  /** The format's settings as its decoder reads them (the config check cannot, they are the format plugin's). */
+  private settingsRefusal(): string | undefined {
+    try {
+      this.kernel.decodeMessage(this.entry.data_format, Buffer.from('{}'), this.formatSettings);
+      return undefined;
+    } catch (err) {
+      return err instanceof MessageFormatError ? undefined : (err as Error).message.slice(0, 300);
+    }
   }
 
   private async attach(conn: ChannelModel): Promise<void> {

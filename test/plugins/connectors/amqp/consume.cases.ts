@@ -26,6 +26,7 @@ channel_amqp:
     delivery: { max_attempts: 1 }
   - { name: existing-in, connection: main, queue: ${q('existing')}, service: echo }
   - { name: missing-in, connection: main, queue: ${q('missing')}, service: echo }
+  - { name: bad-settings-in, connection: main, queue: ${q('existing')}, service: echo, json: { max_depth: deep } }
 `;
 
 let k: TestKernel;
@@ -110,5 +111,11 @@ describe('channel_amqp', () => {
     expect(got.source).toMatchObject({ name: 'existing-in' });
     const missing = k.kernel.api.connections().find((c) => c.name === 'missing-in');
     expect(missing).toMatchObject({ kind: 'amqp', role: 'channel', state: 'down', reason: 'queue not found' });
+  });
+
+  it('does not consume at all with format settings its decoder refuses', () => {
+    const bad = k.kernel.api.connections().find((c) => c.name === 'bad-settings-in');
+    expect(bad).toMatchObject({ state: 'down', reason: 'data format settings invalid' });
+    expect(bad!.meter.counts.size).toBe(0);
   });
 });
