@@ -70,6 +70,7 @@ export class AmqpConsumer {
   private latest: ChannelModel | undefined;
   private attached = false;
   private refused = false;
+  private unsubscribe: (() => void) | undefined;
   private readonly formatSettings: unknown;
 
   constructor(
@@ -107,7 +108,7 @@ export class AmqpConsumer {
       this.log.error({ channel: this.entry.name }, `AMQP channel not consuming: its ${this.entry.data_format} settings are refused (${refused})`);
       return;
     }
-    this.link.onUp((conn) => {
+    this.unsubscribe = this.link.onUp((conn) => {
       if (this.attached) this.meter.reconnects++;
       this.latest = conn;
       void this.attach(conn);
@@ -214,6 +215,7 @@ export class AmqpConsumer {
   /** Shutdown: no new deliveries, running ones settle (bounded), then the channel closes and unacked messages return to the queue. */
   async drain(): Promise<void> {
     this.stopped = true;
+    this.unsubscribe?.();
     clearTimeout(this.retryTimer);
     const channel = this.channel;
     if (channel && this.consumerTag) await channel.cancel(this.consumerTag).catch(() => {});

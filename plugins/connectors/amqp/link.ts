@@ -36,7 +36,7 @@ export class AmqpLink {
   readonly meter: ConnectionMeter;
   private connection: ChannelModel | undefined;
   private waiters = new Set<() => void>();
-  private readonly upListeners: Array<(conn: ChannelModel) => void> = [];
+  private readonly upListeners = new Set<(conn: ChannelModel) => void>();
   private closed = false;
   private started = false;
   private everUp = false;
@@ -52,9 +52,10 @@ export class AmqpLink {
   }
 
   /** Called with every new connection (the first and each after a reconnect). */
-  onUp(listener: (conn: ChannelModel) => void): void {
-    this.upListeners.push(listener);
+  onUp(listener: (conn: ChannelModel) => void): () => void {
+    this.upListeners.add(listener);
     if (this.connection) listener(this.connection);
+    return () => this.upListeners.delete(listener);
   }
 
   start(): void {

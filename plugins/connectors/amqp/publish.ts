@@ -113,7 +113,7 @@ export class Publisher {
       this.closedWith = undefined;
       const opened = this.channel;
       channel.on('error', (err: Error) => {
-        this.closedWith = err.message.replace(/^Channel closed by server: \d+ \(([A-Z_-]+)\) with message "(.*)"$/, '$1 - $2').slice(0, 300);
+        this.closedWith = (/with message "(.*)"$/.exec(err.message)?.[1] ?? err.message).slice(0, 300);
       });
       channel.on('close', () => {
         if (this.channel === opened) this.channel = undefined;

@@ -119,3 +119,20 @@ describe('channel_amqp', () => {
     expect(bad!.meter.counts.size).toBe(0);
   });
 });
+
+describe('channel_amqp on a config change', () => {
+  it('rebuilds a changed channel (the old one drained first), drops a removed one, keeps consuming', async () => {
+    const changed = config()
+      .replace(`declare: { durable: true }, service: echo }`, `declare: { durable: true }, service: echo, prefetch: 3 }`)
+      .split('\n')
+      .filter((l) => !l.includes('missing-in') && !l.includes('bad-settings-in'))
+      .join('\n');
+    expect(await k.writeConfig(changed)).toBe(true);
+    await expect.poll(() => k.kernel.api.connections().filter((c) => c.kind === 'amqp' && c.role === 'channel').map((c) => c.name)).not.toContain('missing-in');
+    await expect.poll(() => k.kernel.api.connections().find((c) => c.name === 'json-in')?.state).toBe('up');
+    bare.send(q('json'), { id: 21 });
+    const got = JSON.parse((await bare.next(REPLY)).content.toString());
+    expect(got.payload).toEqual({ id: 21 });
+    await expect.poll(() => bare.count(q('json'))).toBe(0);
+  });
+});
