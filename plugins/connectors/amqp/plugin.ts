@@ -111,7 +111,6 @@ export default definePlugin<Record<string, never>, AmqpState>({
   contributes: {
     sections: { amqp_connection: amqpConnectionSectionSchema, channel_amqp: channelAmqpSectionSchema },
     validateConfig: validateAmqp,
-    logRedact: ['url', 'password'],
   },
   setup(kernel) {
     const log = kernel.log.child({ plugin: 'amqp' });
