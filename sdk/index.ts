@@ -29,3 +29,4 @@ export { publish, type PublishOptions } from './pubsub.ts';
 export { invokeAsync, type InvokeAsyncOptions } from './queue.ts';
 export { invoke, invokeAll, type InvokeCall, type InvokeOptions } from './invoke.ts';
 export { outgoing, gatewayError, OutgoingError, type CallOptions, type OutgoingConnection, type OutgoingFailureKind, type OutgoingResponse, type ParamValue } from './outgoing.ts';
+export { amqp, type AmqpConnection, type AmqpPublishOptions, type AmqpHeaderValue } from './amqp.ts';

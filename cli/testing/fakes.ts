@@ -12,7 +12,8 @@ import { toBase64 } from '../../sdk/internal/bytes.ts';
 import { getArgs, incrArgs, setArgs } from '../../plugins/cache/named/host-calls.ts';
 import { MemoryCache } from '../../plugins/cache/shared/memory.ts';
 import { systemClock } from '../../kernel/platform/clock.ts';
-import type { FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, OutgoingRequest, Publication, QueuedCall } from '../../sdk/testing/index.ts';
+import { publishArgs as amqpPublishArgs } from '../../plugins/connectors/amqp/publish.ts';
+import type { AmqpPublished, FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, OutgoingRequest, Publication, QueuedCall } from '../../sdk/testing/index.ts';
 
 /**
  * The host side of a service's host calls under `svc test`: the arguments are checked with the
@@ -23,6 +24,7 @@ import type { FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, Outgo
 export class FakeHost {
   readonly requests: OutgoingRequest[] = [];
   readonly published: Publication[] = [];
+  readonly amqpPublished: AmqpPublished[] = [];
   readonly queued: QueuedCall[] = [];
   readonly invoked: InvokedCall[] = [];
   /** What the service asked for that no fake answers, since the last call began. */
@@ -41,6 +43,7 @@ export class FakeHost {
   forget(): void {
     this.requests.length = 0;
     this.published.length = 0;
+    this.amqpPublished.length = 0;
     this.queued.length = 0;
     this.invoked.length = 0;
     this.problems = [];
@@ -100,6 +103,7 @@ export class FakeHost {
         return { cid };
       },
     },
+    'amqp.publish': { args: amqpPublishArgs, run: async (a: z.infer<typeof amqpPublishArgs>) => this.amqpPublish(a) },
     'service.invoke': { args: invokeArgs, run: (a: z.infer<typeof invokeArgs>) => this.invoke(a) },
   };
 
@@ -137,6 +141,15 @@ export class FakeHost {
     const value = this.fakes.secrets?.[name];
     if (value === undefined) throw new Refused(`${this.service} used the named secret '${name}', which has no fake value: add secrets: { '${name}': '…' } to testService('${this.service}', …)`);
     return value;
+  }
+
+  private amqpPublish(args: z.infer<typeof amqpPublishArgs>): null {
+    const fake = this.fakes.amqp?.[args.connection];
+    if (fake === undefined) throw new Refused(`${this.service} published on the AMQP connection '${args.connection}', which has no fake: add amqp: { '${args.connection}': true } to testService('${this.service}', …)`);
+    const published: AmqpPublished = { connection: args.connection, exchange: args.exchange, routingKey: args.routingKey, message: args.message, options: args.options };
+    if (typeof fake === 'function') fake(published);
+    this.amqpPublished.push(published);
+    return null;
   }
 
   private publish(args: z.infer<typeof publishArgs>): { msg_id: string } {

@@ -107,6 +107,9 @@ class Harness implements ServiceUnderTest {
   get published() {
     return this.host.published;
   }
+  get amqpPublished() {
+    return this.host.amqpPublished;
+  }
   get queued() {
     return this.host.queued;
   }

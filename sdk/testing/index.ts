@@ -68,6 +68,23 @@ export interface Publication {
   options: { priority: number; hasGd: boolean; mimeType: string; expiration?: number; correlId?: string; inReplyTo?: string; extClientId?: string };
 }
 
+/** A message the service published on an AMQP connection (`amqp(name).publish(...)`), as svc would send it. */
+export interface AmqpPublished {
+  connection: string;
+  exchange: string;
+  routingKey: string;
+  /** As the service passed it (a string, or a JSON value sent as JSON). */
+  message: unknown;
+  /** With svc's defaults applied (persistent: true). */
+  options: { persistent: boolean; headers?: Record<string, string | number | boolean>; correlationId?: string; messageId?: string; contentType?: string; type?: string; expiration?: number; priority?: number };
+}
+
+/**
+ * A fake AMQP connection: `true` accepts (confirms) every publish, a function sees each one
+ * first and may throw an SDK error (`new ServiceUnavailable()`) to make `publish` fail.
+ */
+export type FakeAmqpConnection = true | ((published: AmqpPublished) => void);
+
 /** Background work the service started (`invokeAsync(service, input)`); it does not run in the test. */
 export interface QueuedCall {
   service: string;
@@ -108,6 +125,8 @@ export interface Fakes {
    * Every cache name works in a test, in memory, the service's alone; `reset()` starts them over.
    */
   caches?: Record<string, Record<string, unknown>>;
+  /** AMQP connections by name, as the service names them in `amqp(name)`; a publish on one with no fake fails the test. */
+  amqp?: Record<string, FakeAmqpConnection>;
 }
 
 /** One call of the service: what a channel would hand it. */
@@ -166,6 +185,8 @@ export interface ServiceUnderTest {
   /** Outgoing requests made so far, in order. */
   readonly requests: readonly OutgoingRequest[];
   readonly published: readonly Publication[];
+  /** AMQP publishes so far, in order (the confirmed ones: a fake that threw records nothing). */
+  readonly amqpPublished: readonly AmqpPublished[];
   readonly queued: readonly QueuedCall[];
   /** `invoke` calls made so far (each of an `invokeAll` too), in order. */
   readonly invoked: readonly InvokedCall[];

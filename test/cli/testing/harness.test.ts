@@ -42,6 +42,18 @@ export default service({
   },
 });
 `,
+  'shipper.ts': `import { amqp, service } from 'svc/sdk';
+export default service({
+  async handle(ctx) {
+    try {
+      await amqp('orders').publish('orders', 'order.shipped', { id: ctx.input.id }, { messageId: 'o-' + ctx.input.id, headers: { tenant: 'acme' } });
+      return { sent: true };
+    } catch (e) {
+      return { error: e.kind + ': ' + e.message };
+    }
+  },
+});
+`,
   'probe.ts': `import { service } from 'svc/sdk';
 export default service({
   handle: () => ({
@@ -167,6 +179,16 @@ describe('svc/sdk/testing', () => {
     expect(res.status).toBe(403);
     expect(res.error).toBeInstanceOf(Forbidden);
     expect(crm.published).toEqual([]);
+  });
+
+  it('records AMQP publishes on a faked connection; a fake may refuse one; an unfaked connection fails the test', async () => {
+    const shipper = testService('shipper', { amqp: { orders: true } });
+    expect((await shipper.post({ id: 4 })).body).toEqual({ sent: true });
+    expect(shipper.amqpPublished).toEqual([{ connection: 'orders', exchange: 'orders', routingKey: 'order.shipped', message: { id: 4 }, options: { persistent: true, messageId: 'o-4', headers: { tenant: 'acme' } } }]);
+    const refusing = testService('shipper', { amqp: { orders: () => { throw new ServiceError('ServiceUnavailable', 503, 'broker down'); } } });
+    expect((await refusing.post({ id: 5 })).body).toEqual({ error: 'ServiceUnavailable: broker down' });
+    expect(refusing.amqpPublished).toEqual([]);
+    await expect(testService('shipper').post({ id: 6 })).rejects.toThrow("shipper published on the AMQP connection 'orders', which has no fake: add amqp: { 'orders': true } to testService('shipper', …)");
   });
 
   it('checks input against the model as a channel does', async () => {

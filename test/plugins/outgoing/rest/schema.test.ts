@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readSource, validate } from '../../../../kernel/config/store.ts';
+import { configIssues } from '../../../helpers/config.ts';
+import { readSource, validate } from '../../../../kernel/config/store.ts';
 
 const plugins = [
   (await import('../../../../plugins/outgoing/rest/plugin.ts')).default,
@@ -9,15 +10,7 @@ const plugins = [
   (await import('../../../../plugins/formats/json/plugin.ts')).default,
 ];
 
-function issuesOf(yaml: string): string[] {
-  try {
-    validate(readSource(yaml, {}), plugins, {});
-  } catch (err) {
-    if (err instanceof ConfigError) return err.issues;
-    throw err;
-  }
-  return [];
-}
+const issuesOf = (yaml: string) => configIssues(yaml, plugins);
 
 describe('outgoing_rest schema', () => {
   it('fills defaults', () => {
