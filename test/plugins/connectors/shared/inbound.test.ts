@@ -25,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => k?.close());
 
 let seq = 0;
-function pipeline(service: string, over: Partial<InboundChannel> & { delivery?: Partial<InboundChannel['delivery']> } = {}, stop = new AbortController()) {
+function pipeline(service: string, over: Partial<Omit<InboundChannel, 'delivery'>> & { delivery?: Partial<InboundChannel['delivery']> } = {}, stop = new AbortController()) {
   const channel: InboundChannel = {
     source: 'test',
     name: `ch${++seq}`,
