@@ -16,18 +16,21 @@ function isoTimestamp(text: string): string {
 
 const TIMESTAMP = 1114;
 const TIMESTAMPTZ = 1184;
-const DATE = 1082;
 const BYTEA = 17;
-/** Text results as services get them (README, value table); the rest as pg parses them (numbers, booleans, JSON) or as text. */
+/**
+ * Types pg parses to JSON values (booleans, numbers; int8 and numeric stay text; JSON parsed),
+ * with their arrays; every other type reaches the service as the database's text (README, value table).
+ */
+const PARSED_BY_PG = new Set([16, 20, 21, 23, 26, 700, 701, 1700, 114, 3802, 1000, 1005, 1007, 1016, 1021, 1022, 1231, 199, 3807, 1009, 1015]);
 const PARSERS = new Map<number, (text: string) => unknown>([
   [TIMESTAMP, isoTimestamp],
   [TIMESTAMPTZ, isoTimestamp],
-  [DATE, (text) => text],
   [BYTEA, (text) => (types.getTypeParser(BYTEA, 'text')(text) as Buffer).toString('base64')],
 ]);
+const asText = (text: string) => text;
 const typeParsers = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    return (PARSERS.get(oid) ?? types.getTypeParser(oid, format ?? 'text')) as (value: string) => unknown;
+    return (PARSERS.get(oid) ?? (PARSED_BY_PG.has(oid) ? types.getTypeParser(oid, format ?? 'text') : asText)) as (value: string) => unknown;
   },
 };
 
