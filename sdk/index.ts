@@ -29,4 +29,4 @@ export { publish, type PublishOptions } from './pubsub.ts';
 export { invokeAsync, type InvokeAsyncOptions } from './queue.ts';
 export { invoke, invokeAll, type InvokeCall, type InvokeOptions } from './invoke.ts';
 export { outgoing, gatewayError, OutgoingError, type CallOptions, type OutgoingConnection, type OutgoingFailureKind, type OutgoingResponse, type ParamValue } from './outgoing.ts';
-export { sql, SqlError, type SqlConnection, type SqlField, type SqlParam, type SqlResult, type SqlStatement } from './sql.ts';
+export { sql, SqlError, type SqlConnection, type SqlField, type SqlParam, type SqlResult, type SqlRow, type SqlStatement } from './sql.ts';

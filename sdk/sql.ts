@@ -13,12 +13,16 @@ export interface SqlField {
   type: string;
 }
 
+/** A result row, by column name. */
+// biome-ignore lint/suspicious/noExplicitAny: a row holds whatever the statement selects; services name its type when they care
+export type SqlRow = Record<string, any>;
+
 /**
  * One statement's result. Values are JSON: 64-bit integers and decimals as strings, other numbers
  * as numbers, dates as 'YYYY-MM-DD', timestamps as ISO 8601 in UTC, binary as base64, JSON
  * columns parsed (PostgreSQL), anything else as text.
  */
-export interface SqlResult<R = Record<string, any>> {
+export interface SqlResult<R = SqlRow> {
   rows: R[];
   /** Rows returned, or rows changed by INSERT / UPDATE / DELETE. */
   rowCount: number;
@@ -56,7 +60,7 @@ export class SqlError extends Error {
  */
 export interface SqlConnection {
   readonly name: string;
-  query<R = Record<string, any>>(text: string, params?: readonly SqlParam[]): Promise<SqlResult<R>>;
+  query<R = SqlRow>(text: string, params?: readonly SqlParam[]): Promise<SqlResult<R>>;
   /** The statements in one transaction: all applied, or (on the first failure) none. */
   transaction(statements: readonly SqlStatement[]): Promise<SqlResult[]>;
 }
