@@ -56,7 +56,8 @@ export class SqlConnection {
     return this.pool;
   }
 
-  private async borrow(): Promise<Session> {
+  /** A session for one `operation` started at `at`; when none can be had, the operation is counted as an error. */
+  private async borrow(operation: string, at: number): Promise<Session> {
     try {
       const session = await this.open().acquire();
       if (this.wasDown) this.meter.reconnects++;
@@ -65,6 +66,7 @@ export class SqlConnection {
       this.reason = undefined;
       return session;
     } catch (err) {
+      this.meter.done(operation, 'error', at);
       const failure = err instanceof SqlFailure ? err : new SqlFailure('connection', (err as Error).message, true);
       this.down(failure);
       throw new SvcError('SERVICE_UNAVAILABLE', `SQL connection '${this.entry.name}' is unavailable: ${safeReason(failure)}`);
@@ -94,13 +96,7 @@ export class SqlConnection {
 
   async query(statement: Statement): Promise<StatementResult | Failed> {
     const at = this.meter.start();
-    let session: Session;
-    try {
-      session = await this.borrow();
-    } catch (err) {
-      this.meter.done('query', 'error', at);
-      throw err;
-    }
+    const session = await this.borrow('query', at);
     try {
       const result = await session.run(statement.text, statement.params, this.caps());
       session.release(false);
@@ -116,13 +112,7 @@ export class SqlConnection {
   /** BEGIN, each statement, COMMIT on one session; the first failure rolls back and names its index. */
   async transaction(statements: Statement[]): Promise<{ results: StatementResult[] } | Failed> {
     const at = this.meter.start();
-    let session: Session;
-    try {
-      session = await this.borrow();
-    } catch (err) {
-      this.meter.done('transaction', 'error', at);
-      throw err;
-    }
+    const session = await this.borrow('transaction', at);
     const results: StatementResult[] = [];
     let index: number | undefined;
     try {

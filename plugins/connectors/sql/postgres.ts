@@ -110,6 +110,8 @@ export function postgresPool(entry: SqlEntry, password: (() => Promise<string | 
   // A pooled connection lost while idle (server restart, pg_terminate_backend) must not crash the process.
   pool.on('error', onIdleError);
   let busy = 0;
+  // A lent connection lost between two statements emits 'error' on itself: one listener per connection.
+  const watched = new WeakSet<pg.PoolClient>();
   return {
     async acquire() {
       let client: pg.PoolClient;
@@ -118,6 +120,10 @@ export function postgresPool(entry: SqlEntry, password: (() => Promise<string | 
       } catch (err) {
         const failure = pgFailure(err);
         throw failure.unavailable ? failure : new SqlFailure(failure.code, failure.message, true);
+      }
+      if (!watched.has(client)) {
+        watched.add(client);
+        client.on('error', onIdleError);
       }
       busy++;
       return new PgSession(client, () => busy--);

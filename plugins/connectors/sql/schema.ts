@@ -86,7 +86,8 @@ function whereIssues(entry: SqlEntry): Array<{ path: string[]; message: string }
 export function validateSql(config: SvcConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   const seen = new Map<string, number>();
-  const secretNames = new Set(config.secrets.map((s) => s.name));
+  // secrets: is absent when the secrets plugin is off.
+  const secretNames = new Set((config.secrets ?? []).map((s) => s.name));
   config.sql_connection.forEach((entry, i) => {
     const at = seen.get(entry.name);
     if (at !== undefined) issues.push({ path: ['sql_connection', i, 'name'], message: `duplicate connection name '${entry.name}' (also sql_connection[${at}])` });

@@ -93,11 +93,16 @@ describe('SQL connections in health, metrics, the admin API and the vault', () =
     expect(res.text).not.toContain(PG_URL);
   });
 
-  it('puts /ready at 503 while a ready_check database is down', async () => {
+  it('puts /ready at 503 while a ready_check database is down; a config change keeps the connections it did not change', async () => {
     expect((await fetch(`${k.admin}/ready`)).status).toBe(200);
+    const okQueries = async () => sampleValue(parseExposition(await (await fetch(`${k.admin}/metrics`, { headers: AUTH })).text()), 'svc_connector_operations_total', { kind: 'sql', connection: 'crm', operation: 'query', outcome: 'ok' });
+    const before = await okQueries();
     expect(await k.writeConfig(config(`  - { name: gone, engine: postgresql, host: 127.0.0.1, port: ${NOWHERE}, database: test, username: postgres, ready_check: true, connect_timeout_ms: 500 }`))).toBe(true);
     await expect.poll(async () => (await fetch(`${k.admin}/ready`)).status).toBe(503);
     const body = (await (await fetch(`${k.admin}/ready`)).json()) as { connections: Array<Record<string, unknown>> };
     expect(body.connections.find((c) => c.name === 'gone')).toMatchObject({ state: 'down', reason: 'connection refused' });
+    // crm's entry did not change: the same connection (its pool, its counts) serves on.
+    expect(await okQueries()).toBeGreaterThanOrEqual(before);
+    expect(before).toBeGreaterThan(0);
   });
 });
