@@ -22,7 +22,7 @@ export interface Failed {
 function safeReason(failure: SqlFailure): string {
   const code = failure.code;
   if (code.startsWith('28') || code === '1045' || /access denied|password/i.test(failure.message)) return 'login refused';
-  if (code === 'pool_timeout') return 'no connection within connect_timeout_ms';
+  if (code === 'pool_timeout') return 'no free connection within connect_timeout_ms';
   if (/ECONNREFUSED/.test(failure.message) || code === 'ECONNREFUSED') return 'connection refused';
   if (/timeout|ETIMEDOUT/i.test(failure.message)) return 'connect timed out';
   return 'connection failed';
@@ -68,7 +68,8 @@ export class SqlConnection {
     } catch (err) {
       this.meter.done(operation, 'error', at);
       const failure = err instanceof SqlFailure ? err : new SqlFailure('connection', (err as Error).message, true);
-      this.down(failure);
+      // A full pool is busy, not down: /ready keeps its state.
+      if (failure.code !== 'pool_timeout') this.down(failure);
       throw new SvcError('SERVICE_UNAVAILABLE', `SQL connection '${this.entry.name}' is unavailable: ${safeReason(failure)}`);
     }
   }

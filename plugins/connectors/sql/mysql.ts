@@ -140,7 +140,8 @@ export function mysqlPool(entry: SqlEntry, password: (() => Promise<string | und
         let late = false;
         const timer = setTimeout(() => {
           late = true;
-          reject(new SqlFailure('pool_timeout', `no connection within connect_timeout_ms (${entry.connect_timeout_ms} ms)`, true));
+          const full = internals._allConnections.length >= entry.pool_size;
+          reject(new SqlFailure(full ? 'pool_timeout' : 'connect_timeout', `no ${full ? 'free ' : ''}connection within connect_timeout_ms (${entry.connect_timeout_ms} ms)`, true));
         }, entry.connect_timeout_ms);
         pool.getConnection((err, c) => {
           clearTimeout(timer);

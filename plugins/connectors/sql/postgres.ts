@@ -118,6 +118,8 @@ export function postgresPool(entry: SqlEntry, password: (() => Promise<string | 
       try {
         client = await pool.connect();
       } catch (err) {
+        // Every connection was open and lent: the wait for a free one ran out, the database is fine.
+        if (pool.totalCount >= entry.pool_size) throw new SqlFailure('pool_timeout', `no free connection within connect_timeout_ms (${entry.connect_timeout_ms} ms)`, true);
         const failure = pgFailure(err);
         throw failure.unavailable ? failure : new SqlFailure(failure.code, failure.message, true);
       }

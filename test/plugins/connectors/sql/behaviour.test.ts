@@ -8,10 +8,12 @@ const NOWHERE = await closedPort();
 const CONFIG = `
 sql_connection:
   - { name: pg, engine: postgresql, url: '${PG_URL}', pool_size: 3, max_rows: 100, max_result_bytes: 65536, statement_timeout_ms: 400 }
+  - { name: pg_one, engine: postgresql, url: '${PG_URL}', pool_size: 1, connect_timeout_ms: 300 }
   - { name: pg_ro, engine: postgresql, url: '${PG_URL}', read_only: true }
   - { name: pg_theirs, engine: postgresql, url: '${PG_URL}', allowed_services: [stranger] }
   - { name: pg_down, engine: postgresql, host: 127.0.0.1, port: ${NOWHERE}, database: test, username: postgres, connect_timeout_ms: 1000 }
   - { name: my, engine: mysql, url: '${MYSQL_URL}', pool_size: 3, max_rows: 100, max_result_bytes: 65536, statement_timeout_ms: 400 }
+  - { name: my_one, engine: mysql, url: '${MYSQL_URL}', pool_size: 1, connect_timeout_ms: 300 }
   - { name: my_ro, engine: mysql, url: '${MYSQL_URL}', read_only: true }
   - { name: my_theirs, engine: mysql, url: '${MYSQL_URL}', allowed_services: [stranger] }
   - { name: my_down, engine: mysql, host: 127.0.0.1, port: ${NOWHERE}, database: test, username: root, connect_timeout_ms: 1000 }
@@ -26,6 +28,7 @@ const ENGINES = [
     p: (i: number) => `$${i}`,
     table: `sql_pg_${SUFFIX}`,
     sleep: 'SELECT pg_sleep(5)',
+    hold: 'SELECT pg_sleep(1)',
     many: 'SELECT g FROM generate_series(1, 2000000) g',
     wide: "SELECT repeat('x', 1000) AS x FROM generate_series(1, 90) g",
     duplicate: '23505',
@@ -36,6 +39,7 @@ const ENGINES = [
     p: (_i: number) => '?',
     table: `sql_my_${SUFFIX}`,
     sleep: 'SELECT SLEEP(5)',
+    hold: 'SELECT SLEEP(1)',
     // MariaDB's sequence engine: rows made as they are read.
     many: 'SELECT seq FROM seq_1_to_2000000',
     wide: "SELECT REPEAT('x', 1000) AS x FROM seq_1_to_90",
@@ -150,6 +154,15 @@ describe.each(ENGINES)('$engine', (e) => {
     expect(unknown!.error).toMatchObject({ kind: 'NotFound' });
     expect(unknown!.error!.message).toContain(`No SQL connection named '${e.conn}_nope'`);
     expect(forbidden!.error).toMatchObject({ kind: 'Forbidden' });
+  });
+
+  it('answers ServiceUnavailable when no pooled connection frees within connect_timeout_ms', async () => {
+    const holding = calls(['query', `${e.conn}_one`, e.hold]);
+    const busy = () => k.kernel.api.connections().find((c) => c.name === `${e.conn}_one`)?.pool?.busy;
+    await expect.poll(busy).toBe(1);
+    const waited = await one('query', `${e.conn}_one`, 'SELECT 1');
+    expect(waited.error).toMatchObject({ kind: 'ServiceUnavailable', message: `SQL connection '${e.conn}_one' is unavailable: no free connection within connect_timeout_ms` });
+    expect((await holding)[0]!.value.rowCount).toBe(1);
   });
 
   it('answers ServiceUnavailable when the database is down, and the server stays up', async () => {
