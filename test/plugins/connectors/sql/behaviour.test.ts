@@ -19,6 +19,12 @@ sql_connection:
   - { name: my_down, engine: mysql, host: 127.0.0.1, port: ${NOWHERE}, database: test, username: root, connect_timeout_ms: 1000 }
 channel_rest:
   - { name: probe, url_path: /probe, service: probe, method: POST, data_format: json, security: none }
+  - { name: raw, url_path: /raw, service: raw, method: POST, data_format: json, security: none }
+`;
+
+/** Lets whatever the query raises escape, to see what the channel's caller gets. */
+const RAW = `import { service, sql } from 'svc/sdk';
+export default service({ POST: async (ctx) => (await sql(ctx.payload.conn).query(ctx.payload.text)).rows });
 `;
 
 const ENGINES = [
@@ -51,7 +57,7 @@ let k: TestKernel;
 const clients: Partial<Record<'postgresql' | 'mysql', Direct>> = {};
 
 beforeAll(async () => {
-  k = await startKernel({ config: CONFIG, services: { 'probe.ts': PROBE } });
+  k = await startKernel({ config: CONFIG, services: { 'probe.ts': PROBE, 'raw.ts': RAW } });
   for (const e of ENGINES) {
     const d = (clients[e.engine] = await direct(e.engine));
     await d.run(`CREATE TABLE ${e.table} (id int PRIMARY KEY, name varchar(100))`);
@@ -163,6 +169,15 @@ describe.each(ENGINES)('$engine', (e) => {
     const waited = await one('query', `${e.conn}_one`, 'SELECT 1');
     expect(waited.error).toMatchObject({ kind: 'ServiceUnavailable', message: `SQL connection '${e.conn}_one' is unavailable: no free connection within connect_timeout_ms` });
     expect((await holding)[0]!.value.rowCount).toBe(1);
+  });
+
+  it('lets an uncaught SqlError fail the service (500) and an uncaught refusal answer with its status', async () => {
+    const post = (payload: object) => k.app.inject({ method: 'POST', url: '/raw', payload });
+    const failed = await post({ conn: e.conn, text: 'SELECT * FROM no_such_table_here' });
+    expect(failed.statusCode).toBe(500);
+    expect(failed.body).not.toContain('127.0.0.1');
+    expect((await post({ conn: `${e.conn}_nope`, text: 'SELECT 1' })).statusCode).toBe(404);
+    expect((await post({ conn: `${e.conn}_down`, text: 'SELECT 1' })).statusCode).toBe(503);
   });
 
   it('answers ServiceUnavailable when the database is down, and the server stays up', async () => {
