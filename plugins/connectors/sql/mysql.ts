@@ -118,7 +118,10 @@ export function mysqlPool(entry: SqlEntry, password: (() => Promise<string | und
     decimalNumbers: false,
     dateStrings: true,
     timezone: 'Z',
-    ...(tls?.enabled ? { ssl: { rejectUnauthorized: tls.reject_unauthorized, ...(tls.ca_file ? { ca: readFileSync(tls.ca_file, 'utf8') } : {}) } } : {}),
+    // Prepared statements kept per connection: the server's max_prepared_stmt_count (16382 by default) is for all clients.
+    maxPreparedStatements: 256,
+    // verifyIdentity: mysql2 checks the certificate's host name only when asked.
+    ...(tls?.enabled ? { ssl: { rejectUnauthorized: tls.reject_unauthorized, verifyIdentity: tls.reject_unauthorized, ...(tls.ca_file ? { ca: readFileSync(tls.ca_file, 'utf8') } : {}) } } : {}),
   });
   pool.on('connection', (conn) => {
     // An error on a connection no call holds (server gone, killed) must not crash the process.

@@ -12,7 +12,7 @@ export const sqlTlsSchema = z
     enabled: z.boolean().default(true).describe('Connect over TLS.'),
     reject_unauthorized: z.boolean().default(true).describe('Refuse servers whose certificate does not verify; false only for test systems.'),
     ca_file: z.string().min(1).optional().describe('PEM file of extra certificate authorities to trust (read when the connection is built).'),
-    server_name: z.string().min(1).optional().describe('Name to verify the certificate against, when it differs from the host.'),
+    server_name: z.string().min(1).optional().describe('Name to verify the certificate against, when it differs from the host (postgresql only).'),
   })
   .strict();
 
@@ -92,6 +92,7 @@ export function validateSql(config: SvcConfig): ConfigIssue[] {
     const at = seen.get(entry.name);
     if (at !== undefined) issues.push({ path: ['sql_connection', i, 'name'], message: `duplicate connection name '${entry.name}' (also sql_connection[${at}])` });
     else seen.set(entry.name, i);
+    if (entry.engine === 'mysql' && entry.tls?.server_name !== undefined) issues.push({ path: ['sql_connection', i, 'tls', 'server_name'], message: 'mysql connections verify the certificate against the host; server_name is for postgresql' });
     for (const issue of [...whereIssues(entry), ...passwordIssues(entry, secretNames)]) issues.push({ path: ['sql_connection', i, ...issue.path], message: issue.message });
   });
   return issues;

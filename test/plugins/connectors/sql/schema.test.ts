@@ -37,6 +37,7 @@ describe('sql_connection schema', () => {
     expect(issuesOf([{ ...base, host: 'other' }])).toEqual(['sql_connection.0.host: give url or the separate fields, not both']);
     expect(issuesOf([{ ...base, password: 'x' }])).toEqual(['sql_connection.0.url: the url holds a password and so does password / password_secret']);
     expect(issuesOf([{ ...base, url: 'postgres://a:secret@' + '%zz' }]).join()).not.toContain('secret');
+    expect(issuesOf([{ name: 'a', engine: 'mysql', host: 'db', tls: { server_name: 'x' } }])).toEqual(['sql_connection.0.tls.server_name: mysql connections verify the certificate against the host; server_name is for postgresql']);
     expect(issuesOf([base, base])).toEqual(["sql_connection.1.name: duplicate connection name 'crm' (also sql_connection[0])"]);
     expect(issuesOf([{ name: 'a', engine: 'mysql', host: 'db', password_secret: 'nope' }])).toEqual(["sql_connection.0.password_secret: no secret named 'nope' in secrets:"]);
   });
