@@ -27,6 +27,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   scheduler: () => import('./suites/scheduler.ts'),
   cache: () => import('./suites/cache.ts'),
   amqp: () => import('./suites/amqp.ts'),
+  sql: () => import('./suites/sql.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

@@ -38,6 +38,21 @@ if (kind === 'upstream') {
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   process.stdout.write(`READY ${url} ${process.pid}\n`);
+} else if (kind === 'sql-pg' || kind === 'sql-mysql') {
+  // The SQL suite's baseline: a bare Fastify route running the same one-row query on a bare pool of the same size.
+  const app = Fastify();
+  if (kind === 'sql-pg') {
+    const { default: pg } = await import('pg');
+    const pool = new pg.Pool({ connectionString: configPath!, max: Number(process.env.BENCH_SQL_POOL ?? 10) });
+    app.get('/sql', async () => (await pool.query('SELECT $1::int AS n', [1])).rows);
+  } else {
+    const { default: mysql } = await import('mysql2/promise');
+    const pool = mysql.createPool({ uri: configPath!, connectionLimit: Number(process.env.BENCH_SQL_POOL ?? 10) });
+    app.get('/sql', async () => (await pool.execute('SELECT ? AS n', [1]))[0]);
+  }
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  process.on('SIGTERM', () => process.exit(0));
+  process.stdout.write(`READY ${url} ${process.pid}\n`);
 } else if (kind === 'bare') {
   const app = Fastify();
   app.get('/hello', async () => ({ hello: 'world' }));

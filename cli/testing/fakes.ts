@@ -13,7 +13,9 @@ import { getArgs, incrArgs, setArgs } from '../../plugins/cache/named/host-calls
 import { MemoryCache } from '../../plugins/cache/shared/memory.ts';
 import { systemClock } from '../../kernel/platform/clock.ts';
 import { publishArgs as amqpPublishArgs } from '../../plugins/connectors/amqp/publish.ts';
-import type { AmqpPublished, FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, OutgoingRequest, Publication, QueuedCall } from '../../sdk/testing/index.ts';
+import type { AmqpPublished, FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, OutgoingRequest, Publication, QueuedCall, SqlQuery } from '../../sdk/testing/index.ts';
+import { queryArgs, transactionArgs } from '../../plugins/connectors/sql/host-calls.ts';
+import { fakeSqlAnswer } from './sql-fakes.ts';
 
 /**
  * The host side of a service's host calls under `svc test`: the arguments are checked with the
@@ -27,6 +29,7 @@ export class FakeHost {
   readonly amqpPublished: AmqpPublished[] = [];
   readonly queued: QueuedCall[] = [];
   readonly invoked: InvokedCall[] = [];
+  readonly queries: SqlQuery[] = [];
   /** What the service asked for that no fake answers, since the last call began. */
   problems: string[] = [];
   private count = 0;
@@ -46,6 +49,7 @@ export class FakeHost {
     this.amqpPublished.length = 0;
     this.queued.length = 0;
     this.invoked.length = 0;
+    this.queries.length = 0;
     this.problems = [];
     this.caches.clear();
   }
@@ -105,7 +109,30 @@ export class FakeHost {
     },
     'amqp.publish': { args: amqpPublishArgs, run: async (a: z.infer<typeof amqpPublishArgs>) => this.amqpPublish(a) },
     'service.invoke': { args: invokeArgs, run: (a: z.infer<typeof invokeArgs>) => this.invoke(a) },
+    'sql.query': { args: queryArgs, run: (a: z.infer<typeof queryArgs>) => this.sql({ connection: a.connection, text: a.text, params: a.params ?? [] }) },
+    'sql.transaction': { args: transactionArgs, run: (a: z.infer<typeof transactionArgs>) => this.sqlTransaction(a) },
   };
+
+  /** One statement answered by the connection's fake: its result, or the `failed` answer of a SqlError it threw. */
+  private async sql(query: SqlQuery): Promise<unknown> {
+    this.queries.push(query);
+    const where = query.statement === undefined ? '' : ` (statement ${query.statement} of a transaction)`;
+    const answer = await fakeSqlAnswer(this.fakes.sql?.[query.connection], query);
+    if (answer === 'no fake') throw new Refused(`${this.service} ran SQL on '${query.connection}'${where}, which has no fake: add sql: { '${query.connection}': … } to testService('${this.service}', …)`);
+    if (answer === 'no answer') throw new Refused(`${this.service} ran ${JSON.stringify(query.text.slice(0, 200))} on '${query.connection}'${where}, which its fake does not answer`);
+    return answer;
+  }
+
+  /** The statements in order; the first that fails ends the transaction, as on the host. */
+  private async sqlTransaction(args: z.infer<typeof transactionArgs>): Promise<unknown> {
+    const results: unknown[] = [];
+    for (const [statement, s] of args.statements.entries()) {
+      const answer = (await this.sql({ connection: args.connection, text: s.text, params: s.params ?? [], statement })) as { failed?: { code: string; message: string } };
+      if (answer.failed) return { failed: { ...answer.failed, statement } };
+      results.push(answer);
+    }
+    return { results };
+  }
 
   /** Answers as the kernel's service.invoke does (kernel/services/invoke.ts), from the fake of the service invoked. */
   private async invoke(args: z.infer<typeof invokeArgs>): Promise<InvokeReply> {

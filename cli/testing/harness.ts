@@ -117,6 +117,10 @@ class Harness implements ServiceUnderTest {
     return this.host.invoked;
   }
 
+  get queries() {
+    return this.host.queries;
+  }
+
   async reset(): Promise<void> {
     this.host.forget();
     this.deployed = undefined;

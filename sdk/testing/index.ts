@@ -1,7 +1,7 @@
 /**
  * Tests for services, run by `svc test`. A test file sits beside its service
  * (`services/orders.test.ts`) and runs in Node; the service it tests runs in the sandbox, as in
- * production, with its outgoing connections, publications, named secrets, named caches, background
+ * production, with its outgoing connections, SQL connections, publications, named secrets, named caches, background
  * calls and the services it invokes answered by fakes that record what it did.
  *
  *   import { testService, test, expect } from 'svc/sdk/testing';
@@ -22,6 +22,7 @@
 import type { Delivery, User } from '../context.ts';
 import { errorOfKind, type ServiceError } from '../errors.ts';
 import type { OutgoingFailureKind, ParamValue } from '../outgoing.ts';
+import type { SqlField } from '../sql.ts';
 
 export { expect, type Expectation } from './expect.ts';
 
@@ -60,6 +61,29 @@ export type FakeHandler = (request: OutgoingRequest) => FakeAnswer | Promise<Fak
  * key wins. A call no key matches fails the test, as does a call on a connection with no fake.
  */
 export type FakeConnection = FakeAnswer | FakeHandler | { [route: string]: FakeAnswer | FakeHandler };
+
+/** A statement a service ran on a SQL connection (`sql(name).query`, or one of a `transaction`), as its fake received it. */
+export interface SqlQuery {
+  connection: string;
+  text: string;
+  /** As sent: bytes as `{ $bytes: base64 }`, dates as ISO text, arrays and objects as they are. */
+  params: unknown[];
+  /** Its index in a `transaction`; undefined for a `query`. */
+  statement?: number;
+}
+
+/**
+ * What a fake SQL statement answers: its rows (rowCount = their number, fields from the first
+ * row's keys, typed 'unknown'), or a full result. To fail, a fake throws a `SqlError` (from
+ * svc/sdk: `new SqlError('crm', '23505', 'duplicate key')`), which the service receives as such.
+ */
+export type FakeSqlAnswer = Array<Record<string, unknown>> | { rows?: Array<Record<string, unknown>>; rowCount?: number; fields?: SqlField[] };
+export type FakeSqlHandler = (query: SqlQuery) => FakeSqlAnswer | Promise<FakeSqlAnswer>;
+/**
+ * A fake SQL connection: a function of every statement, or answers by exact statement text. A
+ * statement it does not answer fails the test, as does a connection with no fake.
+ */
+export type FakeSqlConnection = FakeSqlHandler | { [text: string]: FakeSqlAnswer | FakeSqlHandler };
 
 /** A message the service published (`publish(topic, data, options)`), with its options as svc applies them. */
 export interface Publication {
@@ -127,6 +151,8 @@ export interface Fakes {
   caches?: Record<string, Record<string, unknown>>;
   /** AMQP connections by name, as the service names them in `amqp(name)`; a publish on one with no fake fails the test. */
   amqp?: Record<string, FakeAmqpConnection>;
+  /** SQL connections by name, as the service names them in `sql(name)`. */
+  sql?: Record<string, FakeSqlConnection>;
 }
 
 /** One call of the service: what a channel would hand it. */
@@ -190,6 +216,8 @@ export interface ServiceUnderTest {
   readonly queued: readonly QueuedCall[];
   /** `invoke` calls made so far (each of an `invokeAll` too), in order. */
   readonly invoked: readonly InvokedCall[];
+  /** SQL statements run so far (each of a transaction too), in order. */
+  readonly queries: readonly SqlQuery[];
   /** Forgets what was recorded and deploys the service again: module-level state starts over. */
   reset(): Promise<void>;
 }

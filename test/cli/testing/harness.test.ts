@@ -6,6 +6,7 @@ import { outgoingPaths } from '../../../cli/testing/fakes.ts';
 import { startTestEngine, type TestEngine } from '../../../cli/testing/harness.ts';
 import { BadGateway, Conflict, Forbidden, NotFound, ServiceError } from '../../../sdk/errors.ts';
 import { testService as sdkTestService, type Fakes } from '../../../sdk/testing/index.ts';
+import { SqlError } from '../../../sdk/sql.ts';
 
 /**
  * The engine behind svc/sdk/testing, in this process: services deploy into a real sandbox
@@ -75,6 +76,21 @@ export default service({
       return { price, stock, label: await invoke('labels', { sku }, { method: 'GET' }) };
     } catch (e) {
       if (e instanceof NotFound) return { unknown: ctx.input.sku, why: e.message };
+      throw e;
+    }
+  },
+});
+`,
+  'ledger.ts': `import { service, sql, SqlError } from 'svc/sdk';
+export default service({
+  async handle(ctx) {
+    const db = sql('crm');
+    try {
+      const found = await db.query('SELECT name FROM customers WHERE id = $1', [Number(ctx.query.id)]);
+      const [moved] = await db.transaction([{ text: 'UPDATE accounts SET total = total - $1 WHERE id = $2', params: [5, 1] }, { text: 'INSERT INTO audit (note) VALUES ($1)', params: ['moved'] }]);
+      return { name: found.rows[0]?.name ?? null, count: found.rowCount, moved: moved.rowCount };
+    } catch (e) {
+      if (e instanceof SqlError) return { sqlError: e.code, statement: e.statement ?? null, message: e.message };
       throw e;
     }
   },
@@ -171,6 +187,32 @@ describe('svc/sdk/testing', () => {
     await counter.reset();
     expect((await counter.get({}, { query: { key: 'a' } })).body).toEqual({ seen: 1, name: 'Ann', gone: false });
     expect((await testService('counter').get({}, { query: { key: 'a' } })).body).toEqual({ seen: 1, name: 'made', gone: false });
+  });
+
+  it('fakes SQL connections: by exact text or by a function, SqlError thrown by a fake, a statement with no fake fails the test', async () => {
+    const answers = {
+      'SELECT name FROM customers WHERE id = $1': (q: { params: unknown[] }) => (q.params[0] === 1 ? [{ name: 'Ann' }] : []),
+      'UPDATE accounts SET total = total - $1 WHERE id = $2': { rowCount: 1 },
+      'INSERT INTO audit (note) VALUES ($1)': { rowCount: 1 },
+    };
+    const ledger = testService('ledger', { sql: { crm: answers } });
+    expect((await ledger.get({}, { query: { id: '1' } })).body).toEqual({ name: 'Ann', count: 1, moved: 1 });
+    expect(ledger.queries.map((q) => [q.text.split(' ')[0], q.params, q.statement])).toEqual([
+      ['SELECT', [1], undefined],
+      ['UPDATE', [5, 1], 0],
+      ['INSERT', ['moved'], 1],
+    ]);
+    const failing = testService('ledger', {
+      sql: {
+        crm: (q) => {
+          if (q.text.startsWith('INSERT')) throw new SqlError('crm', '23505', 'duplicate key');
+          return [];
+        },
+      },
+    });
+    expect((await failing.get({}, { query: { id: '2' } })).body).toEqual({ sqlError: '23505', statement: 1, message: 'statement 1: duplicate key' });
+    await expect(testService('ledger').get({}, { query: { id: '1' } })).rejects.toThrow("ledger ran SQL on 'crm', which has no fake: add sql: { 'crm': … } to testService('ledger', …)");
+    await expect(testService('ledger', { sql: { crm: {} } }).get({}, { query: { id: '1' } })).rejects.toThrow(/ledger ran "SELECT name FROM customers WHERE id = \$1" on 'crm', which its fake does not answer/);
   });
 
   it('lets a publish fake refuse with an SDK error, which the service sees with its status', async () => {
