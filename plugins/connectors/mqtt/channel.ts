@@ -83,7 +83,10 @@ export class MqttChannel {
   private take(client: MqttClient, packet: IPublishPacket, ack: () => void): void {
     if (this.stopping) return;
     const message: InboundMessage = { body: Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload), headers: messageHeaders(packet), at: new Date(this.kernel.clock.now()).toISOString() };
+    const stream = client.stream;
     this.inFlight = this.pipeline.handle(message).then((d) => {
+      // Lost meanwhile: an acknowledgement now would be queued for the next connection; the broker sends the message again there.
+      if (client.stream !== stream || !client.connected) return;
       if (d.action === 'ack' || packet.qos === 0) return ack();
       // Not done with: leave it unacknowledged, and drop the connection so the broker sends it again.
       this.link.log.warn({ why: d.why }, 'mqtt: message handed back; reconnecting so the broker delivers it again');
