@@ -12,7 +12,8 @@ import { toBase64 } from '../../sdk/internal/bytes.ts';
 import { getArgs, incrArgs, setArgs } from '../../plugins/cache/named/host-calls.ts';
 import { MemoryCache } from '../../plugins/cache/shared/memory.ts';
 import { systemClock } from '../../kernel/platform/clock.ts';
-import type { FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, OutgoingRequest, Publication, QueuedCall } from '../../sdk/testing/index.ts';
+import { publishArgs as mqttPublishArgs } from '../../plugins/connectors/mqtt/publish.ts';
+import type { FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, MqttPublication, OutgoingRequest, Publication, QueuedCall } from '../../sdk/testing/index.ts';
 
 /**
  * The host side of a service's host calls under `svc test`: the arguments are checked with the
@@ -25,6 +26,7 @@ export class FakeHost {
   readonly published: Publication[] = [];
   readonly queued: QueuedCall[] = [];
   readonly invoked: InvokedCall[] = [];
+  readonly mqttPublished: MqttPublication[] = [];
   /** What the service asked for that no fake answers, since the last call began. */
   problems: string[] = [];
   private count = 0;
@@ -43,6 +45,7 @@ export class FakeHost {
     this.published.length = 0;
     this.queued.length = 0;
     this.invoked.length = 0;
+    this.mqttPublished.length = 0;
     this.problems = [];
     this.caches.clear();
   }
@@ -101,6 +104,7 @@ export class FakeHost {
       },
     },
     'service.invoke': { args: invokeArgs, run: (a: z.infer<typeof invokeArgs>) => this.invoke(a) },
+    'mqtt.publish': { args: mqttPublishArgs, run: async (a: z.infer<typeof mqttPublishArgs>) => this.mqttPublish(a) },
   };
 
   /** Answers as the kernel's service.invoke does (kernel/services/invoke.ts), from the fake of the service invoked. */
@@ -150,6 +154,17 @@ export class FakeHost {
     this.fakes.publish?.(publication);
     this.published.push(publication);
     return { msg_id: `fake-${++this.count}` };
+  }
+
+  /** Records an MQTT publish on a faked connection (as production, a message that is not a string is sent as JSON). */
+  private mqttPublish(a: z.infer<typeof mqttPublishArgs>): null {
+    const fake = this.fakes.mqtt?.[a.connection];
+    if (fake === undefined) throw new Refused(`${this.service} published to MQTT connection '${a.connection}', which has no fake: add mqtt: { '${a.connection}': {} } to testService('${this.service}', …)`);
+    const message: MqttPublication = { connection: a.connection, topic: a.topic, message: a.message, qos: a.options.qos, retain: a.options.retain };
+    if (a.options.properties) message.properties = a.options.properties;
+    fake.publish?.(message);
+    this.mqttPublished.push(message);
+    return null;
   }
 
   private async outgoing(args: z.infer<typeof callArgs>): Promise<unknown> {

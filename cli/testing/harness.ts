@@ -107,6 +107,10 @@ class Harness implements ServiceUnderTest {
   get published() {
     return this.host.published;
   }
+  get mqttPublished() {
+    return this.host.mqttPublished;
+  }
+
   get queued() {
     return this.host.queued;
   }
