@@ -84,7 +84,16 @@ export class MqttChannel {
     if (this.stopping) return;
     const message: InboundMessage = { body: Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload), headers: messageHeaders(packet), at: new Date(this.kernel.clock.now()).toISOString() };
     const stream = client.stream;
+    // mqtt.js reads no packet while one waits for its acknowledgement, PINGRESP included: keep the
+    // connection alive ourselves, or a service (with its retries) longer than 1.5 x keepalive_s would drop it.
+    const heartbeat = setInterval(() => {
+      if (client.stream !== stream || !client.connected) return;
+      client.sendPing();
+      client.reschedulePing(true);
+    }, this.entry.keepalive_s * 500);
+    heartbeat.unref();
     this.inFlight = this.pipeline.handle(message).then((d) => {
+      clearInterval(heartbeat);
       // Lost meanwhile: an acknowledgement now would be queued for the next connection; the broker sends the message again there.
       if (client.stream !== stream || !client.connected) return;
       if (d.action === 'ack' || packet.qos === 0) return ack();

@@ -103,10 +103,10 @@ export const channelEntrySchema = z
     clean_session: z.boolean().default(false).describe('false: a persistent session, so messages published while svc is away are delivered when it is back; true: a new session at each connect.'),
     session_expiry_s: z.number().int().min(0).max(4_294_967_295).default(604_800).describe('MQTT 5: how long the broker keeps the session after a disconnect (default a week).'),
     service: z.string().min(1).describe('The service run for each message.'),
-    data_format: z.string().min(1).default('json').describe("How a message's body is read: json (default), xml, form, text, none (raw bytes in ctx.rawBody)..."),
-    json: formatSettings.describe('Settings of the json format.'),
-    xml: formatSettings.describe('Settings of the xml format.'),
-    form: formatSettings.describe('Settings of the form format.'),
+    data_format: z.string().min(1).default('json').describe("How a message's body is read: json (default), xml, form, hl7, or none (the bytes as they came, in ctx.rawBody); a message not valid for it is dead-lettered."),
+    json: formatSettings.describe('Settings of the json format (the keys of a REST channel\'s json:), checked by the format.'),
+    xml: formatSettings.describe('Settings of the xml format (the keys of a REST channel\'s xml:).'),
+    form: formatSettings.describe('Settings of the form format (the keys of a REST channel\'s form:).'),
     delivery: inboundDeliverySchema.default(inboundDeliverySchema.parse({})).describe('Retries and dead letters (svc\'s dead-letter queue: svc queue list --channel mqtt:<name>).'),
   })
   .strict();

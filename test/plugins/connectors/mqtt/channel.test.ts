@@ -17,6 +17,7 @@ channel_mqtt:
   - { name: queued, client_id: ${ID}-queued, ${FAST}, topics: ['${P}/queued'], service: record, delivery: { use_queue: true } }
   - { name: v5, client_id: ${ID}-v5, ${FAST}, protocol_version: 5, qos: 2, topics: ['${P}/v5/#'], service: record }
   - { name: slow, client_id: ${ID}-slow, ${FAST}, topics: ['${P}/slow'], service: slow }
+  - { name: long, client_id: ${ID}-long, ${FAST}, keepalive_s: 5, topics: ['${P}/long'], service: long }
 `;
 
 /** Publishes what it was given to <prefix>/results, for the test to read. */
@@ -42,6 +43,9 @@ export default service({
 });
 `;
 
+/** Busy for longer than 1.5 x keepalive_s (7.5 s) on a first delivery. */
+const LONG = SLOW.replace('1500', '8500').replace('export default service({', 'export default service({\n  limits: { timeoutMs: 20000 },');
+
 type Result = { source: { kind: string; name: string }; payload: unknown; headers: Record<string, string>; attempt?: number };
 
 let k: ObservedKernel;
@@ -53,8 +57,8 @@ const of = (channel: string) => parsed().filter((r) => r.source.name === channel
 beforeAll(async () => {
   results = await collector(`${P}/results`);
   sender = await bareClient({ protocolVersion: 5 });
-  k = await startObserved({ config: CONFIG, services: { 'record.ts': RECORD, 'fail.ts': FAIL, 'slow.ts': SLOW } });
-  await until(() => k.kernel.api.connections().filter((c) => c.kind === 'mqtt' && c.state === 'up').length === 6);
+  k = await startObserved({ config: CONFIG, services: { 'record.ts': RECORD, 'fail.ts': FAIL, 'slow.ts': SLOW, 'long.ts': LONG } });
+  await until(() => k.kernel.api.connections().filter((c) => c.kind === 'mqtt' && c.state === 'up').length === 7);
 });
 
 async function until(ok: () => boolean): Promise<void> {
@@ -66,7 +70,7 @@ async function until(ok: () => boolean): Promise<void> {
 afterAll(async () => {
   await k?.close();
   // The channels' persistent sessions go with a clean connect under their client ids.
-  for (const name of ['plant', 'failing', 'queued', 'v5', 'slow']) await (await bareClient({ clientId: `${ID}-${name}`, clean: true })).endAsync();
+  for (const name of ['plant', 'failing', 'queued', 'v5', 'slow', 'long']) await (await bareClient({ clientId: `${ID}-${name}`, clean: true })).endAsync();
   await Promise.all([results?.client.endAsync(), sender?.endAsync()]);
 });
 
@@ -121,6 +125,15 @@ describe('channel_mqtt', () => {
     expect(slow.meter.reconnects).toBeGreaterThanOrEqual(1);
     await expect.poll(() => slow.state, { timeout: 5_000 }).toBe('up');
   });
+
+  it('keeps the connection alive while a service runs longer than the keepalive allows', async () => {
+    await sender.publishAsync(`${P}/long`, JSON.stringify({ l: 1 }), { qos: 1 });
+    await expect.poll(() => of('long').length, { timeout: 15_000 }).toBe(1);
+    expect(of('long')[0]!.headers['mqtt-dup']).toBe('false');
+    const long = k.kernel.api.connections().find((c) => c.name === 'long')!;
+    expect(long.meter.reconnects).toBe(0);
+    expect(long.meter.counts.get('consume ok')).toBe(1);
+  }, 20_000);
 
   it('reports channels in /ready and counts consumed messages in /metrics', async () => {
     const ready = await (await fetch(`${k.admin}/ready`)).json();
