@@ -10,10 +10,13 @@ export interface PublishConnection {
   link: BrokerLink;
 }
 
-const topicArg = z.string().superRefine((t, ctx) => {
-  const problem = topicNameProblem(t);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
+// Topic rules are checked in the handler: a service's bad topic is its BadRequest, not an internal error.
+const topicArg = z.string().max(4 * 65_535);
+
+function checkTopic(what: string, topic: string): void {
+  const problem = topicNameProblem(topic);
+  if (problem) throw new SvcError('BAD_REQUEST', `${what} ${problem}`);
+}
 
 export const publishArgs = z
   .object({
@@ -75,6 +78,8 @@ function publishOptions(args: PublishArgs, entry: MqttConnectionEntry): IClientP
 
 async function publish(conn: PublishConnection, args: PublishArgs, signal: AbortSignal): Promise<void> {
   const { entry, link } = conn;
+  checkTopic('The topic', args.topic);
+  if (args.options.properties?.responseTopic !== undefined) checkTopic('The responseTopic', args.options.properties.responseTopic);
   const body = Buffer.from(typeof args.message === 'string' ? args.message : JSON.stringify(args.message));
   if (body.length > entry.max_message_bytes) throw new SvcError('BAD_REQUEST', `Message of ${body.length} bytes is larger than connection '${entry.name}' takes (max_message_bytes ${entry.max_message_bytes})`);
   const options = publishOptions(args, entry);

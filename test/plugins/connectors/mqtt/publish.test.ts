@@ -9,7 +9,7 @@ const NOWHERE = await closedPortUrl();
 const CONFIG = `
 mqtt_connection:
   - { name: sensors, url: '${BROKER_URL}', ready_check: true }
-  - { name: v5, url: '${BROKER_URL}', protocol_version: 5 }
+  - { name: v5, url: '${BROKER_URL}', protocol_version: 5, max_message_bytes: 2048 }
   - { name: private, url: '${BROKER_URL}', allowed_services: [other] }
   - { name: down, url: '${NOWHERE}', publish_timeout_ms: 300, reconnect: { min_ms: 100, max_ms: 200 } }
 channel_rest:
@@ -86,8 +86,9 @@ describe('mqtt.publish', () => {
   });
 
   it('refuses wildcards in a topic, an unknown connection (NotFound) and a service not allowed (Forbidden)', async () => {
-    expect((await publish({ connection: 'sensors', topic: `${PREFIX}/+/x`, message: 1 })).error?.message).toMatch(/wildcards/);
-    expect((await publish({ connection: 'sensors', topic: `${PREFIX}/#`, message: 1 })).error?.message).toMatch(/wildcards/);
+    expect((await publish({ connection: 'sensors', topic: `${PREFIX}/+/x`, message: 1 })).error).toMatchObject({ kind: 'BadRequest', status: 400, message: expect.stringMatching(/wildcards/) });
+    expect((await publish({ connection: 'sensors', topic: `${PREFIX}/#`, message: 1 })).error).toMatchObject({ kind: 'BadRequest', message: expect.stringMatching(/wildcards/) });
+    expect((await publish({ connection: 'v5', topic: `${PREFIX}/big`, message: 'é'.repeat(1025) })).error).toMatchObject({ kind: 'BadRequest', message: "Message of 2050 bytes is larger than connection 'v5' takes (max_message_bytes 2048)" });
     expect((await publish({ connection: 'nope', topic: `${PREFIX}/x`, message: 1 })).error).toMatchObject({ kind: 'NotFound', status: 404 });
     expect((await publish({ connection: 'private', topic: `${PREFIX}/x`, message: 1 })).error).toMatchObject({ kind: 'Forbidden', status: 403 });
   });
