@@ -26,6 +26,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   cluster: () => import('./suites/cluster.ts'),
   scheduler: () => import('./suites/scheduler.ts'),
   cache: () => import('./suites/cache.ts'),
+  mqtt: () => import('./suites/mqtt.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */
