@@ -39,9 +39,14 @@ export class MqttChannel {
   private stopping = false;
   private drained: Promise<void> | undefined;
 
+  /** Whether this instance subscribed yet: its first connect applies the config's topics to a kept session. */
+  private subscribed = false;
+
   constructor(
     readonly entry: MqttChannelEntry,
     private readonly kernel: KernelApi,
+    /** The topics of the entry this one replaces (a config change): those dropped are unsubscribed. */
+    private readonly previousTopics: readonly string[] = [],
   ) {
     const log = kernel.log.child({ plugin: 'mqtt', channel: entry.name });
     this.link = new BrokerLink(entry, kernel, log);
@@ -69,12 +74,18 @@ export class MqttChannel {
       if (packet.cmd !== 'publish' || packet.qos === 2) return callback();
       this.take(client, packet, () => callback());
     };
+    const dropped = this.previousTopics.filter((t) => !e.topics.includes(t));
     client.on('connect', (connack) => {
-      // A session the broker kept has the subscriptions: subscribing again would resend retained messages.
-      if (connack.sessionPresent && !e.clean_session) return;
+      // A session the broker kept has the subscriptions, and on MQTT 3.1.1 subscribing again would
+      // resend retained messages: only the first connect after a config change (any first connect
+      // on MQTT 5, whose retain handling 1 resends nothing) subscribes to a kept session.
+      const kept = connack.sessionPresent && !e.clean_session;
+      if (kept && (this.subscribed || (!v5 && this.previousTopics.length === 0))) return;
+      if (dropped.length) client.unsubscribe(dropped);
       client.subscribe(e.topics, { qos: e.qos, ...(v5 ? { rh: 1 } : {}) }, (err, granted) => {
         if (err) this.link.log.error({ reason: err.message }, 'mqtt: subscribe failed');
         else if (granted?.some((g) => g.qos >= 128)) this.link.log.error({ refused: granted.filter((g) => g.qos >= 128).map((g) => g.topic) }, 'mqtt: the broker refused a subscription');
+        else this.subscribed = true;
       });
     });
   }

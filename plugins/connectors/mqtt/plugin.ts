@@ -39,7 +39,6 @@ async function onConfig(state: MqttState, config: SvcConfig): Promise<void> {
     builtFrom.set(key, source);
   }
   const nextChannels = new Map<string, MqttChannel>();
-  const retiredChannels: MqttChannel[] = [];
   for (const entry of config.channel_mqtt ?? []) {
     const key = `ch:${entry.name}`;
     const source = JSON.stringify(entry);
@@ -50,13 +49,14 @@ async function onConfig(state: MqttState, config: SvcConfig): Promise<void> {
     } else {
       // The old client goes first: a new one with the same client id would be dropped by the broker for it.
       if (current) await current.drain();
-      const channel = new MqttChannel(entry, state.kernel);
+      const channel = new MqttChannel(entry, state.kernel, current?.entry.topics);
       await channel.start();
       nextChannels.set(entry.name, channel);
     }
     builtFrom.set(key, source);
   }
-  for (const [name, channel] of state.channels) if (nextChannels.get(name) !== channel && !retiredChannels.includes(channel)) retiredChannels.push(channel);
+  // Changed channels were drained above; drain() is idempotent, so this ends those removed.
+  const retiredChannels = [...state.channels.values()].filter((c) => nextChannels.get(c.entry.name) !== c);
   const retired = [...state.connections.values()].filter((c) => nextConnections.get(c.entry.name) !== c);
   state.connections = nextConnections;
   state.channels = nextChannels;

@@ -70,4 +70,17 @@ describe('a persistent session', () => {
     const dead = (await k.kernel.runControl('queue.list', { channel: 'mqtt:readings', state: 'dead', limit: 10 })) as unknown[];
     expect(dead).toEqual([]);
   });
+
+  it('follows a change of topics in the config: the session is subscribed to the new filters and not to the dropped ones', async () => {
+    expect(await k!.writeConfig(CONFIG.replace(`topics: ['${P}/in/#']`, `topics: ['${P}/new/+']`))).toBe(true);
+    const channel = () => k!.kernel.api.connections().find((c) => c.name === 'readings');
+    await expect.poll(() => channel()?.state, { timeout: 10_000 }).toBe('up');
+    await expect.poll(async () => {
+      // Published in this order on one session: a dropped filter would deliver 'old' first.
+      await sender.publishAsync(`${P}/in/5`, JSON.stringify({ n: 5 }), { qos: 1 });
+      await sender.publishAsync(`${P}/new/6`, JSON.stringify({ n: 6 }), { qos: 1 });
+      return received().some((r) => r.payload.n === 6);
+    }, { timeout: 10_000 }).toBe(true);
+    expect(received().some((r) => r.payload.n === 5)).toBe(false);
+  });
 });
