@@ -28,6 +28,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   cache: () => import('./suites/cache.ts'),
   amqp: () => import('./suites/amqp.ts'),
   sql: () => import('./suites/sql.ts'),
+  mqtt: () => import('./suites/mqtt.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

@@ -17,6 +17,7 @@ export { ServiceError, type FieldProblem, BadRequest, Unauthorized, Forbidden, N
 export { hmacSha256Hex, hmacSha256Base64, verifyHmacSha256Hex, verifyHmacSha256Base64, sha256Hex, sha256Base64, timingSafeEqual, type Data } from './crypto.ts';
 export { secret, type NamedSecret, type SignedHeaderOptions, type HmacAlgorithm, type SignatureEncoding } from './secrets.ts';
 export { cache, type Cache, type CacheSetOptions } from './cache.ts';
+export { mqtt, type MqttConnection, type MqttProperties, type MqttPublishOptions } from './mqtt.ts';
 export { toBase64, fromBase64, utf8Encode, utf8Decode } from './internal/bytes.ts';
 
 /** Declares a service: its input model, limits and handlers. The file's default export. */

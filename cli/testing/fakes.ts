@@ -13,7 +13,8 @@ import { getArgs, incrArgs, setArgs } from '../../plugins/cache/named/host-calls
 import { MemoryCache } from '../../plugins/cache/shared/memory.ts';
 import { systemClock } from '../../kernel/platform/clock.ts';
 import { publishArgs as amqpPublishArgs } from '../../plugins/connectors/amqp/publish.ts';
-import type { AmqpPublished, FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, OutgoingRequest, Publication, QueuedCall, SqlQuery } from '../../sdk/testing/index.ts';
+import { publishArgs as mqttPublishArgs } from '../../plugins/connectors/mqtt/publish.ts';
+import type { AmqpPublished, FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, MqttPublication, OutgoingRequest, Publication, QueuedCall, SqlQuery } from '../../sdk/testing/index.ts';
 import { queryArgs, transactionArgs } from '../../plugins/connectors/sql/host-calls.ts';
 import { fakeSqlAnswer } from './sql-fakes.ts';
 
@@ -30,6 +31,7 @@ export class FakeHost {
   readonly queued: QueuedCall[] = [];
   readonly invoked: InvokedCall[] = [];
   readonly queries: SqlQuery[] = [];
+  readonly mqttPublished: MqttPublication[] = [];
   /** What the service asked for that no fake answers, since the last call began. */
   problems: string[] = [];
   private count = 0;
@@ -50,6 +52,7 @@ export class FakeHost {
     this.queued.length = 0;
     this.invoked.length = 0;
     this.queries.length = 0;
+    this.mqttPublished.length = 0;
     this.problems = [];
     this.caches.clear();
   }
@@ -111,6 +114,7 @@ export class FakeHost {
     'service.invoke': { args: invokeArgs, run: (a: z.infer<typeof invokeArgs>) => this.invoke(a) },
     'sql.query': { args: queryArgs, run: (a: z.infer<typeof queryArgs>) => this.sql({ connection: a.connection, text: a.text, params: a.params ?? [] }) },
     'sql.transaction': { args: transactionArgs, run: (a: z.infer<typeof transactionArgs>) => this.sqlTransaction(a) },
+    'mqtt.publish': { args: mqttPublishArgs, run: async (a: z.infer<typeof mqttPublishArgs>) => this.mqttPublish(a) },
   };
 
   /** One statement answered by the connection's fake: its result, or the `failed` answer of a SqlError it threw. */
@@ -190,6 +194,17 @@ export class FakeHost {
     this.fakes.publish?.(publication);
     this.published.push(publication);
     return { msg_id: `fake-${++this.count}` };
+  }
+
+  /** Records an MQTT publish on a faked connection (as production, a message that is not a string is sent as JSON). */
+  private mqttPublish(a: z.infer<typeof mqttPublishArgs>): null {
+    const fake = this.fakes.mqtt?.[a.connection];
+    if (fake === undefined) throw new Refused(`${this.service} published to MQTT connection '${a.connection}', which has no fake: add mqtt: { '${a.connection}': {} } to testService('${this.service}', …)`);
+    const message: MqttPublication = { connection: a.connection, topic: a.topic, message: a.message, qos: a.options.qos, retain: a.options.retain };
+    if (a.options.properties) message.properties = a.options.properties;
+    fake.publish?.(message);
+    this.mqttPublished.push(message);
+    return null;
   }
 
   private async outgoing(args: z.infer<typeof callArgs>): Promise<unknown> {

@@ -110,6 +110,11 @@ class Harness implements ServiceUnderTest {
   get amqpPublished() {
     return this.host.amqpPublished;
   }
+
+  get mqttPublished() {
+    return this.host.mqttPublished;
+  }
+
   get queued() {
     return this.host.queued;
   }

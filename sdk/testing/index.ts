@@ -153,6 +153,24 @@ export interface Fakes {
   amqp?: Record<string, FakeAmqpConnection>;
   /** SQL connections by name, as the service names them in `sql(name)`. */
   sql?: Record<string, FakeSqlConnection>;
+  /** MQTT connections by name, as the service names them in `mqtt(name)`: publishes are recorded in `mqttPublished`. */
+  mqtt?: Record<string, FakeMqttConnection>;
+}
+
+/** A fake MQTT connection: `{}` records; `publish` sees each message first and may throw an SDK error (`new ServiceUnavailable()`) to make it fail. */
+export interface FakeMqttConnection {
+  publish?: (message: MqttPublication) => void;
+}
+
+/** A message a service published through `mqtt(connection).publish`, as the fake received it. */
+export interface MqttPublication {
+  connection: string;
+  topic: string;
+  /** As the service gave it: a string, or the value sent as JSON. */
+  message: unknown;
+  qos: 0 | 1 | 2;
+  retain: boolean;
+  properties?: { contentType?: string | undefined; correlationData?: string | undefined; responseTopic?: string | undefined; userProperties?: Record<string, string> | undefined; messageExpiryInterval?: number | undefined };
 }
 
 /** One call of the service: what a channel would hand it. */
@@ -218,6 +236,8 @@ export interface ServiceUnderTest {
   readonly invoked: readonly InvokedCall[];
   /** SQL statements run so far (each of a transaction too), in order. */
   readonly queries: readonly SqlQuery[];
+  /** `mqtt(name).publish` calls made so far, in order. */
+  readonly mqttPublished: readonly MqttPublication[];
   /** Forgets what was recorded and deploys the service again: module-level state starts over. */
   reset(): Promise<void>;
 }
