@@ -6,9 +6,9 @@ import { makeProject, runCliAsync, startCli, type CliServer } from '../helpers/c
 
 /**
  * The connectors as a user meets them, over the CLI and real sockets: an order taken over HTTP is
- * published to RabbitMQ, consumed by an AMQP channel whose service writes it to PostgreSQL and an
- * audit row to MariaDB; a body that is not JSON ends in the dead-letter queue with its reason; the
- * server restarted consumes again. Real PostgreSQL, MariaDB and RabbitMQ.
+ * published to RabbitMQ, consumed by an AMQP channel whose service writes it to PostgreSQL and
+ * announces it over MQTT, where an MQTT channel's service writes an audit row to MariaDB; a body that is not JSON ends in the dead-letter queue with its reason; the
+ * server restarted consumes again. Real PostgreSQL, MariaDB, RabbitMQ and Mosquitto.
  */
 const id = randomBytes(4).toString('hex');
 const ORDERS = `e2e_orders_${id}`;
@@ -20,9 +20,13 @@ server:
   port: 0
 sql_connection:
   - { name: orders_db, engine: postgresql, url: 'postgres://postgres@127.0.0.1:5432/test', pool_size: 4, ready_check: true }
-  - { name: audit_db, engine: mysql, url: 'mysql://root@127.0.0.1:3306/test', pool_size: 2, allowed_services: [store-order] }
+  - { name: audit_db, engine: mysql, url: 'mysql://root@127.0.0.1:3306/test', pool_size: 2, allowed_services: [audit] }
 amqp_connection:
   - { name: broker, url: 'amqp://guest:guest@127.0.0.1:5672', publish_timeout_ms: 20000 }
+mqtt_connection:
+  - { name: plant, url: 'mqtt://127.0.0.1:1883', allowed_services: [store-order] }
+channel_mqtt:
+  - { name: notices, url: 'mqtt://127.0.0.1:1883', topics: ['e2e/${id}/orders/+/stored'], clean_session: true, service: audit }
 channel_amqp:
   - name: orders-in
     connection: broker
@@ -51,12 +55,21 @@ export default service({
   'send-raw.ts': `import { service, amqp } from 'svc/sdk';
 export default service({ async handle() { await amqp('broker').publish('', '${QUEUE}', 'this is not JSON', { contentType: 'text/plain' }); return {}; } });
 `,
-  'store-order.ts': `import { service, t, sql } from 'svc/sdk';
+  'store-order.ts': `import { service, t, sql, mqtt } from 'svc/sdk';
 export default service({
   input: { id: t.integer(), item: t.string() },
   async handle(ctx) {
     await sql('orders_db').query('INSERT INTO ${ORDERS} (id, item, message_id) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [ctx.input.id, ctx.input.item, ctx.headers['message-id'] ?? null]);
-    await sql('audit_db').query('INSERT INTO ${AUDIT} (order_id, source) VALUES (?, ?)', [ctx.input.id, ctx.delivery.source.kind + ':' + ctx.delivery.source.name]);
+    await mqtt('plant').publish('e2e/${id}/orders/' + ctx.input.id + '/stored', { id: ctx.input.id, from: ctx.delivery.source.kind + ':' + ctx.delivery.source.name }, { qos: 1 });
+    return {};
+  },
+});
+`,
+  'audit.ts': `import { service, t, sql } from 'svc/sdk';
+export default service({
+  input: { id: t.integer(), from: t.string() },
+  async handle(ctx) {
+    await sql('audit_db').query('INSERT INTO ${AUDIT} (order_id, source) VALUES (?, ?)', [ctx.input.id, ctx.input.from + ' > ' + ctx.delivery.source.kind + ':' + ctx.headers['mqtt-topic']]);
     return {};
   },
 });
@@ -103,8 +116,8 @@ async function svc(dir: string, ...args: string[]): Promise<string> {
   return r.stdout;
 }
 
-describe('connectors over the CLI (PostgreSQL, MariaDB, RabbitMQ)', () => {
-  it('HTTP → AMQP publish → AMQP channel → SQL on two engines; a bad message dead-lettered; the same after a restart', async () => {
+describe('connectors over the CLI (PostgreSQL, MariaDB, RabbitMQ, Mosquitto)', () => {
+  it('HTTP → AMQP → PostgreSQL, then MQTT → MariaDB; a bad message dead-lettered; the same after a restart', async () => {
     const dir = makeProject(CONFIG, SERVICES);
     server = await startCli(dir);
 
@@ -112,14 +125,14 @@ describe('connectors over the CLI (PostgreSQL, MariaDB, RabbitMQ)', () => {
     const ready = await fetch(server.url + '/ready');
     expect(ready.status).toBe(200);
     const readyBody = (await ready.json()) as { connections: Array<{ kind: string; name: string; state: string }> };
-    expect(readyBody.connections.map((c) => `${c.kind} ${c.name}`).sort()).toEqual(['amqp broker', 'amqp orders-in', 'sql audit_db', 'sql orders_db']);
+    expect(readyBody.connections.map((c) => `${c.kind} ${c.name}`).sort()).toEqual(['amqp broker', 'amqp orders-in', 'mqtt notices', 'mqtt plant', 'sql audit_db', 'sql orders_db']);
 
     for (let n = 1; n <= 5; n++) expect((await post('/orders', { id: n, item: `item-${n}` })).status).toBe(200);
     await expect.poll(async () => (await fetch(server!.url + '/orders/5')).status, { timeout: 20_000 }).toBe(200);
     const order = (await (await fetch(server.url + '/orders/3')).json()) as Record<string, unknown>;
     expect(order).toMatchObject({ id: '3', item: 'item-3', message_id: 'order-3', created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
     await expect.poll(async () => (await auditRows()).length, { timeout: 10_000 }).toBe(5);
-    expect((await auditRows())[0]).toEqual({ order_id: 1, source: 'amqp:orders-in' });
+    expect(await auditRows()).toContainEqual({ order_id: 1, source: `amqp:orders-in > mqtt:e2e/${id}/orders/1/stored` });
 
     // A body that is not JSON: dead-lettered at once, with the reason, as it came.
     expect((await post('/raw', {})).status).toBe(200);
