@@ -32,6 +32,7 @@ scheduler_job:
   - { name: nightly-sync, service: echo, cron: '30 2 * * *', timezone: Europe/Berlin }
 `;
 const BOOM = `import { service } from 'svc/sdk';\nexport default service({ handle() { throw new Error('the upstream is down'); } });\n`;
+const LOOKUP = `import { service, sql } from 'svc/sdk';\nexport default service({ async handle() { const { rows } = await sql('crm_db').query('SELECT $1::int + 1 AS n', [41]); return rows[0]; } });\n`;
 const SHOTS = process.env.SVC_SCREENSHOTS ? join(import.meta.dirname, '../../../../docs/img') : undefined;
 
 let k: AdminKernel;
@@ -40,7 +41,7 @@ let page: Page;
 let api: AdminClient;
 
 beforeAll(async () => {
-  k = await startAdmin({ config: CONFIG, services: { 'boom.ts': BOOM } });
+  k = await startAdmin({ config: CONFIG, services: { 'boom.ts': BOOM, 'lookup.ts': LOOKUP } });
   api = new AdminClient(k.admin);
   expect((await api.login()).status).toBe(200);
   browser = await launchBrowser();
@@ -156,6 +157,30 @@ describe('the Dashboard in Chromium', () => {
     });
     expect(await call('/crm')).toBe(401);
     expect(await call('/crm', 'crm-user', 'first-password')).toBe(200);
+  });
+
+  it('adds a PostgreSQL connection from its generated form; a service queries through it and /ready lists it', async () => {
+    await step(page, 'create-sql-connection', async () => {
+      await go('#/r/sql_connection/+new', 'New sql_connection');
+      await page.locator('#f-name').fill('crm_db');
+      await page.locator('#f-engine').selectOption('postgresql');
+      await page.locator('#f-url').fill('postgres://postgres@127.0.0.1:5432/test');
+      await page.locator('#f-pool_size').fill('2');
+      await shot('sql-connection-new');
+      await save('Create');
+    });
+    await step(page, 'create-lookup-channel', async () => {
+      await go('#/r/channel_rest/+new', 'New channel_rest');
+      await page.locator('#f-name').fill('lookup');
+      await page.locator('#f-url_path').fill('/lookup');
+      await page.locator('#f-service').fill('lookup');
+      await page.locator('#f-security').fill('none');
+      await save('Create');
+    });
+    const res = await fetch(channelUrl('/lookup'));
+    expect(await res.json()).toEqual({ n: 42 });
+    const ready = (await (await fetch(`${k.admin}/ready`)).json()) as { connections: unknown[] };
+    expect(ready.connections).toContainEqual(expect.objectContaining({ kind: 'sql', name: 'crm_db', state: 'up' }));
   });
 
   it('shows the server\'s validation errors next to the field', async () => {
