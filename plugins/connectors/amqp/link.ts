@@ -25,7 +25,7 @@ export function safeReason(err: unknown): string {
 /**
  * One AMQP connection of an amqp_connection entry, kept open: it connects when first asked
  * (`start`), and when the broker goes away it connects again with exponential backoff and full
- * jitter (reconnect.base_ms doubling up to max_ms), re-reading a password_secret at each attempt.
+ * jitter (reconnect.min_ms doubling up to max_ms), re-reading a password_secret at each attempt.
  * Users register `onUp` to (re)build their channels on each new connection. Our own loop rather
  * than amqplib's recovering model: the password is resolved per attempt, and the state and
  * reason are ours to report.
@@ -189,10 +189,10 @@ export class AmqpLink {
   }
 
   private backoff(attempt: number): number {
-    const { base_ms, max_ms } = this.entry.reconnect;
-    const ceiling = Math.min(max_ms, base_ms * 2 ** Math.min(attempt - 1, 30));
+    const { min_ms, max_ms } = this.entry.reconnect;
+    const ceiling = Math.min(max_ms, min_ms * 2 ** Math.min(attempt - 1, 30));
     // Full jitter, but never a zero wait (a broker refusing at once would make a hot loop).
-    return Math.max(base_ms / 2, Math.round(this.random() * ceiling));
+    return Math.max(min_ms / 2, Math.round(this.random() * ceiling));
   }
 
   private sleep(ms: number): Promise<void> {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext } from '../../../sdk/plugin/index.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
+import { allowedServicesField, readyCheckField, reconnectSchema } from '../shared/fields.ts';
 
 const urlSchema = z
   .string()
@@ -35,18 +36,11 @@ export const amqpConnectionSchema = z
     ...passwordFields,
     heartbeat_s: z.number().int().min(0).max(3600).default(30).describe('AMQP heartbeat interval in seconds; 0 turns heartbeats off.'),
     connect_timeout_ms: z.number().int().min(100).max(300_000).default(10_000).describe('Limit of one connection attempt.'),
-    reconnect: z
-      .object({
-        base_ms: z.number().int().min(10).max(60_000).default(500).describe('Wait before the first reconnect attempt; doubles per attempt, with full jitter.'),
-        max_ms: z.number().int().min(10).max(600_000).default(30_000).describe('Longest wait between two reconnect attempts.'),
-      })
-      .strict()
-      .default({ base_ms: 500, max_ms: 30_000 })
-      .describe('Backoff of reconnect attempts after the broker went away.'),
+    reconnect: reconnectSchema({ min_ms: 500, max_ms: 30_000 }),
     publish_timeout_ms: z.number().int().min(1).max(600_000).default(10_000).describe("How long a publish waits for the broker's confirm, and for a connection while the broker is down, before ServiceUnavailable."),
     tls: tlsSchema.optional().describe('TLS settings (amqps): with them, a host/port connection uses TLS.'),
-    allowed_services: z.array(z.string().min(1)).optional().describe('Services that may publish on the connection; every service when absent.'),
-    ready_check: z.boolean().default(false).describe('/ready answers 503 while this connection is not up.'),
+    allowed_services: allowedServicesField('publish on the connection'),
+    ready_check: readyCheckField,
   })
   .strict();
 
@@ -127,7 +121,6 @@ export function validateAmqp(config: SvcConfig, ctx: ValidationContext): ConfigI
     if (c.url !== undefined && (c.host !== undefined || c.port !== undefined || c.username !== undefined || c.password !== undefined || c.password_secret !== undefined)) {
       issues.push({ path: ['amqp_connection', i, 'url'], message: 'give url, or host/port/username/password, not both' });
     }
-    if (c.reconnect.max_ms < c.reconnect.base_ms) issues.push({ path: ['amqp_connection', i, 'reconnect', 'max_ms'], message: 'must be at least base_ms' });
     for (const p of passwordIssues(c, secretNames)) issues.push({ path: ['amqp_connection', i, ...p.path], message: p.message });
   });
   const names = new Set(connections.map((c) => c.name));

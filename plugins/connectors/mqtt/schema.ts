@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext } from '../../../sdk/plugin/index.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
+import { allowedServicesField, readyCheckField, reconnectSchema } from '../shared/fields.ts';
 
 /** Longest topic or filter the protocol allows, in UTF-8 bytes. */
 export const MAX_TOPIC_BYTES = 65_535;
@@ -63,16 +64,9 @@ const brokerFields = {
   client_id: clientIdSchema.optional().describe('Client identifier at the broker; default svc-<name>-<8 hex of this installation>, the same at every start.'),
   keepalive_s: z.number().int().min(5).max(65_535).default(60).describe('Seconds between pings while nothing else is sent; a broker silent for 1.5 times this is taken as gone.'),
   connect_timeout_ms: z.number().int().min(100).max(300_000).default(10_000).describe('Longest wait for the broker to accept a connection attempt.'),
-  reconnect: z
-    .object({
-      min_ms: z.number().int().min(100).max(300_000).default(1_000).describe('Wait before the first reconnect attempt after a loss.'),
-      max_ms: z.number().int().min(100).max(3_600_000).default(30_000).describe('Longest wait between attempts: the wait doubles per failed attempt up to this.'),
-    })
-    .strict()
-    .default({ min_ms: 1_000, max_ms: 30_000 })
-    .describe('Reconnect backoff after the connection is lost.'),
+  reconnect: reconnectSchema({ min_ms: 1_000, max_ms: 30_000 }),
   tls: tlsSchema.optional().describe('TLS settings of an mqtts:// or wss:// address.'),
-  ready_check: z.boolean().default(false).describe('/ready answers 503 while this is not connected.'),
+  ready_check: readyCheckField,
 };
 
 export const connectionEntrySchema = z
@@ -81,7 +75,7 @@ export const connectionEntrySchema = z
     ...brokerFields,
     publish_timeout_ms: z.number().int().min(100).max(300_000).default(5_000).describe('Longest a publish waits for the connection (broker down or reconnecting) and then for its QoS handshake, before the service gets ServiceUnavailable.'),
     max_message_bytes: z.number().int().min(1).max(256 * 1024 * 1024).default(1024 * 1024).describe('Largest message a service may publish, in bytes; larger is BadRequest.'),
-    allowed_services: z.array(z.string().min(1)).optional().describe('Services that may publish through it; every service when absent.'),
+    allowed_services: allowedServicesField('publish through it'),
   })
   .strict();
 
@@ -128,7 +122,6 @@ export const channelSectionSchema = z.array(channelEntrySchema).default([]).desc
 function brokerIssues(section: string, entry: BrokerEntry, i: number, secrets: ReadonlySet<string>): ConfigIssue[] {
   const issues: ConfigIssue[] = passwordIssues(entry, secrets).map((p) => ({ path: [section, i, ...p.path], message: p.message }));
   if (entry.tls !== undefined && !/^(mqtts|wss):/.test(entry.url)) issues.push({ path: [section, i, 'tls'], message: 'tls settings apply only to an mqtts:// or wss:// address' });
-  if (entry.reconnect.max_ms < entry.reconnect.min_ms) issues.push({ path: [section, i, 'reconnect', 'max_ms'], message: 'must be at least min_ms' });
   return issues;
 }
 

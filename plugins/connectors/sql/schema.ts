@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ConfigIssue, SvcConfig } from '../../../sdk/plugin/index.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
+import { allowedServicesField } from '../shared/fields.ts';
 
 export const SQL_ENGINES = ['postgresql', 'mysql'] as const;
 export type SqlEngine = (typeof SQL_ENGINES)[number];
@@ -51,7 +52,7 @@ export const sqlEntrySchema = z
       .max(1024 * 1024 * 1024)
       .default(16 * 1024 * 1024)
       .describe('Largest result of one statement (its values, about as JSON text); more is an error (too_large), checked while rows arrive.'),
-    allowed_services: z.array(z.string().min(1)).optional().describe('Services that may use the connection; every service when absent.'),
+    allowed_services: allowedServicesField('use the connection'),
     ready_check: z.boolean().default(false).describe('/ready answers 503 while this database cannot be reached (the pool then opens at start, not at first use).'),
   })
   .strict();

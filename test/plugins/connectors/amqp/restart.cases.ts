@@ -82,7 +82,7 @@ beforeAll(async () => {
 outgoing_rest:
   - { name: rec, address: "http://127.0.0.1:${upstream.port}", url_path: /seen }
 amqp_connection:
-  - { name: main, url: "${BROKER}", reconnect: { base_ms: 200, max_ms: 1000 } }
+  - { name: main, url: "${BROKER}", reconnect: { min_ms: 200, max_ms: 1000 } }
 channel_amqp:
   - { name: restart-in, connection: main, queue: ${QUEUE}, declare: { durable: true }, service: record, prefetch: 20, delivery: { max_attempts: 5, base_delay_ms: 100, max_delay_ms: 1000 } }
 `,

@@ -18,7 +18,7 @@ const CONN = 'amqp_connection:\n  - { name: main, url: "amqp://u:p@rabbit:5672/p
 describe('amqp_connection and channel_amqp schemas', () => {
   it('fill defaults', () => {
     const cfg = validate(readSource(`${CONN}channel_amqp:\n  - { name: in, connection: main, queue: orders, service: s }\n`, {}), plugins, {});
-    expect(cfg.amqp_connection[0]).toMatchObject({ name: 'main', vhost: '/', heartbeat_s: 30, connect_timeout_ms: 10_000, reconnect: { base_ms: 500, max_ms: 30_000 }, publish_timeout_ms: 10_000, ready_check: false });
+    expect(cfg.amqp_connection[0]).toMatchObject({ name: 'main', vhost: '/', heartbeat_s: 30, connect_timeout_ms: 10_000, reconnect: { min_ms: 500, max_ms: 30_000 }, publish_timeout_ms: 10_000, ready_check: false });
     expect(cfg.channel_amqp[0]).toMatchObject({ data_format: 'json', prefetch: 10, dead_letter: 'svc', ready_check: false, delivery: { use_queue: false, max_attempts: 5 } });
     expect(cfg.channel_amqp[0]!.declare).toBeUndefined();
   });
@@ -27,7 +27,7 @@ describe('amqp_connection and channel_amqp schemas', () => {
     expect(issuesOf('amqp_connection:\n  - { name: a, url: "http://x" }\n')[0]).toMatch(/^amqp_connection\[0\]\.url: must be an amqp/);
     expect(issuesOf('amqp_connection:\n  - { name: a }\n')[0]).toMatch(/give url or host/);
     expect(issuesOf('amqp_connection:\n  - { name: a, url: "amqp://x", host: y }\n')[0]).toMatch(/not both/);
-    expect(issuesOf('amqp_connection:\n  - { name: a, host: y, reconnect: { base_ms: 500, max_ms: 100 } }\n')[0]).toMatch(/max_ms: must be at least base_ms/);
+    expect(issuesOf('amqp_connection:\n  - { name: a, host: y, reconnect: { min_ms: 500, max_ms: 100 } }\n')[0]).toMatch(/max_ms: must be at least min_ms/);
     expect(issuesOf('amqp_connection:\n  - { name: a, host: y, password: x, password_secret: s }\n')[0]).toMatch(/not both/);
     expect(issuesOf('amqp_connection:\n  - { name: a, host: y }\n  - { name: a, host: z }\n')[0]).toMatch(/duplicate name 'a'/);
   });

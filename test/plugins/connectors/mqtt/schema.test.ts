@@ -59,7 +59,7 @@ describe('mqtt_connection and channel_mqtt config', () => {
   it('checks names, formats, QoS 2 on MQTT 3.1.1, tls on a plain address, password and secret, backoff, client ids', () => {
     const issues = issuesOf(`mqtt_connection:
   - { name: a, url: 'mqtt://b', tls: { reject_unauthorized: false }, password: x, password_secret: y }
-  - { name: a, url: 'mqtt://b', reconnect: { min_ms: 5000, max_ms: 1000 } }
+  - { name: a, url: 'mqtt://b' }
 channel_mqtt:
   - { name: c, url: 'mqtt://b', topics: [x], service: s, data_format: nope, qos: 2, client_id: same }
   - { name: c, url: 'mqtt://b', topics: [x], service: s, client_id: same }
@@ -67,11 +67,12 @@ channel_mqtt:
     expect(issues).toMatch(/mqtt_connection\[1\]\.name.*duplicate/);
     expect(issues).toMatch(/mqtt_connection\[0\]\.tls/);
     expect(issues).toMatch(/mqtt_connection\[0\]\.password_secret.*not both/);
-    expect(issues).toMatch(/mqtt_connection\[1\]\.reconnect\.max_ms/);
     expect(issues).toMatch(/channel_mqtt\[1\]\.name.*duplicate/);
     expect(issues).toMatch(/channel_mqtt\[0\]\.data_format.*nope/);
     expect(issues).toMatch(/channel_mqtt\[0\]\.qos.*protocol_version 5/);
     expect(issues).toMatch(/channel_mqtt\[1\]\.client_id/);
+    // The backoff is checked with the entry's own fields, before the checks across entries.
+    expect(issuesOf("mqtt_connection:\n  - { name: a, url: 'mqtt://b', reconnect: { min_ms: 5000, max_ms: 1000 } }\n").join('\n')).toMatch(/mqtt_connection\[0\]\.reconnect\.max_ms: must be at least min_ms/);
     expect(issuesOf("channel_mqtt:\n  - { name: c, url: 'mqtt://b', topics: [x], service: s, qos: 2, protocol_version: 5 }\n")).toEqual([]);
   });
 });
