@@ -28,7 +28,7 @@ channel_rest:
   - { name: other, url_path: /other, service: other, security: none }
 amqp_connection:
   - { name: main, url: "${BROKER}", allowed_services: [pub], ready_check: true }
-  - { name: down, host: 127.0.0.1, port: ${deadPort}, publish_timeout_ms: 300, reconnect: { base_ms: 50, max_ms: 200 } }
+  - { name: down, host: 127.0.0.1, port: ${deadPort}, publish_timeout_ms: 300, reconnect: { min_ms: 50, max_ms: 200 } }
 `;
 
 let k: ObservedKernel;
