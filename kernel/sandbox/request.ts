@@ -7,7 +7,7 @@ import type { InvokeRequest } from './protocol.ts';
 const EMPTY_OVER: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 /** Input fields that are not the payload's own value (undefined when input is not built on the payload). */
-function inputOverPayload(input: Record<string, unknown>, payload: unknown): Record<string, unknown> | undefined {
+export function inputOverPayload(input: Record<string, unknown>, payload: unknown): Record<string, unknown> | undefined {
   if (!payload || typeof payload !== 'object' || Array.isArray(payload) || Buffer.isBuffer(payload)) return undefined;
   const fields = payload as Record<string, unknown>;
   if (input === fields) return EMPTY_OVER;

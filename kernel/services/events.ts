@@ -3,6 +3,7 @@ import { SvcError } from '../errors.ts';
 import type { EventOutcome, SourceEvent } from '../../sdk/plugin/events.ts';
 import type { DeliveryInfo, InvokeRequest, InvokeResult } from '../sandbox/protocol.ts';
 import type { InputChecker } from './model.ts';
+import { inputOverPayload } from '../sandbox/request.ts';
 
 /**
  * The one path of events that do not come from an HTTP request (event sources, the Use queue):
@@ -77,13 +78,17 @@ export function eventRunner(deps: EventRunnerDeps): (req: InvokeRequest) => Prom
   return async function runEvent(req) {
     if (req.channel === undefined && req.input !== undefined) {
       const check = deps.checkerOf(req.service);
+      let input = req.input;
       if (check) {
         // The checker fills defaults in place: the stored request stays as it was.
-        const input = { ...req.input };
+        input = { ...req.input };
         const problem = check(input, req.inputIsText ? new Set(Object.keys(input)) : noText);
         if (problem) return { ok: false, permanent: true, kind: 'BadRequest', message: problem };
-        req = { ...req, input };
       }
+      // Input built on a message's payload crosses once, as the payload, with what differs on top.
+      const over = req.payload === undefined ? undefined : inputOverPayload(input, req.payload);
+      if (over) req = { ...req, input: undefined, inputOverPayload: over };
+      else if (input !== req.input) req = { ...req, input };
     }
     let outcome: EventOutcome;
     try {

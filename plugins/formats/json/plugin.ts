@@ -46,10 +46,20 @@ function jsonBodyParser(maxDepth: number): HookFn {
   };
 }
 
+/** Settings objects already read: a source passes the same one with every message. */
+const depthOf = new WeakMap<object, number>();
+function maxDepthOf(settings: unknown): number {
+  if (settings === undefined || settings === null) return JSON_MAX_DEPTH;
+  if (typeof settings !== 'object') return jsonChannelSchema.parse(settings).max_depth;
+  let depth = depthOf.get(settings);
+  if (depth === undefined) depthOf.set(settings, (depth = jsonChannelSchema.parse(settings).max_depth));
+  return depth;
+}
+
 /** A message's bytes as JSON, with a channel's limits (`json:` settings of the source). */
 const jsonMessages: MessageDecoder = {
   decode(body, settings) {
-    const { max_depth } = jsonChannelSchema.parse(settings ?? {});
+    const max_depth = maxDepthOf(settings);
     try {
       return { payload: readJsonBody(body, max_depth) };
     } catch (err) {
