@@ -16,7 +16,8 @@ import { compareChannels } from '../peers/channel.ts';
  */
 const BROKER = process.env.BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 const MESSAGES = Number(process.env.BENCH_AMQP_MESSAGES ?? 20_000);
-const PREFETCH = 50;
+// The same window on both sides; BENCH_AMQP_PREFETCH compares others.
+const PREFETCH = Number(process.env.BENCH_AMQP_PREFETCH ?? 50);
 const CONSUME_Q = `svc-bench-consume-${process.pid}`;
 const PUBLISH_Q = `svc-bench-publish-${process.pid}`;
 const BARE = fileURLToPath(new URL('../peers/amqp-bare.ts', import.meta.url));
