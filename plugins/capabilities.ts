@@ -65,6 +65,12 @@ declare module '../sdk/plugin/capabilities.ts' {
     'openapi.channels': ChannelsOpenApi;
     /** This node's identity among those sharing the data store (plugins/cluster/nodes); /ready shows it. */
     'cluster.node': NodeIdentity;
+    /**
+     * Folders on the SFTP servers of the config's sftp_connection entries (provided by
+     * plugins/connectors/sftp): the file pickup (plugins/connectors/file-pickup) polls them as
+     * it polls local folders, both through the one FileFolder interface below.
+     */
+    'connectors.sftp': SftpFolders;
   }
 }
 
@@ -382,4 +388,48 @@ export interface PubSubEngineApi {
    * Messages whose data would push the total past maxBytes are left for a later get.
    */
   take(subKeys: readonly string[], options: { order: 'lifo' | 'priority'; maxMessages: number; maxBytes: number }): PubSubDelivery | Promise<PubSubDelivery>;
+}
+
+/** One entry of a folder listing. `symlink` is a link itself, not followed. */
+export interface FolderEntry {
+  name: string;
+  type: 'file' | 'dir' | 'symlink' | 'other';
+  size: number;
+  /** Last modification, milliseconds since the epoch. */
+  mtimeMs: number;
+}
+
+/**
+ * A folder tree files are picked up from and moved within: a local folder or one on an SFTP
+ * server, behind one interface. Paths are relative to the folder's root, `/`-separated; the
+ * implementation refuses any that would leave the root (`..`, absolute paths, NUL) with
+ * SvcError BAD_REQUEST, and never follows a symlink out of it. Errors are SvcError
+ * (NOT_FOUND, PAYLOAD_TOO_LARGE, SERVICE_UNAVAILABLE for a connection that failed).
+ */
+export interface FileFolder {
+  /** Where the root is, for logs and /ready: `sftp://partner/outbound`, `/srv/drop`. */
+  readonly describe: string;
+  list(dir: string): Promise<FolderEntry[]>;
+  /** The whole file; PAYLOAD_TOO_LARGE past maxBytes, without reading the rest. */
+  read(path: string, maxBytes: number): Promise<Buffer>;
+  /** Replaces `to` if it exists (done and error folders keep the newest of a name). */
+  rename(from: string, to: string): Promise<void>;
+  remove(path: string): Promise<void>;
+  /** Creates the folder and its parents; nothing when it exists. */
+  mkdir(path: string): Promise<void>;
+  /** Whether a file or folder is at path (markers). */
+  exists(path: string): Promise<boolean>;
+  /** Hands the folder's connection back (to a pool, or closes it). The folder is not used after. */
+  release(): Promise<void>;
+}
+
+export interface SftpFolders {
+  /** Whether the config has an sftp_connection of that name. */
+  has(connection: string): boolean;
+  /**
+   * A folder at `root` (relative to the connection's own root) on a session of the connection,
+   * opened now (its host key checked against the pinned one). SERVICE_UNAVAILABLE when the server
+   * cannot be reached or its host key differs.
+   */
+  open(connection: string, root: string): Promise<FileFolder>;
 }
