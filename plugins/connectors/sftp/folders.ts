@@ -71,14 +71,13 @@ export function sftpFolders(connections: () => ReadonlyMap<string, SftpConnectio
       if (!conn) throw new SvcError('NOT_FOUND', `No SFTP connection named '${name}'`);
       const segments = segmentsOf(root, 'root', { root: 'allowed' });
       const session = await conn.acquire();
-      const base = remotePath(conn.entry.root, segments);
-      const folder = new SessionFolder(conn, session, base, conn.describe(segments.join('/')));
-      // The root itself must be a real folder (not a symlink out of the connection's root).
+      const folder = new SessionFolder(conn, session, remotePath(conn.entry.root, segments), conn.describe(segments.join('/')));
+      // Each folder down to the root must be a real folder (not a symlink out of the connection's root).
       try {
-        await folder.list('');
+        await new RootedFolder(session, conn.entry.root).list(segments.join('/'));
       } catch (err) {
         await folder.release();
-        throw err;
+        throw conn.failure(err, session);
       }
       return folder;
     },

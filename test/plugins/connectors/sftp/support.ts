@@ -6,17 +6,17 @@ import { SFTP, sftpKeys } from '../../../helpers/servers.ts';
 /**
  * Runs the SDK calls of the payload in order and answers each one's value or the error it threw,
  * so a test reads what a service sees: `[op, connection, ...args]`. `{ $u8: [..] }` becomes a
- * Uint8Array, and a Uint8Array answered comes back as `{ $u8: [..] }`.
+ * Uint8Array, `{ $repeat: [text, n] }` the text n times (large content), and a Uint8Array answered comes back as `{ $u8: [..] }`.
  */
 export const PROBE = `import { service, sftp } from 'svc/sdk';
-const revive = (v) => v && typeof v === 'object' && '$u8' in v ? new Uint8Array(v.$u8) : v;
+const revive = (v) => v && typeof v === 'object' && '$u8' in v ? new Uint8Array(v.$u8) : v && typeof v === 'object' && '$repeat' in v ? v.$repeat[0].repeat(v.$repeat[1]) : v;
 export default service({
   async POST(ctx) {
     const out = [];
     for (const [op, name, ...args] of ctx.payload.calls) {
       try {
         const value = await sftp(name)[op](...args.map(revive));
-        out.push({ value: value instanceof Uint8Array ? { $u8: [...value] } : value ?? null });
+        out.push({ value: value instanceof Uint8Array ? { $u8: [...value] } : typeof value === 'string' && value.length > 100000 ? { length: value.length } : value ?? null });
       } catch (e) {
         out.push({ error: { name: e.name, kind: e.kind, status: e.status, code: e.code, message: String(e.message) } });
       }
