@@ -12,7 +12,6 @@ const MAX_PATH_CHARS = 4096;
 export function pathProblem(path: string): string | undefined {
   if (path.length > MAX_PATH_CHARS) return `is longer than ${MAX_PATH_CHARS} characters`;
   if (path.startsWith('/')) return 'is absolute; paths are relative to the connection root';
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
   if (/[\u0000-\u001f\u007f]/.test(path)) return 'holds a control character (NUL, newline…)';
   if (path.includes('\\')) return 'holds a backslash';
   if (path.split('/').includes('..')) return "holds '..'; paths may not leave the connection root";
