@@ -1,0 +1,93 @@
+import { isUtf8 } from 'node:buffer';
+import { CsvError, parse, type InfoField, type Options } from 'csv-parse/sync';
+import { FORBIDDEN_COLUMNS, type CsvSettings } from './schema.ts';
+
+/**
+ * CSV bytes → records. The body is already in memory (under the channel's body limit); what the
+ * parse builds is bounded by the caps, checked field by field as csv-parse goes, so a body of
+ * tiny cells stops at `max_cells` instead of growing an array of millions of strings.
+ */
+
+export type CsvRecords = Record<string, string | number>[] | (string | number)[][];
+
+/** A body that is not acceptable CSV; the message is safe to send to a client (bounded, names line and column). */
+export class CsvReadError extends Error {
+  override readonly name = 'CsvReadError';
+}
+
+const MAX_REASON_LENGTH = 300;
+const clip = (text: string): string => (text.length <= MAX_REASON_LENGTH ? text : `${text.slice(0, MAX_REASON_LENGTH - 1)}…`);
+
+// Plain decimal numbers only: no leading zeros (codes, zip codes), no spaces, no hex, no empty.
+const DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?$/;
+
+/** The encoding a body is read in: a Content-Type charset naming UTF-8 or ISO-8859-1 wins over the setting. */
+export function encodingOf(contentType: string | undefined, fallback: CsvSettings['encoding']): CsvSettings['encoding'] {
+  const charset = contentType ? /;\s*charset\s*=\s*"?([A-Za-z0-9._-]+)/i.exec(contentType)?.[1]?.toLowerCase() : undefined;
+  if (charset === 'utf-8' || charset === 'utf8') return 'utf8';
+  if (charset === 'iso-8859-1' || charset === 'latin1' || charset === 'us-ascii') return 'latin1';
+  if (charset !== undefined) throw new CsvReadError(`unsupported charset ${JSON.stringify(charset)}: send UTF-8 or ISO-8859-1`);
+  return fallback;
+}
+
+function checkHeader(names: readonly string[]): string[] {
+  const seen = new Set<string>();
+  names.forEach((name, i) => {
+    if (name === '') throw new CsvReadError(`the header row has an empty column name (column ${i + 1})`);
+    if (FORBIDDEN_COLUMNS.has(name)) throw new CsvReadError(`the header row names a forbidden column ${JSON.stringify(name)} (column ${i + 1})`);
+    if (seen.has(name)) throw new CsvReadError(`the header row names column ${JSON.stringify(clip(name))} twice (column ${i + 1})`);
+    seen.add(name);
+  });
+  return [...names];
+}
+
+/** csv-parse reasons ("Invalid Record Length: columns length is 2, got 3 on line 2"), first line, with the column where known. */
+function reasonOf(err: CsvError): string {
+  const first = err.message.split('\n')[0] ?? err.code;
+  const column = (err as CsvError & { column?: unknown }).column;
+  const withColumn = typeof column === 'number' && !/column/i.test(first) ? `${first} (column ${column + 1})` : first;
+  return clip(withColumn);
+}
+
+/**
+ * A reader for one channel's (or source's) settings, built once; each call reads one body.
+ * The caps are enforced from csv-parse's per-field hook (`cast`) and per-record hook
+ * (`on_record`): the first field past a cap ends the parse.
+ */
+export function createCsvReader(settings: CsvSettings): (body: Buffer, encoding?: CsvSettings['encoding']) => CsvRecords {
+  const { max_rows, max_columns, max_cells } = settings;
+  const convert = settings.cast;
+  return function readCsv(body, encoding = settings.encoding) {
+    if (encoding === 'utf8' && !isUtf8(body)) throw new CsvReadError('the body is not valid UTF-8 (set csv.encoding: latin1, or send charset=iso-8859-1, for ISO-8859-1 text)');
+    let cells = 0;
+    let rows = 0;
+    const castField = (value: string, context: InfoField): string | number => {
+      if (context.index >= max_columns) throw new CsvReadError(`line ${context.lines}: more than ${max_columns} columns (csv.max_columns)`);
+      if (++cells > max_cells) throw new CsvReadError(`line ${context.lines}: more than ${max_cells} fields in the body (csv.max_cells)`);
+      // Header names are never numbers; quoted fields were quoted to stay text.
+      return convert && !context.header && !context.quoting && DECIMAL.test(value) ? Number(value) : value;
+    };
+    const options: Options = {
+      bom: settings.bom,
+      delimiter: settings.delimiter,
+      quote: settings.quote,
+      encoding,
+      trim: settings.trim,
+      skip_empty_lines: settings.skip_empty_lines,
+      relax_column_count: settings.relax_column_count,
+      columns: settings.columns ? settings.columns : settings.header ? checkHeader : false,
+      from_line: settings.columns && settings.header ? 2 : 1,
+      cast: castField,
+      on_record: (record, context) => {
+        if (++rows > max_rows) throw new CsvReadError(`line ${context.lines}: more than ${max_rows} rows (csv.max_rows)`);
+        return record;
+      },
+    };
+    try {
+      return parse(body, options) as CsvRecords;
+    } catch (err) {
+      if (err instanceof CsvError) throw new CsvReadError(reasonOf(err));
+      throw err;
+    }
+  };
+}
