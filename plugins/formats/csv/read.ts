@@ -13,10 +13,16 @@ export type CsvRecords = Record<string, string | number>[] | (string | number)[]
 /** A body that is not acceptable CSV; the message is safe to send to a client (bounded, names line and column). */
 export class CsvReadError extends Error {
   override readonly name = 'CsvReadError';
+  constructor(message: string) {
+    super(clip(message));
+  }
 }
 
+/** Longest reason a client is told: csv-parse quotes field values, and a header name can be any length. */
 const MAX_REASON_LENGTH = 300;
-const clip = (text: string): string => (text.length <= MAX_REASON_LENGTH ? text : `${text.slice(0, MAX_REASON_LENGTH - 1)}…`);
+function clip(text: string, room = MAX_REASON_LENGTH): string {
+  return text.length <= room ? text : `${text.slice(0, room - 1)}…`;
+}
 
 // Plain decimal numbers only: no leading zeros (codes, zip codes), no spaces, no hex, no empty.
 const DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?$/;
@@ -35,7 +41,7 @@ function checkHeader(names: readonly string[]): string[] {
   names.forEach((name, i) => {
     if (name === '') throw new CsvReadError(`the header row has an empty column name (column ${i + 1})`);
     if (FORBIDDEN_COLUMNS.has(name)) throw new CsvReadError(`the header row names a forbidden column ${JSON.stringify(name)} (column ${i + 1})`);
-    if (seen.has(name)) throw new CsvReadError(`the header row names column ${JSON.stringify(clip(name))} twice (column ${i + 1})`);
+    if (seen.has(name)) throw new CsvReadError(`the header row names column ${JSON.stringify(clip(name, 100))} twice (column ${i + 1})`);
     seen.add(name);
   });
   return [...names];
@@ -46,7 +52,7 @@ function reasonOf(err: CsvError): string {
   const first = err.message.split('\n')[0] ?? err.code;
   const column = (err as CsvError & { column?: unknown }).column;
   const withColumn = typeof column === 'number' && !/column/i.test(first) ? `${first} (column ${column + 1})` : first;
-  return clip(withColumn);
+  return withColumn;
 }
 
 /**
@@ -71,6 +77,8 @@ export function createCsvReader(settings: CsvSettings): (body: Buffer, encoding?
       bom: settings.bom,
       delimiter: settings.delimiter,
       quote: settings.quote,
+      // A quote is escaped by doubling it, whichever character the channel quotes with.
+      escape: settings.quote,
       encoding,
       trim: settings.trim,
       skip_empty_lines: settings.skip_empty_lines,
