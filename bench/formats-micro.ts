@@ -115,7 +115,7 @@ const csvBytes = Buffer.from(writeCsv(csvRecords));
 const csvJson = JSON.stringify(csvRecords);
 await group('csv', `200 rows × 6 columns, ${csvBytes.length} B`, () => JSON.stringify(JSON.parse(csvJson)), [
   ['raw csv-parse (columns: true, no caps) + our writer', () => writeCsv(rawCsvParse(csvBytes, { columns: true, bom: true }))],
-  ['csv plugin: bytes → records → CSV (UTF-8 check, caps per field, formula escaping)', () => writeCsv(readCsv(csvBytes))],
+  ['csv plugin: bytes → records → CSV (UTF-8 check, caps, formula escaping)', () => writeCsv(readCsv(csvBytes))],
 ]);
 
 console.log('| format (document) | codec | ops/s | vs baseline |');
