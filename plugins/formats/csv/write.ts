@@ -33,7 +33,8 @@ export function createCsvWriter(settings: CsvSettings): (value: unknown) => stri
     return needsQuotes(text) ? quote + text.replaceAll(quote, doubledQuote) + quote : text;
   }
 
-  const line = (cells: string[]) => `${cells.join(delimiter)}\r\n`;
+  // A row of one empty field would be an empty line, which readers skip: it is written quoted.
+  const line = (cells: string[]) => (cells.length === 1 && cells[0] === '' ? `${quote}${quote}\r\n` : `${cells.join(delimiter)}\r\n`);
 
   return function writeCsv(value) {
     // A single object is a one-row table.

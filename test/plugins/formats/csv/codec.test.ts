@@ -152,6 +152,11 @@ describe('csv writing', () => {
     expect(() => writer()(value)).toThrow(expected);
   });
 
+  it('quotes a row of one empty field, which would otherwise be an empty line a reader skips', () => {
+    expect(writer()([{ a: '' }, { a: null }, { a: 'x' }])).toBe('a\r\n""\r\n""\r\nx\r\n');
+    expect(reader()(Buffer.from(writer()([{ a: '' }, { a: 'x' }])))).toEqual([{ a: '' }, { a: 'x' }]);
+  });
+
   it('reads back what it writes', () => {
     const rows = [{ id: '1', name: 'Zoë "Z", Jr.', note: 'two\r\nlines' }, { id: '2', name: ' ', note: '' }];
     expect(reader()(Buffer.from(writer()(rows)))).toEqual(rows);
