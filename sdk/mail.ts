@@ -1,3 +1,4 @@
+import { ServiceError } from './errors.ts';
 import { toBase64 } from './internal/bytes.ts';
 import { callHost } from './internal/runtime.ts';
 
@@ -67,14 +68,52 @@ export interface MailConnection {
   send(message: MailMessage, options?: MailSendOptions): Promise<MailSent | MailQueued>;
 }
 
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+const B64_CODES = Uint8Array.from(B64, (c) => c.charCodeAt(0));
+
+/**
+ * Base64 of bytes of any size (an attachment of megabytes): written as character codes into a
+ * byte array and turned into text a slice at a time, since appending to a string per character
+ * takes an isolate seconds and far more memory for a few megabytes.
+ */
+function base64Of(bytes: Uint8Array): string {
+  if (bytes.length < 3 * 1024) return toBase64(bytes);
+  const whole = bytes.length - (bytes.length % 3);
+  const codes = new Uint8Array((whole / 3) * 4);
+  for (let i = 0, o = 0; i < whole; i += 3, o += 4) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    codes[o] = B64_CODES[n >> 18]!;
+    codes[o + 1] = B64_CODES[(n >> 12) & 63]!;
+    codes[o + 2] = B64_CODES[(n >> 6) & 63]!;
+    codes[o + 3] = B64_CODES[n & 63]!;
+  }
+  const parts: string[] = [];
+  for (let i = 0; i < codes.length; i += 8192) parts.push(String.fromCharCode.apply(null, codes.subarray(i, i + 8192) as unknown as number[]));
+  return parts.join('') + toBase64(bytes.subarray(whole));
+}
+
 function wireAttachment(a: MailAttachment, i: number): Record<string, unknown> {
   if (a === null || typeof a !== 'object') throw new TypeError(`mail.send: attachments[${i}] must be an object`);
   const out: Record<string, unknown> = { filename: a.filename };
-  if (a.content instanceof Uint8Array) Object.assign(out, { content: toBase64(a.content), encoding: 'base64' });
+  if (a.content instanceof Uint8Array) Object.assign(out, { content: base64Of(a.content), encoding: 'base64' });
   else if (typeof a.content === 'string') Object.assign(out, { content: a.content, encoding: a.encoding ?? 'utf8' });
   else throw new TypeError(`mail.send: attachments[${i}].content must be a string or a Uint8Array`);
   if (a.contentType !== undefined) out.contentType = a.contentType;
   return out;
+}
+
+/**
+ * Most characters a mail's content may take crossing to the host. The sandbox process's line to
+ * the kernel has a hard limit (about 2 × server.sandbox.max_output_bytes + 8 MiB, 40 MiB by
+ * default) that a larger host call would break; the connection's max_message_bytes (at most
+ * 30 MiB) is checked on the host within this.
+ */
+const MAX_CROSSING_CHARS = 31 * 1024 * 1024;
+
+function crossingChars(message: MailMessage): number {
+  let n = (message.text?.length ?? 0) + (message.html?.length ?? 0);
+  for (const a of message.attachments ?? []) n += a?.content instanceof Uint8Array ? Math.ceil(a.content.length / 3) * 4 : typeof a?.content === 'string' ? a.content.length : 0;
+  return n;
 }
 
 /** The SMTP connection `name` of the config: `mail('notify').send({ to, subject, text })`. */
@@ -84,6 +123,8 @@ export function mail(name: string): MailConnection {
     name,
     async send(message, options) {
       if (message === null || typeof message !== 'object') throw new TypeError('mail.send: message must be an object');
+      const size = crossingChars(message);
+      if (size > MAX_CROSSING_CHARS) throw new ServiceError('PayloadTooLarge', 413, `mail of about ${size} characters encoded is larger than the ${MAX_CROSSING_CHARS} a service may send (see the connection's max_message_bytes)`);
       const wire: Record<string, unknown> = { ...message };
       if (message.attachments !== undefined) {
         if (!Array.isArray(message.attachments)) throw new TypeError('mail.send: attachments must be an array');

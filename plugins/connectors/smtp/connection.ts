@@ -143,10 +143,14 @@ export class SmtpConnection {
     this.reason = undefined;
   }
 
-  /** A permanent refusal of one mail says nothing about the connection; anything else marks it down. */
+  /**
+   * The server's answer to one mail (a recipient refused, 4xx or 5xx) says nothing about the
+   * connection; a refused login, a connection, TLS or protocol failure marks it down.
+   */
   private failed(err: unknown): SvcError {
     const mapped = smtpError(err, this.entry.name);
-    if (mapped.code !== 'BAD_REQUEST') {
+    const e = err as SmtpFailure | undefined;
+    if (mapped.code === 'SERVICE_UNAVAILABLE' && (e?.responseCode === undefined || e.code === 'EAUTH')) {
       this.state = 'down';
       this.reason = mapped.details.slice(0, 300);
     }
