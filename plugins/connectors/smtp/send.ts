@@ -33,7 +33,7 @@ async function enqueue(kernel: KernelApi, conn: SmtpConnection, message: MailMes
 /**
  * `mail.send`: a service sends a mail on a connection of the config, by name, now or through
  * the Use queue. Unknown name: NOT_FOUND; a service not in allowed_services: FORBIDDEN; a mail
- * that fails its checks: BAD_REQUEST or PAYLOAD_TOO_LARGE, before anything is sent or stored.
+ * that fails its checks: BAD_REQUEST, before anything is sent or stored.
  */
 export function sendHostCall(kernel: KernelApi, connectionOf: ConnectionLookup): HostCall<SendArgs> {
   return {
@@ -79,7 +79,7 @@ export function mailRunner(connectionOf: ConnectionLookup): DurableRunner {
       return { ok: true, status: 200, body: sent };
     } catch (err) {
       const e = err instanceof SvcError ? err : new SvcError('SERVICE_UNAVAILABLE', err instanceof Error ? err.message : String(err));
-      return failure(e, e.code === 'BAD_REQUEST' || e.code === 'PAYLOAD_TOO_LARGE');
+      return failure(e, e.code === 'BAD_REQUEST');
     }
   };
 }
