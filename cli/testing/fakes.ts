@@ -17,6 +17,9 @@ import { publishArgs as mqttPublishArgs } from '../../plugins/connectors/mqtt/pu
 import type { AmqpPublished, FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, MqttPublication, OutgoingRequest, Publication, QueuedCall, SqlQuery } from '../../sdk/testing/index.ts';
 import { queryArgs, transactionArgs } from '../../plugins/connectors/sql/host-calls.ts';
 import { fakeSqlAnswer } from './sql-fakes.ts';
+import { sendArgs as mailSendArgs } from '../../plugins/connectors/smtp/message.ts';
+import type { MailSentRecord } from '../../sdk/testing/index.ts';
+import { fakeMailSend } from './mail-fakes.ts';
 
 /**
  * The host side of a service's host calls under `svc test`: the arguments are checked with the
@@ -32,6 +35,7 @@ export class FakeHost {
   readonly invoked: InvokedCall[] = [];
   readonly queries: SqlQuery[] = [];
   readonly mqttPublished: MqttPublication[] = [];
+  readonly mailSent: MailSentRecord[] = [];
   /** What the service asked for that no fake answers, since the last call began. */
   problems: string[] = [];
   private count = 0;
@@ -53,6 +57,7 @@ export class FakeHost {
     this.invoked.length = 0;
     this.queries.length = 0;
     this.mqttPublished.length = 0;
+    this.mailSent.length = 0;
     this.problems = [];
     this.caches.clear();
   }
@@ -115,7 +120,16 @@ export class FakeHost {
     'sql.query': { args: queryArgs, run: (a: z.infer<typeof queryArgs>) => this.sql({ connection: a.connection, text: a.text, params: a.params ?? [] }) },
     'sql.transaction': { args: transactionArgs, run: (a: z.infer<typeof transactionArgs>) => this.sqlTransaction(a) },
     'mqtt.publish': { args: mqttPublishArgs, run: async (a: z.infer<typeof mqttPublishArgs>) => this.mqttPublish(a) },
+    'mail.send': { args: mailSendArgs, run: async (a: z.infer<typeof mailSendArgs>) => this.mailSend(a) },
   };
+
+  /** A mail sent (or queued) on a faked SMTP connection: checked as the host checks it, then recorded. */
+  private mailSend(a: z.infer<typeof mailSendArgs>): unknown {
+    const sent = fakeMailSend(this.fakes.mail?.[a.connection], a, ++this.count);
+    if (sent === 'no fake') throw new Refused(`${this.service} sent mail on the SMTP connection '${a.connection}', which has no fake: add mail: { '${a.connection}': true } to testService('${this.service}', …)`);
+    this.mailSent.push(sent.record);
+    return sent.answer;
+  }
 
   /** One statement answered by the connection's fake: its result, or the `failed` answer of a SqlError it threw. */
   private async sql(query: SqlQuery): Promise<unknown> {

@@ -155,7 +155,35 @@ export interface Fakes {
   sql?: Record<string, FakeSqlConnection>;
   /** MQTT connections by name, as the service names them in `mqtt(name)`: publishes are recorded in `mqttPublished`. */
   mqtt?: Record<string, FakeMqttConnection>;
+  /** SMTP connections by name, as the service names them in `mail(name)`: mails are checked as svc checks them and recorded in `mailSent`. */
+  mail?: Record<string, FakeMailConnection>;
 }
+
+/** A mail a service sent through `mail(connection).send`, as the fake received it (bytes attachments as base64). */
+export interface MailSentRecord {
+  connection: string;
+  message: {
+    from?: string | undefined;
+    to: string | string[];
+    cc?: string | string[] | undefined;
+    bcc?: string | string[] | undefined;
+    replyTo?: string | undefined;
+    subject: string;
+    text?: string | undefined;
+    html?: string | undefined;
+    headers?: Record<string, string> | undefined;
+    attachments?: Array<{ filename: string; content: string; encoding: 'base64' | 'utf8'; contentType?: string | undefined }> | undefined;
+  };
+  /** Sent with `{ queue: true }`: the fake answers `{ queued: true, cid }`. */
+  queued: boolean;
+}
+
+/**
+ * A fake SMTP connection: `true` accepts every mail (all recipients accepted), a function sees
+ * each one first and may throw an SDK error (`new ServiceUnavailable()`, `new BadRequest()`) to
+ * make `send` fail.
+ */
+export type FakeMailConnection = true | ((mail: MailSentRecord) => void);
 
 /** A fake MQTT connection: `{}` records; `publish` sees each message first and may throw an SDK error (`new ServiceUnavailable()`) to make it fail. */
 export interface FakeMqttConnection {
@@ -238,6 +266,8 @@ export interface ServiceUnderTest {
   readonly queries: readonly SqlQuery[];
   /** `mqtt(name).publish` calls made so far, in order. */
   readonly mqttPublished: readonly MqttPublication[];
+  /** `mail(name).send` calls so far, in order (a fake that threw records nothing). */
+  readonly mailSent: readonly MailSentRecord[];
   /** Forgets what was recorded and deploys the service again: module-level state starts over. */
   reset(): Promise<void>;
 }
