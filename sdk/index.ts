@@ -31,5 +31,6 @@ export { invokeAsync, type InvokeAsyncOptions } from './queue.ts';
 export { invoke, invokeAll, type InvokeCall, type InvokeOptions } from './invoke.ts';
 export { outgoing, gatewayError, OutgoingError, type CallOptions, type OutgoingConnection, type OutgoingFailureKind, type OutgoingResponse, type ParamValue } from './outgoing.ts';
 export { amqp, type AmqpConnection, type AmqpPublishOptions, type AmqpHeaderValue } from './amqp.ts';
+export { mail, type MailAttachment, type MailConnection, type MailMessage, type MailQueued, type MailSendOptions, type MailSent } from './mail.ts';
 export { sql, SqlError, type SqlConnection, type SqlField, type SqlParam, type SqlResult, type SqlRow, type SqlStatement } from './sql.ts';
 export { sftp, type SftpConnection, type SftpEntry, type SftpGetOptions, type SftpPutOptions } from './sftp.ts';

@@ -19,6 +19,9 @@ import { queryArgs, transactionArgs } from '../../plugins/connectors/sql/host-ca
 import { fakeSqlAnswer } from './sql-fakes.ts';
 import { getArgs as sftpGetArgs, pathArgs as sftpPathArgs, putArgs as sftpPutArgs, renameArgs as sftpRenameArgs } from '../../plugins/connectors/sftp/host-calls.ts';
 import { FakeSftpFolder } from './sftp-fakes.ts';
+import { sendArgs as mailSendArgs } from '../../plugins/connectors/smtp/message.ts';
+import type { MailSentRecord } from '../../sdk/testing/index.ts';
+import { fakeMailSend } from './mail-fakes.ts';
 
 /**
  * The host side of a service's host calls under `svc test`: the arguments are checked with the
@@ -34,6 +37,7 @@ export class FakeHost {
   readonly invoked: InvokedCall[] = [];
   readonly queries: SqlQuery[] = [];
   readonly mqttPublished: MqttPublication[] = [];
+  readonly mailSent: MailSentRecord[] = [];
   /** What the service asked for that no fake answers, since the last call began. */
   problems: string[] = [];
   private count = 0;
@@ -57,6 +61,7 @@ export class FakeHost {
     this.invoked.length = 0;
     this.queries.length = 0;
     this.mqttPublished.length = 0;
+    this.mailSent.length = 0;
     this.problems = [];
     this.caches.clear();
     this.sftpFolders.clear();
@@ -139,7 +144,16 @@ export class FakeHost {
     'sftp.delete': { args: sftpPathArgs, run: async (a: z.infer<typeof sftpPathArgs>) => asServiceError(() => this.sftpFolder(a.connection).delete(a)) },
     'sftp.mkdir': { args: sftpPathArgs, run: async (a: z.infer<typeof sftpPathArgs>) => asServiceError(() => this.sftpFolder(a.connection).mkdir(a)) },
     'mqtt.publish': { args: mqttPublishArgs, run: async (a: z.infer<typeof mqttPublishArgs>) => this.mqttPublish(a) },
+    'mail.send': { args: mailSendArgs, run: async (a: z.infer<typeof mailSendArgs>) => this.mailSend(a) },
   };
+
+  /** A mail sent (or queued) on a faked SMTP connection: checked as the host checks it, then recorded. */
+  private mailSend(a: z.infer<typeof mailSendArgs>): unknown {
+    const sent = fakeMailSend(this.fakes.mail?.[a.connection], a, ++this.count);
+    if (sent === 'no fake') throw new Refused(`${this.service} sent mail on the SMTP connection '${a.connection}', which has no fake: add mail: { '${a.connection}': true } to testService('${this.service}', …)`);
+    this.mailSent.push(sent.record);
+    return sent.answer;
+  }
 
   /** One statement answered by the connection's fake: its result, or the `failed` answer of a SqlError it threw. */
   private async sql(query: SqlQuery): Promise<unknown> {

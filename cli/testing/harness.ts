@@ -115,6 +115,10 @@ class Harness implements ServiceUnderTest {
     return this.host.mqttPublished;
   }
 
+  get mailSent() {
+    return this.host.mailSent;
+  }
+
   get queued() {
     return this.host.queued;
   }

@@ -30,6 +30,7 @@ const NO_QUEUE: DurableEvents = {
   deadLetter() {
     return Promise.reject(new Error('scheduler: the Use queue is off'));
   },
+  addRunner() {},
 };
 
 const pluginConfigOf = (config: SvcConfig): unknown => {

@@ -116,7 +116,24 @@ export interface DurableEvents {
    * running it: undecodable, or failed its retries in place). SDK 1.8.
    */
   deadLetter(queue: string, event: SourceEvent, reason: { kind: string; message: string; attempts: number }): Promise<{ id: number; cid: string }>;
+  /**
+   * Runs the events of queues whose name starts with `prefix` with `run`, a host function of the
+   * plugin (sending a mail), instead of a service. Register it before the first `enqueue` in
+   * such a queue (setup or the first onConfig): an event enqueued while a runner claims its queue
+   * is stored as the runner's (its service is `@<source>`), and such an event never runs as a
+   * service: an attempt that finds no runner (a restart before the plugin registered it, the
+   * plugin turned off) is put back without counting and waits for it. `run`'s outcome settles
+   * the attempt as a service's would (retry with backoff, dead letter when permanent or after
+   * the last attempt); replay runs it again. SDK 1.9.
+   */
+  addRunner(prefix: string, run: DurableRunner): void;
 }
+
+/** A plugin's host function that runs the events of its durable queues (DurableEvents.addRunner). */
+export type DurableRunner = (request: InvokeRequest) => Promise<EventOutcome>;
+
+/** The service name of an event stored as a runner's: `@<source>`, which no service file can be asked to run. */
+export const RUNNER_SERVICE_MARK = '@';
 
 export interface DurableListener {
   started?(attempt: DurableAttempt): void;

@@ -47,6 +47,7 @@ export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, Sandbo
 export { systemClock, type Clock } from './clock.ts';
 export { ZoneTime, isTimeZone } from './zone.ts';
 export type { DurableAttempt, DurableEvents, DurableListener, DurableQueueSettings, DurableSettlement, EventOutcome, EventSourceInfo, SourceEvent } from './events.ts';
+export { RUNNER_SERVICE_MARK, type DurableRunner } from './events.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { ConnectionMeter, LATENCY_BOUNDS_S, countKey, type ConnectionMeterView, type ConnectionReport } from './connections.ts';
 export { MessageFormatError, type DecodedMessage, type MessageDecoder } from './messages.ts';

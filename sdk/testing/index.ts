@@ -157,12 +157,40 @@ export interface Fakes {
   mqtt?: Record<string, FakeMqttConnection>;
   /** SFTP connections by name, as the service names them in `sftp(name)`: an in-memory folder each; `sftpFiles(name)` shows it. */
   sftp?: Record<string, FakeSftpConnection>;
+  /** SMTP connections by name, as the service names them in `mail(name)`: mails are checked as svc checks them and recorded in `mailSent`. */
+  mail?: Record<string, FakeMailConnection>;
 }
 
 /** A fake SFTP connection: an in-memory folder, preloaded with `files` (path → content, relative to the root). */
 export interface FakeSftpConnection {
   files?: Record<string, string | Uint8Array>;
 }
+
+/** A mail a service sent through `mail(connection).send`, as the fake received it (bytes attachments as base64). */
+export interface MailSentRecord {
+  connection: string;
+  message: {
+    from?: string | undefined;
+    to: string | string[];
+    cc?: string | string[] | undefined;
+    bcc?: string | string[] | undefined;
+    replyTo?: string | undefined;
+    subject: string;
+    text?: string | undefined;
+    html?: string | undefined;
+    headers?: Record<string, string> | undefined;
+    attachments?: Array<{ filename: string; content: string; encoding: 'base64' | 'utf8'; contentType?: string | undefined }> | undefined;
+  };
+  /** Sent with `{ queue: true }`: the fake answers `{ queued: true, cid }`. */
+  queued: boolean;
+}
+
+/**
+ * A fake SMTP connection: `true` accepts every mail (all recipients accepted), a function sees
+ * each one first and may throw an SDK error (`new ServiceUnavailable()`, `new BadRequest()`) to
+ * make `send` fail.
+ */
+export type FakeMailConnection = true | ((mail: MailSentRecord) => void);
 
 /** A fake MQTT connection: `{}` records; `publish` sees each message first and may throw an SDK error (`new ServiceUnavailable()`) to make it fail. */
 export interface FakeMqttConnection {
@@ -247,6 +275,8 @@ export interface ServiceUnderTest {
   readonly mqttPublished: readonly MqttPublication[];
   /** The files of a faked SFTP connection now, path → bytes (what the service put, renamed, left). */
   sftpFiles(connection: string): Record<string, Uint8Array>;
+  /** `mail(name).send` calls so far, in order (a fake that threw records nothing). */
+  readonly mailSent: readonly MailSentRecord[];
   /** Forgets what was recorded and deploys the service again: module-level state starts over. */
   reset(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import '../../capabilities.ts';
-import { definePlugin, SvcError, type Channel, type DurableEvents, type HookFn, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { definePlugin, RUNNER_SERVICE_MARK, SvcError, type Channel, type DurableEvents, type HookFn, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { UseQueueStats } from '../../capabilities.ts';
 import { queueCommands } from './cli.ts';
 import { queueControls } from './control.ts';
@@ -70,10 +70,13 @@ function durableEvents(scheduler: Scheduler, kernel: KernelApi): DurableEvents {
     declareQueue: (queue, settings) => scheduler.declareQueue(queue, settings),
     async enqueue(tx, queue, event) {
       const request = kernel.eventRequest(event);
+      // The runner's event: stored under a name no service answers to (sdk/plugin/events.ts addRunner).
+      if (scheduler.runnerOf(queue)) request.service = `${RUNNER_SERVICE_MARK}${event.source}`;
       const { id, committed } = await scheduler.enqueueIn(tx, queue, request);
       return { id, cid: request.cid, committed };
     },
     listen: (prefix, listener) => scheduler.listen({ prefix, ...listener }),
+    addRunner: (prefix, run) => scheduler.addRunner(prefix, run),
     async deadLetter(queue, event, reason) {
       const request = kernel.eventRequest(event);
       const id = await scheduler.deadLetterNow(queue, request, reason);

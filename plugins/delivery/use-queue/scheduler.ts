@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { SvcError, type Clock, type DurableAttempt, type DurableListener, type DurableQueueSettings, type DurableSettlement, type EventOutcome, type InvokeRequest, type Queryable, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import { RUNNER_SERVICE_MARK, SvcError, type Clock, type DurableRunner, type DurableAttempt, type DurableListener, type DurableQueueSettings, type DurableSettlement, type EventOutcome, type InvokeRequest, type Queryable, type SvcConfig } from '../../../sdk/plugin/index.ts';
 import type { Tracing } from '../../capabilities.ts';
 import { Lane } from './lane.ts';
 import { backoffMs } from './outcome.ts';
@@ -32,6 +32,8 @@ export interface SchedulerDeps {
 /** Longest single timer wait (setTimeout's limit); a later due time just wakes once more. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const BACKGROUND = '';
+/** How long an event of a runner that is not registered yet waits before it looks again. */
+const RUNNER_WAIT_MS = 5_000;
 
 /** An event source's listener on the attempts of its queues (DurableEvents.listen). */
 export interface AttemptListener extends DurableListener {
@@ -49,6 +51,10 @@ export class Scheduler {
   /** Queues of event sources (DurableEvents.declareQueue), by name. */
   private readonly sourceSettings = new Map<string, DeliverySettings>();
   private readonly listeners: AttemptListener[] = [];
+  /** Host functions that run the events of queues by prefix (DurableEvents.addRunner). */
+  private readonly runners: Array<{ prefix: string; run: DurableRunner }> = [];
+  /** Events put back because their runner was missing, by id: they run as soon as it comes. */
+  private readonly awaitingRunner = new Map<number, string>();
   private nextId: () => number | Promise<number> = () => {
     throw new Error('queue: load() first');
   };
@@ -131,6 +137,23 @@ export class Scheduler {
 
   listen(listener: AttemptListener): void {
     this.listeners.push(listener);
+  }
+
+  /** A plugin's runner of the queues starting with `prefix`; events waiting for it are due now. */
+  addRunner(prefix: string, run: DurableRunner): void {
+    this.runners.push({ prefix, run });
+    const due: Array<{ id: number; channel: string }> = [];
+    for (const [id, queue] of this.awaitingRunner) {
+      if (!queue.startsWith(prefix)) continue;
+      this.awaitingRunner.delete(id);
+      due.push({ id, channel: queue });
+    }
+    if (due.length) this.replayed(due);
+  }
+
+  runnerOf(queue: string | null): DurableRunner | undefined {
+    if (queue === null) return undefined;
+    return this.runners.find((r) => queue.startsWith(r.prefix))?.run;
   }
 
   private listenerOf(queue: string | null): AttemptListener | undefined {
@@ -256,6 +279,15 @@ export class Scheduler {
       const row = await table.start(id, attemptCid, this.deps.node);
       if (!row) return;
       const request = JSON.parse(row.request) as InvokeRequest;
+      let run = this.deps.run;
+      if (request.service.startsWith(RUNNER_SERVICE_MARK)) {
+        const runner = this.runnerOf(lane.channel);
+        if (!runner) {
+          await this.awaitRunner(lane, id, request.service);
+          return;
+        }
+        run = runner;
+      }
       const source = request.delivery?.source;
       const delivery = { attempt: row.attempts, firstReceivedAt: new Date(row.first_received_at).toISOString(), cid: row.cid, ...(source ? { source } : {}) };
       log.debug({ event: id, channel: lane.channel, service: request.service, attempt: row.attempts, cid: attemptCid, original: row.cid }, 'queue: attempt started');
@@ -271,7 +303,7 @@ export class Scheduler {
       }
       // Without a span, the run keeps the stored trace context (that of the request that queued it).
       const span = this.deps.tracing?.()?.queuedRun(request, { channel: lane.channel, cid: attemptCid, eventCid: row.cid, attempt: row.attempts });
-      const outcome = await this.deps.run(span ? { ...request, cid: attemptCid, delivery, trace: span.trace } : { ...request, cid: attemptCid, delivery });
+      const outcome = await run(span ? { ...request, cid: attemptCid, delivery, trace: span.trace } : { ...request, cid: attemptCid, delivery });
       span?.end(outcome.ok ? { ok: true } : { ok: false, kind: outcome.kind });
       if (this.stopped) return;
       const where = { event: id, channel: lane.channel, service: request.service, attempt: row.attempts, cid: attemptCid, original: row.cid };
@@ -297,6 +329,17 @@ export class Scheduler {
       // The table could not be written (store closed or failing): the row stays as it was and is recovered at the next start.
       if (!this.stopped) log.error({ err, event: id }, 'queue: attempt bookkeeping failed');
     }
+  }
+
+  /** A runner's event never runs as a service: without its runner it goes back, uncounted, until the runner comes. */
+  private async awaitRunner(lane: Lane, id: number, owner: string): Promise<void> {
+    const queue = lane.channel ?? '';
+    const due = this.deps.clock.now() + RUNNER_WAIT_MS;
+    await this.deps.table.postpone(id, due);
+    if (!this.awaitingRunner.has(id)) this.deps.log.warn({ event: id, channel: queue, owner }, 'queue: no runner for this event yet (its plugin is off or not started); it waits without using an attempt');
+    this.awaitingRunner.set(id, queue);
+    // A runner registered while the row was written back: run it now.
+    lane.addWaiting(id, this.runnerOf(queue) ? this.deps.clock.now() : due);
   }
 
   /** Replayed events are due now; an event already waiting is moved up. */

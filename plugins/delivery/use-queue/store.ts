@@ -244,6 +244,14 @@ export class QueueTable {
     return this.store.one('SELECT cid, attempts, first_received_at, request, errors FROM use_queue_event WHERE id = ?', [id]);
   }
 
+  /**
+   * An attempt that could not start (the runner of its queue is not registered yet): back to
+   * pending, due at `at`, its attempt not counted.
+   */
+  async postpone(id: number, at: number): Promise<void> {
+    await this.store.run("UPDATE use_queue_event SET state = 'pending', attempts = attempts - 1, running_cid = NULL, next_attempt_at = ? WHERE id = ? AND state = 'running'", [at, id]);
+  }
+
   /** `also`: what an event source records with the attempt's end, in the same transaction. */
   async succeeded(id: number, also?: SettleAlso): Promise<void> {
     await this.settle('DELETE FROM use_queue_event WHERE id = ?', [id], also);
