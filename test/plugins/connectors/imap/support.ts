@@ -44,6 +44,12 @@ export class Mailbox {
     }
   }
 
+  /** A new connection (after `kick`, which drops the test's own sessions too). */
+  async reopen(): Promise<void> {
+    this.client.close();
+    await this.open();
+  }
+
   async create(folder: string): Promise<void> {
     await this.client.mailboxCreate(folder);
   }
@@ -109,14 +115,14 @@ export function kick(user: string): void {
 /** A loopback HTTP server services report to (outgoing `rec`): it records every JSON body and answers 200. */
 export class Recorder<T = Record<string, unknown>> {
   readonly got: T[] = [];
-  /** Status to answer with: 500 makes the reporting service fail. */
-  status = 200;
+  /** While set, answers wait for it: the reporting service is in flight until the test lets it go. */
+  gate: Promise<void> | undefined;
   private readonly server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       this.got.push(JSON.parse(Buffer.concat(chunks).toString()) as T);
-      res.writeHead(this.status, { 'content-type': 'application/json' }).end('{}');
+      void (this.gate ?? Promise.resolve()).then(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
     });
   });
 
