@@ -30,6 +30,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   sql: () => import('./suites/sql.ts'),
   mqtt: () => import('./suites/mqtt.ts'),
   smtp: () => import('./suites/smtp.ts'),
+  imap: () => import('./suites/imap.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

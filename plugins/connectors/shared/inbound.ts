@@ -34,6 +34,12 @@ export interface InboundMessage {
   /** When the message was sent or received, ISO 8601. */
   at?: string;
   trace?: TraceContext;
+  /**
+   * The message already decoded by the connector (a parsed mail): it is the service's
+   * ctx.payload as it is, and the channel's data format is not used. `body` is then what is kept
+   * as ctx.rawBody when the message is refused (`refuse`).
+   */
+  payload?: unknown;
 }
 
 /**
@@ -111,10 +117,27 @@ export class InboundPipeline {
 
   /** Handles one message to its end. Never throws. */
   async handle(message: InboundMessage): Promise<Disposition> {
+    return this.settle(() => this.process(message));
+  }
+
+  /**
+   * Dead-letters a message the connector will not run (too large, no parsable mail), with why:
+   * its body is kept as the dead letter's raw body, its payload (if any) beside. Never throws.
+   */
+  async refuse(message: InboundMessage, reason: { kind: string; message: string }): Promise<Disposition> {
+    return this.settle(() => {
+      const event = this.eventOf(message);
+      if (message.payload !== undefined) event.payload = message.payload;
+      event.rawBody = message.body;
+      return this.deadLetter(event, { ...reason, attempts: 0 });
+    });
+  }
+
+  private async settle(run: () => Promise<Disposition>): Promise<Disposition> {
     const started = this.deps.meter.start();
     let result: Disposition;
     try {
-      result = await this.process(message);
+      result = await run();
     } catch (err) {
       // A bug here must not lose the message: the broker keeps it.
       this.deps.log.error({ err, channel: this.channel.name }, 'inbound message could not be handled; handed back to the broker');
@@ -124,12 +147,22 @@ export class InboundPipeline {
     return result;
   }
 
+  private eventOf(message: InboundMessage): SourceEvent {
+    const ch = this.channel;
+    const event: SourceEvent = { source: ch.source, name: ch.name, service: ch.service, headers: message.headers, cid: this.deps.kernel.newCid() };
+    if (message.at !== undefined) event.at = message.at;
+    if (message.trace) event.trace = message.trace;
+    return event;
+  }
+
   private async process(message: InboundMessage): Promise<Disposition> {
     const { kernel } = this.deps;
     const ch = this.channel;
-    const event: SourceEvent = { source: ch.source, name: ch.name, service: ch.service, headers: message.headers, cid: kernel.newCid() };
-    if (message.at !== undefined) event.at = message.at;
-    if (message.trace) event.trace = message.trace;
+    const event = this.eventOf(message);
+    if (message.payload !== undefined) {
+      event.payload = message.payload;
+      return ch.delivery.use_queue ? this.store(event) : this.runInPlace(event);
+    }
     try {
       const decoded = kernel.decodeMessage(ch.data_format, message.body, ch.formatSettings);
       if (decoded.payload !== undefined) event.payload = decoded.payload;

@@ -111,3 +111,21 @@ describe('shutdown', () => {
     expect(await list(queue)).toEqual([]);
   });
 });
+
+describe('a message the connector decoded itself (payload)', () => {
+  it('runs the service with the payload as it is, the data format unused', async () => {
+    const { p, meter } = pipeline('ok', { data_format: 'xml' });
+    expect(await p.handle({ body: Buffer.from('not xml, not json'), headers: {}, payload: { n: 5 } })).toEqual({ action: 'ack', outcome: 'ok' });
+    expect(meter.counts.get('consume ok')).toBe(1);
+  });
+
+  it('refused by the connector goes to the dead-letter queue with the reason, its body kept', async () => {
+    const { p, queue, meter } = pipeline('ok');
+    expect(await p.refuse({ body: Buffer.from('Subject: big'), headers: {}, payload: { n: 6 } }, { kind: 'MessageTooLarge', message: 'too big' })).toEqual({ action: 'ack', outcome: 'dead_letter' });
+    const [dead] = await list(queue);
+    const shown = await show(dead!.id);
+    expect(shown.errors[0]).toMatchObject({ kind: 'MessageTooLarge', message: 'too big' });
+    expect(shown.request.rawBody).toEqual({ text: 'Subject: big' });
+    expect(meter.counts.get('consume dead_letter')).toBe(1);
+  });
+});

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import type { Logger } from 'pino';
+import { definePlugin, type ConnectionReport, type KernelApi, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import { ImapChannel } from './channel.ts';
+import { channelImapSectionSchema, validateImap } from './schema.ts';
+import { ImapTables } from './store.ts';
+
+interface ImapState {
+  kernel: KernelApi;
+  log: Logger;
+  tables: ImapTables;
+  channels: Map<string, ImapChannel>;
+  /** What each channel was built from: an unchanged one keeps its connection. */
+  builtFrom: Map<string, string>;
+  draining: boolean;
+}
+
+/** Starts new and changed channels, stops changed and removed ones; a changed one stops before its successor starts on the same mailbox. */
+async function onConfig(state: ImapState, config: SvcConfig): Promise<void> {
+  if (state.draining) return;
+  const channels = new Map<string, ImapChannel>();
+  const builtFrom = new Map<string, string>();
+  const retired: ImapChannel[] = [];
+  const started: ImapChannel[] = [];
+  for (const entry of config.channel_imap) {
+    const source = JSON.stringify(entry);
+    const current = state.channels.get(entry.name);
+    if (current && state.builtFrom.get(entry.name) === source) {
+      current.pipeline.declare();
+      channels.set(entry.name, current);
+    } else {
+      if (current) retired.push(current);
+      const channel = new ImapChannel(entry, state.kernel, state.tables, state.log);
+      started.push(channel);
+      channels.set(entry.name, channel);
+    }
+    builtFrom.set(entry.name, source);
+  }
+  for (const c of state.channels.values()) if (channels.get(c.entry.name) !== c && !retired.includes(c)) retired.push(c);
+  state.channels = channels;
+  state.builtFrom = builtFrom;
+  await Promise.all(retired.map((c) => c.drain()));
+  for (const c of started) c.start();
+}
+
+function reports(state: ImapState): ConnectionReport[] {
+  return [...state.channels.values()].map((c) => {
+    const r: ConnectionReport = { kind: 'imap', name: c.entry.name, role: 'channel', state: c.state, readyCheck: c.entry.ready_check, meter: c.meter };
+    if (c.state !== 'up' && c.reason !== undefined) r.reason = c.reason;
+    return r;
+  });
+}
+
+async function drainAll(state: ImapState): Promise<void> {
+  state.draining = true;
+  await Promise.all([...state.channels.values()].map((c) => c.drain()));
+}
+
+/** IMAP: channel_imap entries watch a mailbox folder and run a service for each new mail. See README.md. */
+export default definePlugin<Record<string, never>, ImapState>({
+  name: 'imap',
+  kind: 'other',
+  version: '1.0.0',
+  sdk: '^1.9.0',
+  configSchema: z.object({}).strict().default({}),
+  contributes: {
+    sections: { channel_imap: channelImapSectionSchema },
+    validateConfig: validateImap,
+  },
+  async setup(kernel) {
+    const log = kernel.log.child({ plugin: 'imap' });
+    const tables = await ImapTables.open(kernel.store);
+    const state: ImapState = { kernel, log, tables, channels: new Map(), builtFrom: new Map(), draining: false };
+    kernel.addConnections(() => reports(state));
+    kernel.onDrain(() => drainAll(state));
+    return state;
+  },
+  onConfig,
+  async stop(state) {
+    await drainAll(state);
+  },
+  hooks: {},
+});
