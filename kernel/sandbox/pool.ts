@@ -5,6 +5,7 @@ import { SvcError } from '../errors.ts';
 import { ServicePositions } from './source-map.ts';
 import { residentMb } from './resident.ts';
 import { acquireWorkerBundle, releaseWorkerBundle, sandboxEnv, SandboxWorker, type DeployKind, type DeployOutcome, type PendingCall } from './process.ts';
+import { wireLineLimit } from './wire.ts';
 import { parseInvokeResult, type InvokeRequest, type InvokeResult, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
 
 export type { DeployOutcome };
@@ -189,8 +190,7 @@ export class SandboxPool {
       child,
       (w, m, b) => this.onMessage(w, m, b),
       (w, why) => this.onViolation(w, why),
-      // A result is at most the output cap, as JSON text (escaping can double it), plus headers and logs.
-      this.caps.maxOutputBytes * 2 + (8 << 20),
+      wireLineLimit(this.caps),
     );
     child.on('error', (err) => {
       this.log.error({ err }, 'sandbox process could not be started');

@@ -151,3 +151,17 @@ export class Wire {
     this.socket.write(out);
   };
 }
+
+/**
+ * The longest line the kernel takes from a sandbox process: a result is at most the output cap
+ * as JSON text (escaping can double it), plus headers and logs. A longer one breaks the protocol
+ * and the process is stopped, so the sandbox side keeps what it sends below it.
+ */
+export function wireLineLimit(caps: { maxOutputBytes: number }): number {
+  return caps.maxOutputBytes * 2 + (8 << 20);
+}
+
+/** The largest host call's arguments (JSON text) a service may send: the line limit less room for the header. */
+export function hostCallArgsLimit(caps: { maxOutputBytes: number }): number {
+  return wireLineLimit(caps) - (1 << 20);
+}

@@ -9,7 +9,7 @@
  */
 import ivm from 'isolated-vm';
 import { Socket } from 'node:net';
-import { Wire } from './wire.ts';
+import { hostCallArgsLimit, Wire } from './wire.ts';
 import { monotonicNow } from '../platform/clock.ts';
 import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
 import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
@@ -433,6 +433,10 @@ function onHostCall(instance: Instance | undefined, callId: unknown, seq: unknow
   }
   // Pure operations need no request: answered here whatever call they are attributed to.
   if (isLocalHostCall(op)) return answerHostCall(instance, seq, runLocalHostCall(op, argsJson));
+  // Sent on, a line this long would break the wire protocol and cost every call in this process.
+  if (argsJson.length > hostCallArgsLimit(caps)) {
+    return answerHostCall(instance, seq, { ok: false, error: { kind: 'Error', status: 413, message: `the arguments of ${op.slice(0, 100)} (${argsJson.length} characters as JSON) exceed the sandbox's limit of ${hostCallArgsLimit(caps)}` } });
+  }
   const entry = calls.get(callId);
   if (!entry || entry.instance !== instance) {
     return answerHostCall(instance, seq, { ok: false, error: { kind: 'Error', status: 500, message: 'host call outside a running request' } });
