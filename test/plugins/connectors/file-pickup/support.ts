@@ -33,7 +33,7 @@ export const RECORD = `import { service, BadRequest, outgoing } from 'svc/sdk';
 export default service({
   async handle(ctx) {
     const h = ctx.headers;
-    await outgoing('counter').post(ctx.cid, { payload: { name: h['file-name'], path: h['file-path'], size: h['file-size'], payload: ctx.payload ?? null, raw: ctx.rawBody, source: ctx.delivery?.source, attempt: ctx.delivery?.attempt } });
+    await outgoing('counter').post(ctx.cid, { payload: { name: h['file-name'], path: h['file-path'], size: h['file-size'], payload: ctx.payload ?? null, raw: ctx.rawBody.length > 65536 ? '(' + ctx.rawBody.length + ' bytes)' : ctx.rawBody, source: ctx.delivery?.source, attempt: ctx.delivery?.attempt } });
     if (h['file-name'].includes('fail')) throw new BadRequest('refused ' + h['file-name']);
     return {};
   },
