@@ -48,14 +48,16 @@ export class LocalFolder implements FileFolder {
   /** The absolute path of a relative one, refused when a symlink on its way leads out of the root. */
   private async resolve(path: string): Promise<string> {
     const rel = checkRelative(path);
-    const full = rel === '' ? this.root : join(this.root, ...rel.split('/'));
-    // The folders on the way must be real folders under the root (the last part itself is lstat-ed or opened with O_NOFOLLOW).
-    const parent = rel.includes('/') ? join(this.root, ...rel.split('/').slice(0, -1)) : this.root;
+    const parts = rel === '' ? [] : rel.split('/');
+    const full = join(this.root, ...parts);
+    // A name right under the root has no folder on its way: the name itself is lstat-ed, opened with O_NOFOLLOW or renamed as a link.
+    if (parts.length < 2) return full;
+    // Deeper: the folders on the way must resolve to real folders under the root.
     let rootReal: string;
     let parentReal: string;
     try {
       rootReal = await fs.realpath(this.root);
-      parentReal = await fs.realpath(parent);
+      parentReal = await fs.realpath(join(this.root, ...parts.slice(0, -1)));
     } catch (err) {
       return mapError(err, `'${printable(rel)}'`);
     }

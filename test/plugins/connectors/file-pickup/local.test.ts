@@ -6,7 +6,7 @@ import type { Upstream } from '../../outgoing/rest/upstream.ts';
 import { counter, deadLetters, drop, heard, outgoingCounter, poll, RECORD, tmpFolder } from './support.ts';
 
 /** channel_file on local folders: pattern, stability, markers, done/error folders, dead letters, safety. Polls are driven by the file.poll control op (the schedule is an hour). */
-const CHANNELS = ['basic', 'stable', 'marker', 'json', 'fail', 'big', 'safe', 'queued', 'stuck'] as const;
+const CHANNELS = ['basic', 'stable', 'marker', 'json', 'fail', 'big', 'safe', 'queued', 'stuck', 'tree', 'badpoll'] as const;
 const dirs = Object.fromEntries(CHANNELS.map((c) => [c, tmpFolder(c)])) as Record<(typeof CHANNELS)[number], string>;
 const outside = tmpFolder('outside');
 
@@ -31,6 +31,8 @@ beforeAll(async () => {
     channel('safe', { pattern: '*.csv' }),
     channel('queued', { data_format: 'json', delivery: { use_queue: true, max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10 } }),
     channel('stuck'),
+    channel('tree', { recursive: true, pattern: '*.csv' }),
+    channel('badpoll', { poll: { every: 'soon' } }),
   ].join('\n');
   k = await startKernel({ config, services: { 'record.ts': RECORD } });
 });
@@ -161,6 +163,24 @@ describe('channel_file (local folder)', () => {
     expect(await poll(k, 'stuck')).toMatchObject({ moved: 1, taken: 0 });
     expect(readdirSync(join(d, 'done'))).toEqual(['once.csv']);
     expect(ran('stuck:once.csv')).toHaveLength(1);
+  });
+
+  it('with recursive takes files in subfolders, keeps their path under done/, and never descends into done or error', async () => {
+    const d = dirs.tree;
+    mkdirSync(join(d, 'a', 'b'), { recursive: true });
+    mkdirSync(join(d, 'error'));
+    drop(d, 'top.csv', 't');
+    drop(join(d, 'a', 'b'), 'deep.csv', 'd');
+    drop(join(d, 'error'), 'old.csv', 'o');
+    expect(await poll(k, 'tree')).toMatchObject({ listed: 2, taken: 2 });
+    expect(heard(up).filter((h) => h.source.name === 'tree').map((h) => h.path).sort()).toEqual(['a/b/deep.csv', 'top.csv']);
+    expect(readdirSync(join(d, 'done', 'a', 'b'))).toEqual(['deep.csv']);
+    expect(await poll(k, 'tree')).toMatchObject({ listed: 0 });
+  });
+
+  it('leaves a channel whose poll schedule is not valid down, with the reason', async () => {
+    const report = k.kernel.api.connections().find((c) => c.name === 'badpoll')!;
+    expect(report).toMatchObject({ state: 'down', reason: expect.stringContaining("poll: every: 'soon' is not a duration") });
   });
 
   it('reports each channel in /ready and /metrics', async () => {
