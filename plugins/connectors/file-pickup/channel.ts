@@ -106,7 +106,8 @@ export class FileChannel {
       this.meter.done('poll', 'error', started);
       this.deps.log.warn({ channel: this.entry.name, reason: this.reason }, 'file pickup: the poll failed; the next poll tries again');
     } finally {
-      await folder?.release().catch(() => {});
+      // Not awaited: a session that broke may never say it closed, and the poll is over either way.
+      if (folder) void folder.release().catch(() => {});
     }
     return summary;
   }
@@ -140,7 +141,7 @@ export class FileChannel {
       try {
         await this.run.movePending(folder);
       } finally {
-        await folder.release().catch(() => {});
+        void folder.release().catch(() => {});
       }
     })().catch((err: unknown) => this.deps.log.warn({ channel: this.entry.name, err: (err as Error).message }, 'file pickup: moving settled files failed; the next poll moves them'));
   }
