@@ -13,6 +13,10 @@ import { hl7Payload } from '../plugins/formats/hl7/plugin.ts';
 import { buildAck } from '../sdk/hl7/ack.ts';
 import { parseForm } from '../plugins/formats/form/codec.ts';
 import { parseMultipart } from '../plugins/formats/multipart/codec.ts';
+import { parse as rawCsvParse } from 'csv-parse/sync';
+import { createCsvReader } from '../plugins/formats/csv/read.ts';
+import { csvChannelSchema } from '../plugins/formats/csv/schema.ts';
+import { createCsvWriter } from '../plugins/formats/csv/write.ts';
 
 const MS = Number(process.env.BENCH_MICRO_MS ?? 600);
 
@@ -100,6 +104,18 @@ const multipartJson = JSON.stringify({ f0: 'value 0', f1: 'value 1', f2: 'value 
 const limits = { maxFileBytes: 1 << 20, maxFiles: 10, maxFields: 10, maxFieldBytes: 1 << 20, maxTotalBytes: 1 << 21 };
 await group('multipart', `3 fields + 64 KiB file, ${multipartBody.length} B (baseline: file as base64 in JSON)`, () => JSON.stringify(JSON.parse(multipartJson)), [
   ['multipart codec: busboy on the buffered body', () => parseMultipart(multipartBody, contentType, limits)],
+]);
+
+// --- CSV: 200 rows of 6 columns, some quoted ------------------------------------------------
+const csvRecords = Array.from({ length: 200 }, (_, i) => ({ id: String(i), sku: `SKU-${i}`, name: i % 7 ? `Item ${i}` : `Item ${i}, "large"`, qty: String((i % 5) + 1), price: (9.5 + i).toFixed(2), city: 'Zoë-Düsseldorf' }));
+const csvSettings = csvChannelSchema.parse({});
+const writeCsv = createCsvWriter(csvSettings);
+const readCsv = createCsvReader(csvSettings);
+const csvBytes = Buffer.from(writeCsv(csvRecords));
+const csvJson = JSON.stringify(csvRecords);
+await group('csv', `200 rows × 6 columns, ${csvBytes.length} B`, () => JSON.stringify(JSON.parse(csvJson)), [
+  ['raw csv-parse (columns: true, no caps) + our writer', () => writeCsv(rawCsvParse(csvBytes, { columns: true, bom: true }))],
+  ['csv plugin: bytes → records → CSV (UTF-8 check, caps, formula escaping)', () => writeCsv(readCsv(csvBytes))],
 ]);
 
 console.log('| format (document) | codec | ops/s | vs baseline |');

@@ -32,3 +32,4 @@ export { invoke, invokeAll, type InvokeCall, type InvokeOptions } from './invoke
 export { outgoing, gatewayError, OutgoingError, type CallOptions, type OutgoingConnection, type OutgoingFailureKind, type OutgoingResponse, type ParamValue } from './outgoing.ts';
 export { amqp, type AmqpConnection, type AmqpPublishOptions, type AmqpHeaderValue } from './amqp.ts';
 export { sql, SqlError, type SqlConnection, type SqlField, type SqlParam, type SqlResult, type SqlRow, type SqlStatement } from './sql.ts';
+export { sftp, type SftpConnection, type SftpEntry, type SftpGetOptions, type SftpPutOptions } from './sftp.ts';

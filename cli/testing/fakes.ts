@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { hmac, signatureMatches } from '../../sdk/plugin/signature.ts';
 import { SvcError } from '../../kernel/errors.ts';
-import { BadRequest, ServiceError } from '../../sdk/errors.ts';
+import { BadRequest, ServiceError, errorOfKind } from '../../sdk/errors.ts';
 import { callArgs } from '../../plugins/outgoing/rest/call.ts';
 import { pathBuilder, type Params } from '../../plugins/outgoing/rest/url.ts';
 import { publishArgs } from '../../plugins/pubsub/engine/plugin.ts';
@@ -17,6 +17,8 @@ import { publishArgs as mqttPublishArgs } from '../../plugins/connectors/mqtt/pu
 import type { AmqpPublished, FakeAnswer, FakeConnection, FakeHandler, Fakes, InvokedCall, MqttPublication, OutgoingRequest, Publication, QueuedCall, SqlQuery } from '../../sdk/testing/index.ts';
 import { queryArgs, transactionArgs } from '../../plugins/connectors/sql/host-calls.ts';
 import { fakeSqlAnswer } from './sql-fakes.ts';
+import { getArgs as sftpGetArgs, pathArgs as sftpPathArgs, putArgs as sftpPutArgs, renameArgs as sftpRenameArgs } from '../../plugins/connectors/sftp/host-calls.ts';
+import { FakeSftpFolder } from './sftp-fakes.ts';
 
 /**
  * The host side of a service's host calls under `svc test`: the arguments are checked with the
@@ -37,6 +39,8 @@ export class FakeHost {
   private count = 0;
   /** Named caches by name, made on first use: any name works in a test, and starts with `fakes.caches` entries. */
   private caches = new Map<string, MemoryCache>();
+  /** Faked SFTP folders by connection, made from `fakes.sftp` on first use. */
+  private sftpFolders = new Map<string, FakeSftpFolder>();
 
   constructor(
     private readonly service: string,
@@ -55,6 +59,19 @@ export class FakeHost {
     this.mqttPublished.length = 0;
     this.problems = [];
     this.caches.clear();
+    this.sftpFolders.clear();
+  }
+
+  /** The faked SFTP folder of a connection; a connection with no fake fails the test. */
+  sftpFolder(connection: string): FakeSftpFolder {
+    let folder = this.sftpFolders.get(connection);
+    if (!folder) {
+      const fake = this.fakes.sftp?.[connection];
+      if (fake === undefined) throw new Refused(`${this.service} used the SFTP connection '${connection}', which has no fake: add sftp: { '${connection}': {} } to testService('${this.service}', …)`);
+      folder = new FakeSftpFolder(fake);
+      this.sftpFolders.set(connection, folder);
+    }
+    return folder;
   }
 
   /** Answers one host call with its reply envelope (JSON), as kernel/services/host-calls.ts does. */
@@ -114,6 +131,13 @@ export class FakeHost {
     'service.invoke': { args: invokeArgs, run: (a: z.infer<typeof invokeArgs>) => this.invoke(a) },
     'sql.query': { args: queryArgs, run: (a: z.infer<typeof queryArgs>) => this.sql({ connection: a.connection, text: a.text, params: a.params ?? [] }) },
     'sql.transaction': { args: transactionArgs, run: (a: z.infer<typeof transactionArgs>) => this.sqlTransaction(a) },
+    'sftp.put': { args: sftpPutArgs, run: async (a: z.infer<typeof sftpPutArgs>) => asServiceError(() => this.sftpFolder(a.connection).put(a)) },
+    'sftp.get': { args: sftpGetArgs, run: async (a: z.infer<typeof sftpGetArgs>) => asServiceError(() => this.sftpFolder(a.connection).get(a)) },
+    'sftp.list': { args: sftpPathArgs, run: async (a: z.infer<typeof sftpPathArgs>) => asServiceError(() => this.sftpFolder(a.connection).list(a)) },
+    'sftp.stat': { args: sftpPathArgs, run: async (a: z.infer<typeof sftpPathArgs>) => asServiceError(() => this.sftpFolder(a.connection).stat(a)) },
+    'sftp.rename': { args: sftpRenameArgs, run: async (a: z.infer<typeof sftpRenameArgs>) => asServiceError(() => this.sftpFolder(a.connection).rename(a)) },
+    'sftp.delete': { args: sftpPathArgs, run: async (a: z.infer<typeof sftpPathArgs>) => asServiceError(() => this.sftpFolder(a.connection).delete(a)) },
+    'sftp.mkdir': { args: sftpPathArgs, run: async (a: z.infer<typeof sftpPathArgs>) => asServiceError(() => this.sftpFolder(a.connection).mkdir(a)) },
     'mqtt.publish': { args: mqttPublishArgs, run: async (a: z.infer<typeof mqttPublishArgs>) => this.mqttPublish(a) },
   };
 
@@ -227,6 +251,18 @@ export class FakeHost {
 }
 
 class Refused extends Error {}
+
+const KIND_OF: Record<string, string> = { BAD_REQUEST: 'BadRequest', NOT_FOUND: 'NotFound', CONFLICT: 'Conflict', FORBIDDEN: 'Forbidden' };
+
+/** An SvcError of a fake as the kernel passes it to services: the SDK error of its kind. */
+function asServiceError<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (err) {
+    if (err instanceof SvcError && KIND_OF[err.code]) throw errorOfKind(KIND_OF[err.code]!, err.status, err.details);
+    throw err;
+  }
+}
 
 const HOUR = 3_600_000;
 

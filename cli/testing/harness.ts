@@ -126,6 +126,10 @@ class Harness implements ServiceUnderTest {
     return this.host.queries;
   }
 
+  sftpFiles(connection: string): Record<string, Uint8Array> {
+    return Object.fromEntries(this.host.sftpFolder(connection).files);
+  }
+
   async reset(): Promise<void> {
     this.host.forget();
     this.deployed = undefined;

@@ -170,7 +170,7 @@ export const channelBaseShape = {
     .enum(HTTP_METHODS)
     .optional()
     .describe('The one HTTP method accepted; any method when absent.'),
-  data_format: z.string().min(1).describe('Data format: one an enabled format plugin handles (bundled: json, xml, hl7, form, multipart, none).'),
+  data_format: z.string().min(1).describe('Data format: one an enabled format plugin handles (bundled: json, xml, hl7, form, multipart, csv, none).'),
   security: z
     .string({ error: "required: name a security definition or group, or say 'none' explicitly" })
     .min(1)

@@ -155,6 +155,13 @@ export interface Fakes {
   sql?: Record<string, FakeSqlConnection>;
   /** MQTT connections by name, as the service names them in `mqtt(name)`: publishes are recorded in `mqttPublished`. */
   mqtt?: Record<string, FakeMqttConnection>;
+  /** SFTP connections by name, as the service names them in `sftp(name)`: an in-memory folder each; `sftpFiles(name)` shows it. */
+  sftp?: Record<string, FakeSftpConnection>;
+}
+
+/** A fake SFTP connection: an in-memory folder, preloaded with `files` (path → content, relative to the root). */
+export interface FakeSftpConnection {
+  files?: Record<string, string | Uint8Array>;
 }
 
 /** A fake MQTT connection: `{}` records; `publish` sees each message first and may throw an SDK error (`new ServiceUnavailable()`) to make it fail. */
@@ -238,6 +245,8 @@ export interface ServiceUnderTest {
   readonly queries: readonly SqlQuery[];
   /** `mqtt(name).publish` calls made so far, in order. */
   readonly mqttPublished: readonly MqttPublication[];
+  /** The files of a faked SFTP connection now, path → bytes (what the service put, renamed, left). */
+  sftpFiles(connection: string): Record<string, Uint8Array>;
   /** Forgets what was recorded and deploys the service again: module-level state starts over. */
   reset(): Promise<void>;
 }

@@ -31,11 +31,9 @@ export const csvChannelSchema = z
 
 export type CsvSettings = z.infer<typeof csvChannelSchema>;
 
-declare module 'svc/sdk/plugin' {
-  interface ChannelFields {
-    csv?: CsvSettings;
-  }
-}
+// No `declare module 'svc/sdk/plugin'` for ChannelFields.csv here: svc bundles a csv format
+// (plugins/formats/csv) that declares the key with its own settings type, and one key cannot
+// carry two types. This plugin replaces the bundled one by name and parses `channel.csv` itself.
 
 /** The plugin's own options (`plugins.csv.config`): none yet. */
 export const csvOptionsSchema = z.object({}).strict().default({}).describe('The csv plugin has no options of its own; settings are per channel under `csv:`.');

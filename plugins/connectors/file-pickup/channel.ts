@@ -159,5 +159,5 @@ export class FileChannel {
 
 function formatSettingsOf(entry: ChannelFileEntry): unknown {
   const f = entry.data_format;
-  return f === 'json' || f === 'xml' || f === 'form' ? entry[f] : undefined;
+  return f === 'json' || f === 'xml' || f === 'form' || f === 'csv' ? entry[f] : undefined;
 }

@@ -55,7 +55,7 @@ describe('message decoders', () => {
     expect(() => api.decodeMessage('xml', Buffer.from('<a>'))).toThrow(MessageFormatError);
     expect(() => api.decodeMessage('form', Buffer.from([0xff]))).toThrow(MessageFormatError);
     expect(() => api.decodeMessage('hl7', Buffer.from('not hl7'))).toThrow(MessageFormatError);
-    expect(() => api.decodeMessage('csv', Buffer.from('a,b'))).toThrow(SvcError);
+    expect(() => api.decodeMessage('yaml', Buffer.from('a: b'))).toThrow(SvcError);
   });
 });
 

@@ -6,7 +6,7 @@ import type { Upstream } from '../../outgoing/rest/upstream.ts';
 import { counter, deadLetters, drop, heard, outgoingCounter, poll, RECORD, tmpFolder } from './support.ts';
 
 /** channel_file on local folders: pattern, stability, markers, done/error folders, dead letters, safety. Polls are driven by the file.poll control op (the schedule is an hour). */
-const CHANNELS = ['basic', 'stable', 'marker', 'json', 'fail', 'big', 'safe', 'queued', 'stuck', 'tree', 'badpoll'] as const;
+const CHANNELS = ['basic', 'stable', 'marker', 'json', 'fail', 'big', 'safe', 'queued', 'stuck', 'tree', 'badpoll', 'csv'] as const;
 const dirs = Object.fromEntries(CHANNELS.map((c) => [c, tmpFolder(c)])) as Record<(typeof CHANNELS)[number], string>;
 const outside = tmpFolder('outside');
 
@@ -33,6 +33,7 @@ beforeAll(async () => {
     channel('stuck'),
     channel('tree', { recursive: true, pattern: '*.csv' }),
     channel('badpoll', { poll: { every: 'soon' } }),
+    channel('csv', { data_format: 'csv', csv: { delimiter: ';' } }),
   ].join('\n');
   k = await startKernel({ config, services: { 'record.ts': RECORD } });
 });
@@ -93,6 +94,12 @@ describe('channel_file (local folder)', () => {
     // The stored bytes are as they came: a replay runs the service on them (and fails the format again, as it should).
     const shown = (await k.kernel.runControl('queue.show', { id: dead!.id })) as { event?: { headers?: Record<string, string> } };
     expect(JSON.stringify(shown)).toContain('bad.json');
+  });
+
+  it('parses CSV files with the csv format into rows', async () => {
+    drop(dirs.csv, 'orders.csv', 'id;item;qty\n1;pen;2\n2;ink;5\n');
+    await poll(k, 'csv');
+    expect(ran('csv:orders.csv').map((h) => h.payload)).toEqual([[{ id: '1', item: 'pen', qty: '2' }, { id: '2', item: 'ink', qty: '5' }]]);
   });
 
   it('moves a file whose service failed for good to error, with a dead letter that replays', async () => {
