@@ -111,6 +111,8 @@ export default definePlugin<Record<string, never>, PickupState>({
       return { node: cluster?.id ?? ownId, liveNodes: cluster && kernel.store.dialect !== 'sqlite' ? () => cluster.liveNodes() : undefined };
     };
     const state: PickupState = { kernel, log, claims, channels: new Map(), builtFrom: new Map(), identity, listening: false };
+    // Listening before the Use queue runs anything (it starts at its first config) catches settlements of events stored before a restart; when the Use queue is set up after this plugin, the first config does it.
+    listenToQueue(state);
     kernel.addConnections(() => reports(state));
     kernel.addControl({
       op: 'file.poll',
