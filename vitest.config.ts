@@ -24,6 +24,7 @@ const POSTGRES_SUITES = [
   'test/plugins/secrets/named/restart.test.ts',
   'test/plugins/security/shared/secret-manager.test.ts',
   'test/plugins/observe/health/health.test.ts',
+  'test/plugins/connectors/file-pickup/local.test.ts',
 ];
 
 const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

@@ -31,6 +31,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   mqtt: () => import('./suites/mqtt.ts'),
   smtp: () => import('./suites/smtp.ts'),
   imap: () => import('./suites/imap.ts'),
+  'file-pickup': () => import('./suites/file-pickup.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

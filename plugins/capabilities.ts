@@ -433,3 +433,31 @@ export interface SftpFolders {
    */
   open(connection: string, root: string): Promise<FileFolder>;
 }
+
+declare module '../sdk/plugin/capabilities.ts' {
+  interface Capabilities {
+    /**
+     * Durations and cron expressions read as the scheduler reads its jobs' (provided by
+     * plugins/scheduler), for plugins that poll on a schedule (the file pickup): they never import
+     * the scheduler's internals.
+     */
+    'scheduler.timing': SchedulerTiming;
+  }
+}
+
+/** A poll schedule: `every` (a duration: 30s, 5m…), `cron` (in `timezone`, default the server's), or both (whichever falls first). */
+export interface TimingSpec {
+  every?: string | number;
+  cron?: string;
+  timezone?: string;
+}
+
+export interface Timing {
+  /** The first tick strictly after `afterMs` (ms since the epoch), or undefined when none follows. */
+  next(afterMs: number): number | undefined;
+}
+
+export interface SchedulerTiming {
+  /** The spec's ticks, or why it is not a valid one. */
+  parse(spec: TimingSpec): Timing | { error: string };
+}

@@ -6,6 +6,7 @@ import { JobScheduler } from './runtime.ts';
 import { optionsSchema, sectionSchema, validateJobs, type SchedulerOptions } from './schema.ts';
 import { SchedulerTables } from './store.ts';
 import { LATENESS_BUCKETS_MS } from './stats.ts';
+import { schedulerTiming } from './timing.ts';
 
 interface SchedulerState {
   runtime: JobScheduler;
@@ -54,7 +55,7 @@ export function createSchedulerPlugin(deps: SchedulerPluginDeps = {}) {
   kind: 'other',
   version: '1.0.0',
   sdk: '^1.5.0',
-  provides: ['scheduler.stats'],
+  provides: ['scheduler.stats', 'scheduler.timing'],
   configSchema: optionsSchema,
   contributes: {
     sections: { scheduler_job: sectionSchema },
@@ -76,6 +77,7 @@ export function createSchedulerPlugin(deps: SchedulerPluginDeps = {}) {
     };
     const runtime = new JobScheduler({ tables, durable, clock: kernel.clock, log: kernel.log.child({ plugin: 'scheduler' }), options, identity });
     for (const op of jobControls({ jobs: () => jobsOf(kernel.config()), serverZone: () => kernel.server().timezone, now: () => kernel.clock.now(), tables, runtime })) kernel.addControl(op);
+    kernel.provide('scheduler.timing', schedulerTiming(() => kernel.server().timezone));
     kernel.provide('scheduler.stats', () => ({ runs: runtime.stats.runsNow(), lateness: runtime.stats, latenessBoundsMs: LATENESS_BUCKETS_MS }));
     // New ticks stop as shutdown begins; runs already queued are the Use queue's to finish or leave for the next start.
     kernel.onDrain(async () => runtime.stop());
