@@ -162,6 +162,8 @@ export interface Fakes {
 /** A fake SFTP connection: an in-memory folder, preloaded with `files` (path → content, relative to the root). */
 export interface FakeSftpConnection {
   files?: Record<string, string | Uint8Array>;
+  /** As the connection's max_file_bytes (default 64 MiB): a larger put or get is PayloadTooLarge. */
+  maxFileBytes?: number;
 }
 
 /** A fake MQTT connection: `{}` records; `publish` sees each message first and may throw an SDK error (`new ServiceUnavailable()`) to make it fail. */
