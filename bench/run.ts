@@ -29,6 +29,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   amqp: () => import('./suites/amqp.ts'),
   sql: () => import('./suites/sql.ts'),
   mqtt: () => import('./suites/mqtt.ts'),
+  sftp: () => import('./suites/sftp.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */
