@@ -45,6 +45,8 @@ export class CuttableProxy {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private limit: number | undefined;
+  /** While stalled, what the client sends is held back (an unresponsive server); resume() sends it. */
+  private held: Array<() => void> | undefined;
   connections = 0;
   port = 0;
 
@@ -66,7 +68,8 @@ export class CuttableProxy {
           upstream.destroy();
           return;
         }
-        upstream.write(chunk);
+        if (this.held) this.held.push(() => upstream.write(chunk));
+        else upstream.write(chunk);
       });
       upstream.pipe(client);
       client.on('close', () => upstream.destroy());
@@ -74,8 +77,9 @@ export class CuttableProxy {
     });
   }
 
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+  /** Listens on `port` (0: any free one). */
+  async start(port = 0): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;
     return this;
   }
@@ -83,6 +87,16 @@ export class CuttableProxy {
   /** Connections opened from now on are cut after `bytes` from the client (undefined: never). */
   cutAfter(bytes: number | undefined): void {
     this.limit = bytes;
+  }
+
+  stall(): void {
+    this.held ??= [];
+  }
+
+  resume(): void {
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const send of held) send();
   }
 
   cut(): void {
