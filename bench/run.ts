@@ -32,6 +32,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   smtp: () => import('./suites/smtp.ts'),
   imap: () => import('./suites/imap.ts'),
   'file-pickup': () => import('./suites/file-pickup.ts'),
+  sftp: () => import('./suites/sftp.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

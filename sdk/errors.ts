@@ -52,6 +52,12 @@ export class Conflict extends ServiceError {
     super('Conflict', 409, message);
   }
 }
+/** Too large to handle (413): e.g. a file over an SFTP connection's max_file_bytes. */
+export class PayloadTooLarge extends ServiceError {
+  constructor(message = 'Payload too large') {
+    super('PayloadTooLarge', 413, message);
+  }
+}
 /** An upstream system answered badly (502). */
 export class BadGateway extends ServiceError {
   constructor(message = 'Upstream failure') {
@@ -70,7 +76,7 @@ export class ServiceUnavailable extends ServiceError {
   }
 }
 
-const CLASSES: Record<string, new (message?: string) => ServiceError> = { BadRequest, Unauthorized, Forbidden, NotFound, Conflict, BadGateway, GatewayTimeout, ServiceUnavailable };
+const CLASSES: Record<string, new (message?: string) => ServiceError> = { BadRequest, Unauthorized, Forbidden, NotFound, Conflict, PayloadTooLarge, BadGateway, GatewayTimeout, ServiceUnavailable };
 
 /** The SDK error of a kind as it crossed a boundary (a host call's answer, a result): its own class when it has one. */
 export function errorOfKind(kind: string, status: number, message: string): ServiceError {

@@ -1,17 +1,5 @@
 import { callHost } from './internal/runtime.ts';
 import { fromBase64, toBase64 } from './internal/bytes.ts';
-import { ServiceError } from './errors.ts';
-
-type Failed = { failed: { code: string; message: string } };
-
-/** A file over the connection's max_file_bytes: status 413, code PAYLOAD_TOO_LARGE (uncaught, the caller gets 413). */
-function failure(reply: unknown): ServiceError | undefined {
-  if (reply === null || typeof reply !== 'object' || !('failed' in reply)) return undefined;
-  const { code, message } = (reply as Failed).failed;
-  const error = new ServiceError('Error', 413, message);
-  error.code = code;
-  return error;
-}
 
 /** One entry of a folder on an SFTP server. A `symlink` is the link itself: svc never follows one. */
 export interface SftpEntry {
@@ -44,8 +32,8 @@ export interface SftpGetOptions {
  * and `/`-separated; one that would leave it (`..`, absolute, NUL, backslash) is BadRequest before
  * anything is sent, and so is a symlink in the way of a get or put. Errors: NotFound (no such
  * connection, file or folder), Forbidden (not allowed to this service, or the server refused),
- * Conflict (exists, with overwrite false), a ServiceError of status 413 and code
- * PAYLOAD_TOO_LARGE (a file over the connection's max_file_bytes),
+ * Conflict (exists, with overwrite false), PayloadTooLarge (413: a file over the connection's
+ * max_file_bytes),
  * ServiceUnavailable (the server cannot be reached, its host key is not the pinned one, or the
  * connection dropped during the operation: an atomic put then left nothing under the name).
  */
@@ -78,9 +66,7 @@ class SftpHandle implements SftpConnection {
     if (typeof content === 'string') wire = { content, encoding: 'utf8' };
     else if (content instanceof Uint8Array) wire = { content: toBase64(content), encoding: 'base64' };
     else throw new TypeError(`sftp('${this.name}').put: content must be a string or a Uint8Array`);
-    const reply = await callHost('sftp.put', { connection: this.name, path, ...wire, mode: options.mode, overwrite: options.overwrite, atomic: options.atomic });
-    const failed = failure(reply);
-    if (failed) throw failed;
+    await callHost('sftp.put', { connection: this.name, path, ...wire, mode: options.mode, overwrite: options.overwrite, atomic: options.atomic });
   }
 
   get(path: string, options?: { encoding?: 'utf8' | 'base64' }): Promise<string>;
@@ -90,8 +76,6 @@ class SftpHandle implements SftpConnection {
     const encoding = options.encoding ?? 'utf8';
     if (encoding !== 'utf8' && encoding !== 'base64' && encoding !== 'bytes') throw new TypeError(`sftp('${this.name}').get: encoding is 'utf8', 'base64' or 'bytes'`);
     const reply = (await callHost('sftp.get', { connection: this.name, path, encoding: encoding === 'utf8' ? 'utf8' : 'base64' })) as { content: string };
-    const failed = failure(reply);
-    if (failed) throw failed;
     return encoding === 'bytes' ? fromBase64(reply.content) : reply.content;
   }
 

@@ -15,13 +15,13 @@ import { median, printGrid, roundSpread, rounds, startSvcCli } from '../lib.ts';
  * in the store per file, which is what exactly-once costs.
  * SFTP rows: SFTP_FILES files in a folder of the test servers' sshd (scripts/test-servers.sh,
  * 127.0.0.1:2222), svc (channel_file on an sftp_connection) against a bare ssh2-sftp-client
- * session in its own process (list, get, rename each: bench/peers/sftp-bare.ts). Skipped with a
+ * session in its own process (list, get, rename each: bench/peers/sftp-pickup-bare.ts). Skipped with a
  * message when that sshd does not answer.
  */
 const FILES = Number(process.env.BENCH_FILES ?? 2_000);
 const CONCURRENCY = Number(process.env.BENCH_FILES_CONCURRENCY ?? 16);
 const BARE = fileURLToPath(new URL('../peers/file-bare.ts', import.meta.url));
-const SFTP_BARE = fileURLToPath(new URL('../peers/sftp-bare.ts', import.meta.url));
+const SFTP_BARE = fileURLToPath(new URL('../peers/sftp-pickup-bare.ts', import.meta.url));
 const SFTP_FILES = Number(process.env.BENCH_SFTP_FILES ?? 500);
 const SERVERS = process.env.SVC_TEST_SERVERS ?? '/tmp/svc-test-servers';
 const SFTP = { host: '127.0.0.1', port: 2222, username: 'svcsftp', password: 'svc-test' };

@@ -266,7 +266,7 @@ export class FakeHost {
 
 class Refused extends Error {}
 
-const KIND_OF: Record<string, string> = { BAD_REQUEST: 'BadRequest', NOT_FOUND: 'NotFound', CONFLICT: 'Conflict', FORBIDDEN: 'Forbidden' };
+const KIND_OF: Record<string, string> = { BAD_REQUEST: 'BadRequest', NOT_FOUND: 'NotFound', CONFLICT: 'Conflict', FORBIDDEN: 'Forbidden', PAYLOAD_TOO_LARGE: 'PayloadTooLarge' };
 
 /** An SvcError of a fake as the kernel passes it to services: the SDK error of its kind. */
 function asServiceError<T>(run: () => T): T {

@@ -13,8 +13,10 @@ export class FakeSftpFolder {
   readonly files = new Map<string, Buffer>();
   private readonly dirs = new Set<string>();
   private readonly modified = new Map<string, number>();
+  private readonly maxBytes: number;
 
   constructor(fake: FakeSftpConnection) {
+    this.maxBytes = fake.maxFileBytes ?? 64 * 1024 * 1024;
     for (const [path, content] of Object.entries(fake.files ?? {})) this.store(this.file(path), typeof content === 'string' ? Buffer.from(content) : Buffer.from(content));
   }
 
@@ -29,10 +31,10 @@ export class FakeSftpFolder {
     for (let i = 1; i < parts.length; i++) this.dirs.add(parts.slice(0, i).join('/'));
   }
 
-  put(a: z.infer<typeof putArgs>, max = 64 * 1024 * 1024): unknown {
+  put(a: z.infer<typeof putArgs>): unknown {
     const path = this.file(a.path);
     const content = Buffer.from(a.content, a.encoding);
-    if (content.length > max) return { failed: { code: 'PAYLOAD_TOO_LARGE', message: `${content.length} bytes for '${a.path}' is over the limit of ${max}` } };
+    if (content.length > this.maxBytes) throw new SvcError('PAYLOAD_TOO_LARGE', `${content.length} bytes for '${a.path}' is over the limit of ${this.maxBytes}`);
     if (this.dirs.has(path)) throw new SvcError('BAD_REQUEST', `'${a.path}' is a folder`);
     if (this.files.has(path) && a.overwrite === false) throw new SvcError('CONFLICT', `'${a.path}' exists (overwrite: false)`);
     const parent = path.split('/').slice(0, -1).join('/');
@@ -44,6 +46,7 @@ export class FakeSftpFolder {
   get(a: z.infer<typeof getArgs>): unknown {
     const content = this.files.get(this.file(a.path));
     if (!content) throw new SvcError('NOT_FOUND', `no file '${a.path}'`);
+    if (content.length > this.maxBytes) throw new SvcError('PAYLOAD_TOO_LARGE', `'${a.path}' is ${content.length} bytes, over the limit of ${this.maxBytes}`);
     return { content: content.toString(a.encoding) };
   }
 

@@ -15,6 +15,7 @@ const ERROR_CODES: Record<ServiceErrorKind | (typeof RUNTIME_ERROR_KINDS)[number
   Forbidden: 'FORBIDDEN',
   NotFound: 'NOT_FOUND',
   Conflict: 'CONFLICT',
+  PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   ServiceUnavailable: 'SERVICE_UNAVAILABLE',
   BadGateway: 'BAD_GATEWAY',
   GatewayTimeout: 'GATEWAY_TIMEOUT',

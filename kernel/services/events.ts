@@ -46,7 +46,7 @@ function rawBodyOf(bytes: Buffer): { text: string } | { base64: string } {
 }
 
 /** Service errors that say the event is wrong, not that the moment was: running it again cannot help. */
-const PERMANENT_KINDS: ReadonlySet<string> = new Set(['BadRequest', 'Unauthorized', 'Forbidden', 'NotFound', 'Conflict', 'MethodNotAllowed']);
+const PERMANENT_KINDS: ReadonlySet<string> = new Set(['BadRequest', 'Unauthorized', 'Forbidden', 'NotFound', 'Conflict', 'PayloadTooLarge', 'MethodNotAllowed']);
 
 export function outcomeOfResult(result: InvokeResult): EventOutcome {
   if (result.error) return { ok: false, permanent: PERMANENT_KINDS.has(result.error.kind), kind: result.error.kind, message: result.error.message };

@@ -34,6 +34,7 @@ const KIND_OF: Partial<Record<ErrorCode, ServiceErrorKind>> = {
   FORBIDDEN: 'Forbidden',
   NOT_FOUND: 'NotFound',
   CONFLICT: 'Conflict',
+  PAYLOAD_TOO_LARGE: 'PayloadTooLarge',
   BAD_GATEWAY: 'BadGateway',
   GATEWAY_TIMEOUT: 'GatewayTimeout',
   SERVICE_UNAVAILABLE: 'ServiceUnavailable',

@@ -164,6 +164,8 @@ export interface Fakes {
 /** A fake SFTP connection: an in-memory folder, preloaded with `files` (path → content, relative to the root). */
 export interface FakeSftpConnection {
   files?: Record<string, string | Uint8Array>;
+  /** As the connection's max_file_bytes (default 64 MiB): a larger put or get is PayloadTooLarge. */
+  maxFileBytes?: number;
 }
 
 /** A mail a service sent through `mail(connection).send`, as the fake received it (bytes attachments as base64). */

@@ -20,8 +20,8 @@ export default service({
   handle: (ctx) => ctx.input,
 });`;
 
-const raises = `import { service, BadRequest, Unauthorized, NotFound, Conflict, ServiceUnavailable, BadGateway, Forbidden } from 'svc/sdk';
-const errors = { BadRequest, Unauthorized, NotFound, Conflict, ServiceUnavailable, BadGateway, Forbidden };
+const raises = `import { service, BadRequest, Unauthorized, NotFound, Conflict, PayloadTooLarge, ServiceUnavailable, BadGateway, GatewayTimeout, Forbidden } from 'svc/sdk';
+const errors = { BadRequest, Unauthorized, NotFound, Conflict, PayloadTooLarge, ServiceUnavailable, BadGateway, GatewayTimeout, Forbidden };
 export default service({ handle(ctx) {
   const kind = String(ctx.input.kind);
   if (kind === 'custom') { ctx.response.status = 418; return { mine: true }; }
@@ -198,8 +198,10 @@ describe('error mapping (spec Errors)', () => {
     ['Forbidden', 403],
     ['NotFound', 404],
     ['Conflict', 409],
+    ['PayloadTooLarge', 413],
     ['BadGateway', 502],
     ['ServiceUnavailable', 503],
+    ['GatewayTimeout', 504],
   ];
   for (const [kind, status] of cases) {
     it(`${kind} → ${status} with message and CID`, async () => {

@@ -27,20 +27,6 @@ export const pathArgs = z.object({ connection, path }).strict();
 export const renameArgs = z.object({ connection, from: path, to: path, overwrite: z.boolean().default(false) }).strict();
 export type PutArgs = z.infer<typeof putArgs>;
 
-/**
- * A file over max_file_bytes is answered as `{ failed }` rather than thrown: the kernel passes
- * host call errors to services by kind, and has none for 413, so the SDK raises it (a
- * ServiceError with status 413 and code PAYLOAD_TOO_LARGE).
- */
-async function sizeChecked<T>(work: () => Promise<T>): Promise<T | { failed: { code: 'PAYLOAD_TOO_LARGE'; message: string } }> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof SvcError && err.code === 'PAYLOAD_TOO_LARGE') return { failed: { code: err.code, message: err.details } };
-    throw err;
-  }
-}
-
 /** What `sftp(name).stat` and `list` answer a service. */
 function entryOf(e: { name: string; type: string; size: number; mtimeMs: number }) {
   return { name: e.name, type: e.type, size: e.size, modifiedAt: new Date(e.mtimeMs).toISOString() };
@@ -90,8 +76,8 @@ export function sftpHostCalls(connections: () => ReadonlyMap<string, SftpConnect
 
   const call = <A>(op: string, args: z.ZodType<A>, handler: (a: A, ctx: HostCallContext) => Promise<unknown>): HostCall => ({ op, args, handler }) as HostCall<A> as HostCall;
   return [
-    call('sftp.put', putArgs, (a, ctx) => sizeChecked(() => put(a, ctx))),
-    call('sftp.get', getArgs, (a, ctx) => sizeChecked(async () => ({ content: (await on('get', a.connection, ctx, (f, c) => f.read(a.path, c.entry.max_file_bytes))).toString(a.encoding) }))),
+    call('sftp.put', putArgs, put),
+    call('sftp.get', getArgs, async (a, ctx) => ({ content: (await on('get', a.connection, ctx, (f, c) => f.read(a.path, c.entry.max_file_bytes))).toString(a.encoding) })),
     call('sftp.list', pathArgs, async (a, ctx) => (await on('list', a.connection, ctx, (f) => f.list(a.path))).map(entryOf)),
     call('sftp.stat', pathArgs, async (a, ctx) => entryOf(await on('stat', a.connection, ctx, (f) => f.stat(a.path)))),
     call('sftp.rename', renameArgs, (a, ctx) => on('rename', a.connection, ctx, (f) => f.rename(a.from, a.to, { replace: a.overwrite }))),

@@ -179,7 +179,7 @@ class Builder {
     }
     add(503, 'the server is shutting down (SHUTTING_DOWN)');
     for (const status of Object.keys(why).map(Number).sort((a, b) => a - b)) out[status] = errorResponse(`${STATUS_CODES[status] ?? 'Error'}: ${why[status]!.join('; ')}.`);
-    if (!success) out.default = errorResponse('Another error the service raised, with the same body: 403 Forbidden, 404 NotFound, 409 Conflict, 502 BadGateway, 504 GatewayTimeout.');
+    if (!success) out.default = errorResponse('Another error the service raised, with the same body: 403 Forbidden, 404 NotFound, 409 Conflict, 413 PayloadTooLarge, 502 BadGateway, 504 GatewayTimeout.');
     return out;
   }
 

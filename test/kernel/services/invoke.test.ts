@@ -12,8 +12,8 @@ import { Upstream, json } from '../../plugins/outgoing/rest/upstream.ts';
 const CALLER_LIMIT_MS = 1500;
 
 /** Invokes what its input says and reports the result, or what it caught: the error's class, kind, status, code and issues. */
-const CALLER = `import { service, invoke, invokeAll, BadRequest, Forbidden, NotFound, Conflict, GatewayTimeout, ServiceUnavailable, ServiceError } from 'svc/sdk';
-const CLASSES = { BadRequest, Forbidden, NotFound, Conflict, GatewayTimeout, ServiceUnavailable };
+const CALLER = `import { service, invoke, invokeAll, BadRequest, Forbidden, NotFound, Conflict, PayloadTooLarge, GatewayTimeout, ServiceUnavailable, ServiceError } from 'svc/sdk';
+const CLASSES = { BadRequest, Forbidden, NotFound, Conflict, PayloadTooLarge, GatewayTimeout, ServiceUnavailable };
 const described = (e) => ({ kind: e.kind ?? null, status: e.status ?? null, code: e.code ?? null, message: e.message, issues: e.issues ?? null, classes: Object.keys(CLASSES).filter((k) => e instanceof CLASSES[k]), serviceError: e instanceof ServiceError });
 export default service({
   limits: { timeoutMs: ${CALLER_LIMIT_MS} },
@@ -44,13 +44,15 @@ export default service({
 });
 `;
 
-const THROWER = `import { service, NotFound, Conflict } from 'svc/sdk';
+const THROWER = `import { service, NotFound, Conflict, PayloadTooLarge } from 'svc/sdk';
 export default service({
   invokableBy: '*',
   handle(ctx) {
     switch (ctx.input.what) {
       case 'notfound': throw new NotFound('no order 7');
       case 'conflict': throw new Conflict('order 7 is taken');
+      case 'toolarge': throw new PayloadTooLarge('order 7 is too long');
+      case 'status413': ctx.response.status = 413; return {};
       case 'error': throw new TypeError('boom');
       case 'status': ctx.response.status = 404; ctx.response.headers['x-why'] = 'gone'; return { missing: true };
       case 'created': ctx.response.status = 201; ctx.response.headers['x-why'] = 'new'; return { made: true };
@@ -172,6 +174,16 @@ describe('invoke', () => {
     const through = await call({ target: 'thrower', input: { what: 'notfound' }, rethrow: true });
     expect(through.statusCode).toBe(404);
     expect(through.json()).toEqual({ result: 'Error', cid: through.headers['x-svc-cid'], details: 'no order 7' });
+  });
+
+  it("the callee's PayloadTooLarge, or a 413 it set, reaches the caller as PayloadTooLarge; uncaught, the caller answers 413", async () => {
+    const thrown = (await call({ target: 'thrower', input: { what: 'toolarge' } })).json().caught;
+    expect(thrown).toMatchObject({ kind: 'PayloadTooLarge', status: 413, code: null, message: 'order 7 is too long', classes: ['PayloadTooLarge'], serviceError: true });
+    const set = (await call({ target: 'thrower', input: { what: 'status413' } })).json().caught;
+    expect(set).toMatchObject({ kind: 'PayloadTooLarge', status: 413, message: "Service 'thrower' answered 413", classes: ['PayloadTooLarge'] });
+    const through = await call({ target: 'thrower', input: { what: 'toolarge' }, rethrow: true });
+    expect(through.statusCode).toBe(413);
+    expect(through.json()).toEqual({ result: 'Error', cid: through.headers['x-svc-cid'], details: 'order 7 is too long' });
   });
 
   it("an exception in the callee is logged under the callee's CID; the caller gets SERVICE_FAILED, and 500 when it lets it through", async () => {

@@ -16,6 +16,10 @@ export default service({
 });
 `;
 
+const TOO_LARGE = `import { service, PayloadTooLarge } from 'svc/sdk';
+export default service({ handle() { throw new PayloadTooLarge('order too long'); } });
+`;
+
 let api!: KernelApi;
 const reports: ConnectionReport[] = [];
 const meter = new ConnectionMeter(systemClock);
@@ -34,7 +38,7 @@ const probe = definePlugin({
 
 let k: ObservedKernel;
 beforeAll(async () => {
-  k = await startObserved({ config: 'channel_rest: []\n', services: { 'echo.ts': ECHO }, extraPlugins: [probe] });
+  k = await startObserved({ config: 'channel_rest: []\n', services: { 'echo.ts': ECHO, 'too-large.ts': TOO_LARGE }, extraPlugins: [probe] });
 });
 afterAll(() => k?.close());
 
@@ -70,6 +74,11 @@ describe('an event with a payload', () => {
   it('is refused (permanent) when its text does not convert to the model', async () => {
     const outcome = await api.runEvent(api.eventRequest({ source: 'probe', name: 'q1', service: 'echo', payload: { id: 'seven' }, textFields: true }));
     expect(outcome).toMatchObject({ ok: false, permanent: true, kind: 'BadRequest' });
+  });
+
+  it('is refused for good (not retried) when the service raises PayloadTooLarge', async () => {
+    const outcome = await api.runEvent(api.eventRequest({ source: 'probe', name: 'q1', service: 'too-large', payload: { id: 1 } }));
+    expect(outcome).toMatchObject({ ok: false, permanent: true, kind: 'PayloadTooLarge', message: 'order too long' });
   });
 
   it('gives the service the bytes as rawBody (text when UTF-8)', async () => {

@@ -8,6 +8,11 @@ import type { KernelApi } from '../../../../sdk/plugin/index.ts';
 import { capturePlugin, entry, PROBE, type Outcome } from './support.ts';
 
 /** Put, get, list, rename, delete through a service against the real sshd, with the paths checked on its disk. */
+
+/** Lets whatever `partner` raises escape, so the channel answers it. */
+const UNCAUGHT = `import { service, sftp } from 'svc/sdk';
+export default service({ POST: async (ctx) => ctx.payload.op === 'get' ? { got: await sftp('partner').get(ctx.payload.path) } : sftp('partner').put(ctx.payload.path, 'x'.repeat(1001)) });
+`;
 let k: TestKernel;
 let api!: KernelApi;
 let folder: { remote: string; local: string };
@@ -26,8 +31,9 @@ sftp_connection:
 ${entry('partner', folder.remote, { max_file_bytes: 1000, pool_size: 2 })}${entry('by_key', keyFolder.remote, { password: undefined, private_key_file: join(SERVERS_DIR, 'client_key') })}${entry('by_print', folder.remote, { host_key: fingerprint })}${entry('wrong_key', folder.remote, { host_key: wrongKey })}${entry('theirs', folder.remote, { allowed_services: ['stranger'] })}
 channel_rest:
   - { name: probe, url_path: /probe, service: probe, method: POST, data_format: json, security: none }
+  - { name: uncaught, url_path: /uncaught, service: uncaught, method: POST, data_format: json, security: none }
 `;
-  k = await startKernel({ config, services: { 'probe.ts': PROBE }, logs, extraPlugins: [capturePlugin((kernel) => (api = kernel))] });
+  k = await startKernel({ config, services: { 'probe.ts': PROBE, 'uncaught.ts': UNCAUGHT }, logs, extraPlugins: [capturePlugin((kernel) => (api = kernel))] });
 });
 afterAll(() => k?.close());
 
@@ -146,10 +152,20 @@ describe('size caps', () => {
     writeFileSync(join(folder.local, 'big.bin'), Buffer.alloc(1001));
     writeFileSync(join(folder.local, 'edge.bin'), Buffer.alloc(1000, 7));
     const out = await calls(['put', 'partner', 'toobig.txt', 'x'.repeat(1001)], ['get', 'partner', 'big.bin'], ['get', 'partner', 'edge.bin', { encoding: 'base64' }]);
-    expect(out[0]!.error).toMatchObject({ status: 413, code: 'PAYLOAD_TOO_LARGE', message: expect.stringContaining('over the limit of 1000') });
-    expect(out[1]!.error).toMatchObject({ status: 413, message: "'big.bin' is 1001 bytes, over the limit of 1000" });
+    expect(out[0]!.error).toMatchObject({ name: 'PayloadTooLarge', kind: 'PayloadTooLarge', status: 413, tooLarge: true, message: expect.stringContaining('over the limit of 1000') });
+    expect(out[1]!.error).toMatchObject({ kind: 'PayloadTooLarge', status: 413, tooLarge: true, message: "'big.bin' is 1001 bytes, over the limit of 1000" });
     expect(Buffer.from(out[2]!.value, 'base64')).toEqual(Buffer.alloc(1000, 7));
     expect(existsSync(join(folder.local, 'toobig.txt'))).toBe(false);
+  });
+
+  it('answers 413 PAYLOAD_TOO_LARGE with the CID when the service does not catch it', async () => {
+    writeFileSync(join(folder.local, 'big2.bin'), Buffer.alloc(1001));
+    for (const op of ['get', 'put']) {
+      const res = await k.app.inject({ method: 'POST', url: '/uncaught', payload: { op, path: op === 'get' ? 'big2.bin' : 'toobig2.txt' } });
+      expect(res.statusCode, res.body).toBe(413);
+      expect(res.json()).toEqual({ result: 'Error', cid: res.headers['x-svc-cid'], details: expect.stringContaining('over the limit of 1000') });
+    }
+    expect(existsSync(join(folder.local, 'toobig2.txt'))).toBe(false);
   });
 });
 

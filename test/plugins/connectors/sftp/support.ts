@@ -7,8 +7,9 @@ import { SFTP, sftpKeys } from '../../../helpers/servers.ts';
  * Runs the SDK calls of the payload in order and answers each one's value or the error it threw,
  * so a test reads what a service sees: `[op, connection, ...args]`. `{ $u8: [..] }` becomes a
  * Uint8Array, `{ $repeat: [text, n] }` the text n times (large content), and a Uint8Array answered comes back as `{ $u8: [..] }`.
+ * An error says whether it is the SDK's PayloadTooLarge class (`tooLarge`).
  */
-export const PROBE = `import { service, sftp } from 'svc/sdk';
+export const PROBE = `import { service, sftp, PayloadTooLarge } from 'svc/sdk';
 const revive = (v) => v && typeof v === 'object' && '$u8' in v ? new Uint8Array(v.$u8) : v && typeof v === 'object' && '$repeat' in v ? v.$repeat[0].repeat(v.$repeat[1]) : v;
 export default service({
   async POST(ctx) {
@@ -18,7 +19,7 @@ export default service({
         const value = await sftp(name)[op](...args.map(revive));
         out.push({ value: value instanceof Uint8Array ? { $u8: [...value] } : typeof value === 'string' && value.length > 100000 ? { length: value.length } : value ?? null });
       } catch (e) {
-        out.push({ error: { name: e.name, kind: e.kind, status: e.status, code: e.code, message: String(e.message) } });
+        out.push({ error: { name: e.name, kind: e.kind, status: e.status, code: e.code, message: String(e.message), tooLarge: e instanceof PayloadTooLarge } });
       }
     }
     return out;
@@ -26,7 +27,7 @@ export default service({
 });
 `;
 
-export type Outcome = { value?: any; error?: { name: string; kind?: string; status?: number; code?: string; message: string } };
+export type Outcome = { value?: any; error?: { name: string; kind?: string; status?: number; code?: string; message: string; tooLarge: boolean } };
 
 /** An sftp_connection entry to the test sshd as YAML flow, with overrides. */
 export function entry(name: string, root: string, extra: Record<string, unknown> = {}): string {
@@ -44,6 +45,8 @@ export class CuttableProxy {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private limit: number | undefined;
+  /** While stalled, what the client sends is held back (an unresponsive server); resume() sends it. */
+  private held: Array<() => void> | undefined;
   connections = 0;
   port = 0;
 
@@ -65,7 +68,8 @@ export class CuttableProxy {
           upstream.destroy();
           return;
         }
-        upstream.write(chunk);
+        if (this.held) this.held.push(() => upstream.write(chunk));
+        else upstream.write(chunk);
       });
       upstream.pipe(client);
       client.on('close', () => upstream.destroy());
@@ -73,8 +77,9 @@ export class CuttableProxy {
     });
   }
 
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+  /** Listens on `port` (0: any free one). */
+  async start(port = 0): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;
     return this;
   }
@@ -82,6 +87,16 @@ export class CuttableProxy {
   /** Connections opened from now on are cut after `bytes` from the client (undefined: never). */
   cutAfter(bytes: number | undefined): void {
     this.limit = bytes;
+  }
+
+  stall(): void {
+    this.held ??= [];
+  }
+
+  resume(): void {
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const send of held) send();
   }
 
   cut(): void {

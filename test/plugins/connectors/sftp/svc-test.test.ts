@@ -53,4 +53,12 @@ describe('svc test: sftp fakes', () => {
     expect(Buffer.from(mover.sftpFiles('partner')['done/a.csv']!).toString()).toBe('old');
     await expect(testService('mover', { sftp: { partner: {} } }).post({}, { payload: { connection: 'other' } })).rejects.toThrow(/SFTP connection 'other', which has no fake/);
   });
+
+  it('answers PayloadTooLarge (413) past maxFileBytes, and serves a file of exactly that size', async () => {
+    const tooBigToRead = await testService('mover', { sftp: { partner: { files: { 'in/a.csv': '12345' }, maxFileBytes: 4 } } }).post({}, { payload: {} });
+    expect(tooBigToRead.status).toBe(413);
+    expect(tooBigToRead.error).toMatchObject({ kind: 'PayloadTooLarge', message: "'in/a.csv' is 5 bytes, over the limit of 4" });
+    const mover = testService('mover', { sftp: { partner: { files: { 'in/a.csv': '1234' }, maxFileBytes: 4 } } });
+    expect((await mover.post({}, { payload: {} })).status).toBe(200);
+  });
 });
