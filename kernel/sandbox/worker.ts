@@ -435,7 +435,7 @@ function onHostCall(instance: Instance | undefined, callId: unknown, seq: unknow
   if (isLocalHostCall(op)) return answerHostCall(instance, seq, runLocalHostCall(op, argsJson));
   // Sent on, a line this long would break the wire protocol and cost every call in this process.
   if (argsJson.length > hostCallArgsLimit(caps)) {
-    return answerHostCall(instance, seq, { ok: false, error: { kind: 'Error', status: 413, message: `the arguments of ${op.slice(0, 100)} (${argsJson.length} characters as JSON) exceed the sandbox's limit of ${hostCallArgsLimit(caps)}` } });
+    return answerHostCall(instance, seq, { ok: false, error: { kind: 'PayloadTooLarge', status: 413, message: `the arguments of ${op.slice(0, 100)} (${argsJson.length} characters as JSON) exceed the sandbox's limit of ${hostCallArgsLimit(caps)}` } });
   }
   const entry = calls.get(callId);
   if (!entry || entry.instance !== instance) {

@@ -46,7 +46,7 @@ export default service({ limits: { timeoutMs: ${NEVER_LIMIT_MS} }, handle() { re
   'after.js': svc(`(async () => { for (;;) await null; })(); return { returned: true };`),
   'spam.js': svc(`let refused = 0; for (let i = 0; i < 20000; i++) { try { await publish('/not/allowed', 'x'); } catch { refused++; } } return { refused };`).replace('timeoutMs: 500', 'timeoutMs: 20000'),
   // Host-call arguments past the wire's line limit (2 × max_output_bytes + 8 MiB: 40 MiB here).
-  'huge-args.js': svc(`const big = 'x'.repeat(45 << 20); try { await publish('/t', big); return { sent: true }; } catch (e) { return { error: String(e.message), status: e.status }; }`).replace('timeoutMs: 500, memoryMb: 32', 'timeoutMs: 8000, memoryMb: 256'),
+  'huge-args.js': svc(`const big = 'x'.repeat(45 << 20); try { await publish('/t', big); return { sent: true }; } catch (e) { return { error: String(e.message), status: e.status, name: e.name }; }`).replace('timeoutMs: 500, memoryMb: 32', 'timeoutMs: 8000, memoryMb: 256'),
   'logs.js': svc(`for (let i = 0; i < 5000; i++) ctx.log.info('line ' + i + ' ' + 'x'.repeat(20000)); return 'logged';`),
 };
 
@@ -82,11 +82,11 @@ function expectError(r: Awaited<ReturnType<typeof get>>, status: number, details
 }
 
 describe('host calls too large for the wire', () => {
-  it('are refused inside the sandbox process with an error the service can catch; the process is not stopped', async () => {
+  it('are refused inside the sandbox process with a PayloadTooLarge the service can catch; the process is not stopped', async () => {
     const pid = k.kernel.pool.pids()[0]!;
     const r = await get('/huge-args');
     expect(r.status).toBe(200);
-    expect(r.json()).toMatchObject({ error: expect.stringMatching(/exceed the sandbox's limit/) });
+    expect(r.json()).toMatchObject({ name: 'PayloadTooLarge', status: 413, error: expect.stringMatching(/exceed the sandbox's limit/) });
     expect(k.kernel.pool.pids()[0]).toBe(pid);
     expect(logs.some((l) => String(l.msg).includes('broke the wire protocol'))).toBe(false);
     expect((await get('/ok')).status).toBe(200);
