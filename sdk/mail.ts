@@ -1,4 +1,4 @@
-import { BadRequest } from './errors.ts';
+import { PayloadTooLarge } from './errors.ts';
 import { toBase64 } from './internal/bytes.ts';
 import { callHost } from './internal/runtime.ts';
 
@@ -60,9 +60,9 @@ export interface MailConnection {
   /**
    * Sends `message`, resolving with what the server accepted, or, with `{ queue: true }`, once it
    * is stored in the Use queue. Errors: NotFound (no such connection), Forbidden (not allowed to
-   * this service), BadRequest (an address, header or attachment refused; larger than the
-   * connection's max_message_bytes, 'mail too large'; the server refused the mail for good with a
-   * 5xx answer: the message says which recipients), ServiceUnavailable (server down, a 4xx answer, login
+   * this service), BadRequest (an address, header or attachment refused; the server refused the mail for good with a
+   * 5xx answer: the message says which recipients), PayloadTooLarge (larger than the
+   * connection's max_message_bytes: 'mail too large'), ServiceUnavailable (server down, a 4xx answer, login
    * refused, queue full: worth another try, or use `{ queue: true }`).
    */
   send(message: MailMessage, options?: MailSendOptions): Promise<MailSent | MailQueued>;
@@ -124,7 +124,7 @@ export function mail(name: string): MailConnection {
     async send(message, options) {
       if (message === null || typeof message !== 'object') throw new TypeError('mail.send: message must be an object');
       const size = crossingChars(message);
-      if (size > MAX_CROSSING_CHARS) throw new BadRequest(`mail too large: about ${size} characters encoded is larger than the ${MAX_CROSSING_CHARS} a service may send (see the connection's max_message_bytes)`);
+      if (size > MAX_CROSSING_CHARS) throw new PayloadTooLarge(`mail too large: about ${size} characters encoded is larger than the ${MAX_CROSSING_CHARS} a service may send (see the connection's max_message_bytes)`);
       const wire: Record<string, unknown> = { ...message };
       if (message.attachments !== undefined) {
         if (!Array.isArray(message.attachments)) throw new TypeError('mail.send: attachments must be an array');

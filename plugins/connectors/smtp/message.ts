@@ -111,13 +111,12 @@ export function encodedSize(m: MailMessage): number {
   return size;
 }
 
-/** Checks a mail against the connection's limits; throws BadRequest, saying what. Nothing is sent before it passed. */
+/** Checks a mail against the connection's limits; throws BadRequest or PayloadTooLarge, saying what. Nothing is sent before it passed. */
 export function checkMail(m: MailMessage, entry: SmtpConnectionEntry): void {
   // Size first: a 50 MB mail is refused before its content is looked at further.
   const size = encodedSize(m);
   if (size > entry.max_message_bytes) {
-    // BAD_REQUEST, not PAYLOAD_TOO_LARGE: services see the host's BadRequest as its class; a 413 would reach them as a bare Error.
-    throw new SvcError('BAD_REQUEST', `mail too large: about ${size} bytes encoded is larger than the ${entry.max_message_bytes} bytes SMTP connection '${entry.name}' sends (max_message_bytes)`);
+    throw new SvcError('PAYLOAD_TOO_LARGE', `mail too large: about ${size} bytes encoded is larger than the ${entry.max_message_bytes} bytes SMTP connection '${entry.name}' sends (max_message_bytes)`);
   }
   const recipients = addressList('to', m.to).length + addressList('cc', m.cc).length + addressList('bcc', m.bcc).length;
   if (recipients === 0) throw bad('to: a mail needs a recipient');

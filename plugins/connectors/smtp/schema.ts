@@ -60,7 +60,7 @@ export const smtpConnectionSchema = z
       .min(1024)
       .max(30 * MIB)
       .default(25 * MIB)
-      .describe('Largest mail, counted as encoded for the wire (attachments in base64), at most 30 MiB (what a service can hand over); a larger one is refused with BadRequest (mail too large) before anything is sent.'),
+      .describe('Largest mail, counted as encoded for the wire (attachments in base64), at most 30 MiB (what a service can hand over); a larger one is refused with PayloadTooLarge (413, mail too large) before anything is sent.'),
     max_recipients: z.number().int().min(1).max(10_000).default(100).describe('Most recipients (to, cc and bcc together) of one mail.'),
     queue_by_default: z.boolean().default(false).describe('send() stores the mail in the Use queue (as with { queue: true }) unless the call says { queue: false }.'),
     delivery: mailDeliverySchema.default(mailDeliverySchema.parse({})).describe('Retries of queued mails (the Use queue, queue smtp:<name>).'),

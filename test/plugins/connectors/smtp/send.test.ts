@@ -96,11 +96,11 @@ describe('mail(name).send, now', () => {
     expect(await send({ connection: 'down', message: { to: 'a@svc.test', subject: 's', text: 't' } })).toMatchObject({ error: 'ServiceUnavailable', status: 503, message: expect.stringContaining('ECONNREFUSED') });
   });
 
-  it('a mail of 50 MB: BadRequest before it leaves the sandbox; one over max_message_bytes: BadRequest from the host; nothing sent, the server keeps running', async () => {
+  it('a mail of 50 MB: PayloadTooLarge before it leaves the sandbox; one over max_message_bytes: PayloadTooLarge from the host; nothing sent, the server keeps running', async () => {
     const big = await send({ message: { to: uniqueMailUser(), subject: 'big', text: 't' }, bytes: 50 * 1024 * 1024 });
-    expect(big).toMatchObject({ error: 'BadRequest', status: 400, message: expect.stringMatching(/^mail too large: about 69905069 characters encoded is larger than/) });
+    expect(big).toMatchObject({ error: 'PayloadTooLarge', status: 413, message: expect.stringMatching(/^mail too large: about 69905069 characters encoded is larger than/) });
     const r = await send({ message: { to: uniqueMailUser(), subject: 'big', text: 't' }, bytes: 2 * 1024 * 1024 });
-    expect(r).toMatchObject({ error: 'BadRequest', status: 400, message: expect.stringMatching(/^mail too large: about \d+ bytes encoded is larger than the 1048576 bytes SMTP connection 'relay' sends/) });
+    expect(r).toMatchObject({ error: 'PayloadTooLarge', status: 413, message: expect.stringMatching(/^mail too large: about \d+ bytes encoded is larger than the 1048576 bytes SMTP connection 'relay' sends/) });
     const after = uniqueMailUser();
     expect((await send({ message: { to: after, subject: 'after', text: 't' } })).result).toMatchObject({ accepted: [after] });
   }, 60_000);
