@@ -4,6 +4,7 @@ import { ConnectionMeter, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { InboundPipeline, type Disposition } from '../shared/inbound.ts';
 import { accountOf, connectClient, safeReason } from './client.ts';
 import { parseHeadersOnly, parseMail, serviceHeaders } from './mail.ts';
+import type { ChannelLease } from './lease.ts';
 import { applyAction, download, ensureFolder, headerBlock, newUids, sizes } from './mailbox.ts';
 import type { ChannelImapEntry } from './schema.ts';
 import type { ImapTables, MailboxKey, MailboxMark, PendingAction } from './store.ts';
@@ -23,10 +24,14 @@ const DRAIN_WAIT_MS = 10_000;
  *   3. do the action on the server (flag, move, delete), then drop the pending row.
  * Stopped or cut off before 2: it is new again at the next round. Between 2 and 3: the next
  * round finishes the action and does not run it again.
+ * Across nodes, only the holder of the channel's lease (lease.ts) connects; the others stand by,
+ * and a holder that loses the lease stops between messages.
  */
 export class ImapChannel {
   state: ChannelState = 'idle';
   reason: string | undefined = 'not started';
+  /** Another node holds the channel: this one waits (not counted by ready_check). */
+  standby = false;
   readonly meter: ConnectionMeter;
   readonly pipeline: InboundPipeline;
   private readonly stop = new AbortController();
@@ -42,6 +47,7 @@ export class ImapChannel {
     private readonly kernel: KernelApi,
     private readonly tables: ImapTables,
     private readonly log: Logger,
+    private readonly lease: ChannelLease,
     private readonly random: () => number = Math.random,
   ) {
     this.meter = new ConnectionMeter(kernel.clock);
@@ -72,6 +78,8 @@ export class ImapChannel {
     clearTimeout(timer);
     this.client?.close();
     await this.loopDone;
+    await this.lease.release();
+    this.standby = false;
     this.state = 'idle';
     this.reason = 'stopped';
   }
@@ -80,6 +88,10 @@ export class ImapChannel {
     let attempt = 0;
     let everUp = false;
     while (!this.stopped) {
+      if (!(await this.takeLease())) {
+        await this.sleep(this.lease.lookEveryMs);
+        continue;
+      }
       let client: ImapFlow | undefined;
       try {
         client = await connectClient(this.entry, this.kernel);
@@ -94,6 +106,7 @@ export class ImapChannel {
         this.meter.done('connect', 'ok');
         this.log.info({ channel: this.entry.name, mailbox: this.entry.mailbox }, 'IMAP channel watching its mailbox');
         await this.watch(client, lost);
+        if (!this.stopped) this.log.warn({ channel: this.entry.name, holder: this.lease.holderName }, 'IMAP channel: lease lost to another node (or not renewed in time); standing by');
       } catch (err) {
         if (this.stopped) break;
         this.reason = safeReason(err);
@@ -106,8 +119,36 @@ export class ImapChannel {
         else client?.close();
       }
       if (this.stopped) break;
-      await this.sleep(this.backoff(++attempt));
+      if (this.lease.held()) await this.sleep(this.backoff(++attempt));
     }
+  }
+
+  /** Takes (or keeps) the channel's lease; false while another node holds it or the store does not answer. */
+  private async takeLease(): Promise<boolean> {
+    if (this.lease.held()) return true;
+    let ok: boolean;
+    try {
+      ok = await this.lease.claim();
+    } catch {
+      this.standby = false;
+      this.state = 'down';
+      this.reason = 'store unreachable: cannot take the channel lease';
+      return false;
+    }
+    if (!ok) {
+      this.standby = true;
+      this.state = 'idle';
+      this.reason = `standby: node ${this.lease.holderName ?? '?'} works this channel`;
+      return false;
+    }
+    this.standby = false;
+    this.state = 'connecting';
+    this.reason = undefined;
+    // What other nodes did meanwhile is in the store: read the mailbox's mark afresh.
+    this.mark = undefined;
+    this.lease.keep(() => this.wake?.());
+    this.log.info({ channel: this.entry.name }, 'IMAP channel: this node holds the lease');
+    return true;
   }
 
   /** Selects the mailbox and makes the folders messages move to. */
@@ -119,11 +160,11 @@ export class ImapChannel {
   }
 
   private async watch(client: ImapFlow, lost: Promise<void>): Promise<void> {
-    while (!this.stopped) {
+    while (!this.stopped && this.lease.held()) {
       const key = await this.keyNow(client);
       const more = await this.round(client, key);
       if (this.stopped) return;
-      if (!more) await this.waitForMail(client, lost);
+      if (!more && this.lease.held()) await this.waitForMail(client, lost);
       if (!client.usable) throw Object.assign(new Error('connection closed by the server'), { code: 'NoConnection' });
     }
   }
@@ -153,7 +194,7 @@ export class ImapChannel {
     const batch = uids.slice(0, this.entry.batch);
     const sized = await sizes(client, batch);
     for (const uid of batch) {
-      if (this.stopped) return false;
+      if (this.stopped || !this.lease.held()) return false;
       const size = sized.get(uid);
       if (size === undefined) continue; // expunged meanwhile: nothing to run
       const d = await this.runOne(client, uid, size);

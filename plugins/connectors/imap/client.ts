@@ -60,8 +60,19 @@ export function safeReason(err: unknown): string {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
   if (code === 'ETIMEDOUT' || code === 'CONNECT_TIMEOUT' || code === 'GREETING_TIMEOUT' || /timed? ?out/i.test(message)) return 'timed out';
   if (code === 'ECONNRESET' || code === 'NoConnection' || /closed|Connection not available/i.test(message)) return 'connection lost';
+  const tls = certificateReason(code);
+  if (tls) return `TLS failed: ${tls}`;
   if (/certificate|self.signed|SSL|TLS|STARTTLS/i.test(message)) return 'TLS failed';
   if (code === 'LiteralTooLarge' || code === 'ResponseTooLarge') return 'server sent more than max_message_bytes';
   if (/Mailbox doesn't exist|NONEXISTENT/i.test(message + String(e?.responseText ?? ''))) return 'mailbox not found';
   return 'IMAP error';
+}
+
+/** Node's certificate check codes, as an operator would say them. */
+function certificateReason(code: string): string | undefined {
+  if (code === 'DEPTH_ZERO_SELF_SIGNED_CERT' || code === 'SELF_SIGNED_CERT_IN_CHAIN') return 'server certificate not trusted (self-signed; set tls.ca_file)';
+  if (code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY') return 'server certificate not trusted (unknown issuer; set tls.ca_file)';
+  if (code === 'CERT_HAS_EXPIRED') return 'server certificate expired';
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return 'server certificate is for another name (set tls.server_name)';
+  return undefined;
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import { definePlugin, type ConnectionReport, type KernelApi, type SvcConfig } from '../../../sdk/plugin/index.ts';
 import { ImapChannel } from './channel.ts';
+import { ChannelLease, leaseIdentity, type LeaseIdentity } from './lease.ts';
 import { channelImapSectionSchema, validateImap } from './schema.ts';
 import { ImapTables } from './store.ts';
 
@@ -13,6 +14,8 @@ interface ImapState {
   /** What each channel was built from: an unchanged one keeps its connection. */
   builtFrom: Map<string, string>;
   draining: boolean;
+  /** Read at the first config: the nodes plugin has provided 'cluster.node' by then. */
+  identity: LeaseIdentity | undefined;
 }
 
 /** Starts new and changed channels, stops changed and removed ones; a changed one stops before its successor starts on the same mailbox. */
@@ -30,7 +33,9 @@ async function onConfig(state: ImapState, config: SvcConfig): Promise<void> {
       channels.set(entry.name, current);
     } else {
       if (current) retired.push(current);
-      const channel = new ImapChannel(entry, state.kernel, state.tables, state.log);
+      state.identity ??= leaseIdentity(state.kernel);
+      const lease = new ChannelLease(entry.name, state.tables, state.kernel.clock, state.identity, entry.lease_ms);
+      const channel = new ImapChannel(entry, state.kernel, state.tables, state.log, lease);
       started.push(channel);
       channels.set(entry.name, channel);
     }
@@ -45,7 +50,8 @@ async function onConfig(state: ImapState, config: SvcConfig): Promise<void> {
 
 function reports(state: ImapState): ConnectionReport[] {
   return [...state.channels.values()].map((c) => {
-    const r: ConnectionReport = { kind: 'imap', name: c.entry.name, role: 'channel', state: c.state, readyCheck: c.entry.ready_check, meter: c.meter };
+    // A standby channel is not failing: another node works it (docs/decisions/imap.md).
+    const r: ConnectionReport = { kind: 'imap', name: c.entry.name, role: 'channel', state: c.state, readyCheck: c.entry.ready_check && !c.standby, meter: c.meter };
     if (c.state !== 'up' && c.reason !== undefined) r.reason = c.reason;
     return r;
   });
@@ -70,7 +76,7 @@ export default definePlugin<Record<string, never>, ImapState>({
   async setup(kernel) {
     const log = kernel.log.child({ plugin: 'imap' });
     const tables = await ImapTables.open(kernel.store);
-    const state: ImapState = { kernel, log, tables, channels: new Map(), builtFrom: new Map(), draining: false };
+    const state: ImapState = { kernel, log, tables, channels: new Map(), builtFrom: new Map(), draining: false, identity: undefined };
     kernel.addConnections(() => reports(state));
     kernel.onDrain(() => drainAll(state));
     return state;

@@ -62,6 +62,13 @@ export const channelImapSchema = z
     delivery: inboundDeliverySchema.default(inboundDeliverySchema.parse({})).describe('Use queue or in-place retries.'),
     connect_timeout_ms: z.number().int().min(100).max(300_000).default(10_000).describe('Limit of one connection attempt (TCP, TLS and greeting).'),
     reconnect: reconnectSchema({ min_ms: 1_000, max_ms: 60_000 }),
+    lease_ms: z
+      .number()
+      .int()
+      .min(300)
+      .max(600_000)
+      .default(30_000)
+      .describe('One node at a time works the channel, holding a lease in the data store renewed every third of this. Another node takes it over when its holder stops, is listed down by the nodes plugin, or has not renewed for this long; a holder that could not renew stops between messages.'),
     ready_check: readyCheckField,
   })
   .strict();

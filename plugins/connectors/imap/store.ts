@@ -35,6 +35,17 @@ export function imapMigrations(dialect: Dialect): Migration[] {
           PRIMARY KEY (channel, account, uid_validity, uid)
         )`,
     },
+    {
+      // One row per channel: the node working it now and until when (see lease.ts).
+      version: 2,
+      up: `
+        CREATE TABLE imap_lease (
+          channel TEXT PRIMARY KEY,
+          holder TEXT NOT NULL,
+          holder_name TEXT NOT NULL,
+          expires_at ${t.int} NOT NULL
+        )`,
+    },
   ];
 }
 
@@ -56,6 +67,13 @@ export interface MailboxKey {
   channel: string;
   account: string;
   uidValidity: string;
+}
+
+/** Who works a channel now: a node id (and its name, for /ready), until `expires_at` (ms since the epoch). */
+export interface LeaseRow {
+  holder: string;
+  holder_name: string;
+  expires_at: number;
 }
 
 export class ImapTables {
@@ -111,5 +129,25 @@ export class ImapTables {
 
   async settled(key: MailboxKey, uid: number): Promise<void> {
     await this.store.run('DELETE FROM imap_pending WHERE channel = ? AND account = ? AND uid_validity = ? AND uid = ?', [key.channel, key.account, key.uidValidity, uid]);
+  }
+
+  async lease(channel: string): Promise<LeaseRow | undefined> {
+    const row = await this.store.one<LeaseRow>('SELECT holder, holder_name, expires_at FROM imap_lease WHERE channel = ?', [channel]);
+    return row && { holder: row.holder, holder_name: row.holder_name, expires_at: Number(row.expires_at) };
+  }
+
+  /**
+   * Compare-and-set: writes `next` when the row is still `seen` (or, seen none, there is still
+   * none). True when this call wrote it: of two nodes claiming at once, one wins.
+   */
+  async claimLease(channel: string, seen: LeaseRow | undefined, next: LeaseRow): Promise<boolean> {
+    const r = seen
+      ? await this.store.run('UPDATE imap_lease SET holder = ?, holder_name = ?, expires_at = ? WHERE channel = ? AND holder = ? AND expires_at = ?', [next.holder, next.holder_name, next.expires_at, channel, seen.holder, seen.expires_at])
+      : await this.store.run('INSERT INTO imap_lease (channel, holder, holder_name, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (channel) DO NOTHING', [channel, next.holder, next.holder_name, next.expires_at]);
+    return r.changes === 1;
+  }
+
+  async releaseLease(channel: string, holder: string): Promise<void> {
+    await this.store.run('DELETE FROM imap_lease WHERE channel = ? AND holder = ?', [channel, holder]);
   }
 }
