@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import { definePlugin, type ConnectionReport, type KernelApi, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import { BuiltByName } from '../shared/built.ts';
 import { ImapChannel } from './channel.ts';
 import { ChannelLease, leaseIdentity, type LeaseIdentity } from './lease.ts';
 import { channelImapSectionSchema, validateImap } from './schema.ts';
@@ -10,9 +11,8 @@ interface ImapState {
   kernel: KernelApi;
   log: Logger;
   tables: ImapTables;
-  channels: Map<string, ImapChannel>;
-  /** What each channel was built from: an unchanged one keeps its connection. */
-  builtFrom: Map<string, string>;
+  /** An unchanged entry keeps its connection when the config changes elsewhere. */
+  channels: BuiltByName<ImapChannel>;
   draining: boolean;
   /** Read at the first config: the nodes plugin has provided 'cluster.node' by then. */
   identity: LeaseIdentity | undefined;
@@ -21,31 +21,14 @@ interface ImapState {
 /** Starts new and changed channels, stops changed and removed ones; a changed one stops before its successor starts on the same mailbox. */
 async function onConfig(state: ImapState, config: SvcConfig): Promise<void> {
   if (state.draining) return;
-  const channels = new Map<string, ImapChannel>();
-  const builtFrom = new Map<string, string>();
-  const retired: ImapChannel[] = [];
-  const started: ImapChannel[] = [];
-  for (const entry of config.channel_imap) {
-    const source = JSON.stringify(entry);
-    const current = state.channels.get(entry.name);
-    if (current && state.builtFrom.get(entry.name) === source) {
-      current.pipeline.declare();
-      channels.set(entry.name, current);
-    } else {
-      if (current) retired.push(current);
-      state.identity ??= leaseIdentity(state.kernel);
-      const lease = new ChannelLease(entry.name, state.tables, state.kernel.clock, state.identity, entry.lease_ms);
-      const channel = new ImapChannel(entry, state.kernel, state.tables, state.log, lease);
-      started.push(channel);
-      channels.set(entry.name, channel);
-    }
-    builtFrom.set(entry.name, source);
-  }
-  for (const c of state.channels.values()) if (channels.get(c.entry.name) !== c && !retired.includes(c)) retired.push(c);
-  state.channels = channels;
-  state.builtFrom = builtFrom;
+  const { built, kept, retired } = state.channels.sync(config.channel_imap, (entry) => {
+    state.identity ??= leaseIdentity(state.kernel);
+    const lease = new ChannelLease(entry.name, state.tables, state.kernel.clock, state.identity, entry.lease_ms);
+    return new ImapChannel(entry, state.kernel, state.tables, state.log, lease);
+  });
+  for (const c of kept) c.pipeline.declare();
   await Promise.all(retired.map((c) => c.drain()));
-  for (const c of started) c.start();
+  for (const c of built) c.start();
 }
 
 function reports(state: ImapState): ConnectionReport[] {
@@ -76,7 +59,7 @@ export default definePlugin<Record<string, never>, ImapState>({
   async setup(kernel) {
     const log = kernel.log.child({ plugin: 'imap' });
     const tables = await ImapTables.open(kernel.store);
-    const state: ImapState = { kernel, log, tables, channels: new Map(), builtFrom: new Map(), draining: false, identity: undefined };
+    const state: ImapState = { kernel, log, tables, channels: new BuiltByName(), draining: false, identity: undefined };
     kernel.addConnections(() => reports(state));
     kernel.onDrain(() => drainAll(state));
     return state;

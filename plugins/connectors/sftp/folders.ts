@@ -63,11 +63,11 @@ class SessionFolder implements FileFolder {
 }
 
 /** The `connectors.sftp` capability over the plugin's connections. */
-export function sftpFolders(connections: () => ReadonlyMap<string, SftpConnection>): SftpFolders {
+export function sftpFolders(connectionOf: (name: string) => SftpConnection | undefined): SftpFolders {
   return {
-    has: (name) => connections().has(name),
+    has: (name) => connectionOf(name) !== undefined,
     async open(name, root) {
-      const conn = connections().get(name);
+      const conn = connectionOf(name);
       if (!conn) throw new SvcError('NOT_FOUND', `No SFTP connection named '${name}'`);
       const segments = segmentsOf(root, 'root', { root: 'allowed' });
       const session = await conn.acquire();

@@ -36,9 +36,9 @@ function entryOf(e: { name: string; type: string; size: number; mtimeMs: number 
  * `sftp.*`: file operations on a connection of config, by name, under its root. An unknown name
  * is NotFound, a service the connection does not allow Forbidden (both logged at warn).
  */
-export function sftpHostCalls(connections: () => ReadonlyMap<string, SftpConnection>, kernel: KernelApi): HostCall[] {
+export function sftpHostCalls(connectionOf: (name: string) => SftpConnection | undefined, kernel: KernelApi): HostCall[] {
   const open = (name: string, ctx: HostCallContext): SftpConnection => {
-    const conn = connections().get(name);
+    const conn = connectionOf(name);
     let refusal: SvcError | undefined;
     if (!conn) refusal = new SvcError('NOT_FOUND', `No SFTP connection named '${name}'`);
     else if (conn.entry.allowed_services && !conn.entry.allowed_services.includes(ctx.service)) refusal = new SvcError('FORBIDDEN', `Service '${ctx.service}' may not use the SFTP connection '${name}'`);

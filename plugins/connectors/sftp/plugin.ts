@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { definePlugin, type KernelApi, type SvcConfig } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
+import { BuiltByName } from '../shared/built.ts';
 import { SftpConnection } from './connection.ts';
 import { sftpFolders } from './folders.ts';
 import { sftpHostCalls } from './host-calls.ts';
@@ -8,26 +9,14 @@ import { sftpSectionSchema, validateSftp } from './schema.ts';
 
 interface SftpState {
   kernel: KernelApi;
-  connections: Map<string, SftpConnection>;
-  /** What each connection was built from, to keep its sessions when config changes elsewhere. */
-  builtFrom: Map<string, string>;
+  /** An unchanged entry keeps its sessions when the config changes elsewhere. */
+  connections: BuiltByName<SftpConnection>;
 }
 
 /** Rebuilds only the connections whose entry changed; a replaced one closes its sessions as calls give them back. */
 function onConfig(state: SftpState, config: SvcConfig): void {
-  const next = new Map<string, SftpConnection>();
-  const builtFrom = new Map<string, string>();
-  for (const entry of config.sftp_connection) {
-    const source = JSON.stringify(entry);
-    const current = state.connections.get(entry.name);
-    const conn = current && state.builtFrom.get(entry.name) === source ? current : new SftpConnection(entry, state.kernel);
-    if (conn !== current && entry.ready_check) void conn.probe();
-    next.set(entry.name, conn);
-    builtFrom.set(entry.name, source);
-  }
-  const retired = [...state.connections.values()].filter((c) => next.get(c.entry.name) !== c);
-  state.connections = next;
-  state.builtFrom = builtFrom;
+  const { built, retired } = state.connections.sync(config.sftp_connection, (entry) => new SftpConnection(entry, state.kernel));
+  for (const conn of built) if (conn.entry.ready_check) void conn.probe();
   for (const conn of retired) conn.close();
 }
 
@@ -44,10 +33,10 @@ export default definePlugin<Record<string, never>, SftpState>({
     validateConfig: validateSftp,
   },
   setup(kernel) {
-    const state: SftpState = { kernel, connections: new Map(), builtFrom: new Map() };
-    for (const call of sftpHostCalls(() => state.connections, kernel)) kernel.addHostCall(call);
+    const state: SftpState = { kernel, connections: new BuiltByName() };
+    for (const call of sftpHostCalls((name) => state.connections.get(name), kernel)) kernel.addHostCall(call);
     kernel.addConnections(() => [...state.connections.values()].map((c) => c.report()));
-    kernel.provide('connectors.sftp', sftpFolders(() => state.connections));
+    kernel.provide('connectors.sftp', sftpFolders((name) => state.connections.get(name)));
     return state;
   },
   onConfig,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import { definePlugin, type ConnectionReport, type KernelApi, type SvcConfig } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
+import { BuiltByName } from '../shared/built.ts';
 import { SmtpConnection } from './connection.ts';
 import { mailRunner, QUEUE_PREFIX, queueOf, sendHostCall } from './send.ts';
 import { smtpConnectionSectionSchema, validateSmtp } from './schema.ts';
@@ -9,34 +10,25 @@ import { smtpConnectionSectionSchema, validateSmtp } from './schema.ts';
 interface SmtpState {
   kernel: KernelApi;
   log: Logger;
-  connections: Map<string, SmtpConnection>;
-  /** What each connection was built from: an unchanged entry keeps its pool. */
-  builtFrom: Map<string, string>;
+  /** An unchanged entry keeps its pool when the config changes elsewhere. */
+  connections: BuiltByName<SmtpConnection>;
   runnerAdded: boolean;
 }
 
 async function onConfig(state: SmtpState, config: SvcConfig): Promise<void> {
-  const connections = new Map<string, SmtpConnection>();
-  const builtFrom = new Map<string, string>();
   // The Use queue set up after this plugin's setup; the runner is registered here, before its scheduler starts (its onConfig comes later).
   const durable = state.kernel.lookup('events.durable');
   if (durable && !state.runnerAdded) {
     durable.addRunner(QUEUE_PREFIX, mailRunner((name) => state.connections.get(name)));
     state.runnerAdded = true;
   }
+  const { retired } = state.connections.sync(config.smtp_connection, (entry) => new SmtpConnection(entry, state.kernel, state.log));
   for (const entry of config.smtp_connection) {
-    const source = JSON.stringify(entry);
-    const current = state.connections.get(entry.name);
-    const conn = current && state.builtFrom.get(entry.name) === source ? current : new SmtpConnection(entry, state.kernel, state.log);
-    connections.set(entry.name, conn);
-    builtFrom.set(entry.name, source);
+    const conn = state.connections.get(entry.name)!;
     const { max_attempts, base_delay_ms, max_delay_ms, concurrency, max_depth } = entry.delivery;
     durable?.declareQueue(queueOf(entry.name), { max_attempts, base_delay_ms, max_delay_ms, concurrency, max_depth, jitter: true });
     if (entry.ready_check) conn.verify().catch((err: unknown) => state.log.warn({ connection: entry.name, err: err instanceof Error ? err.message : String(err) }, 'SMTP: connection check failed'));
   }
-  const retired = [...state.connections.values()].filter((c) => connections.get(c.entry.name) !== c);
-  state.connections = connections;
-  state.builtFrom = builtFrom;
   // Sends in flight on a retired pool finish: nodemailer's close lets them end.
   await Promise.all(retired.map((c) => c.close()));
 }
@@ -64,7 +56,7 @@ export default definePlugin<Record<string, never>, SmtpState>({
   },
   setup(kernel) {
     const log = kernel.log.child({ plugin: 'smtp' });
-    const state: SmtpState = { kernel, log, connections: new Map(), builtFrom: new Map(), runnerAdded: false };
+    const state: SmtpState = { kernel, log, connections: new BuiltByName(), runnerAdded: false };
     kernel.addHostCall(sendHostCall(kernel, (name) => state.connections.get(name)));
     kernel.addConnections(() => reports(state));
     return state;

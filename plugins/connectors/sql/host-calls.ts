@@ -50,9 +50,9 @@ export function statementOf(args: z.infer<typeof statementSchema>): Statement {
  * name is NotFound, a service the connection does not allow Forbidden (both logged at warn); the
  * database down is ServiceUnavailable; a failed statement is a `failed` answer (the SDK's SqlError).
  */
-export function sqlHostCalls(connections: () => ReadonlyMap<string, SqlConnection>): HostCall[] {
+export function sqlHostCalls(connectionOf: (name: string) => SqlConnection | undefined): HostCall[] {
   const open = (name: string, ctx: HostCallContext): SqlConnection => {
-    const conn = connections().get(name);
+    const conn = connectionOf(name);
     let refusal: SvcError | undefined;
     if (!conn) refusal = new SvcError('NOT_FOUND', `No SQL connection named '${name}'`);
     else if (conn.entry.allowed_services && !conn.entry.allowed_services.includes(ctx.service)) refusal = new SvcError('FORBIDDEN', `Service '${ctx.service}' may not use the SQL connection '${name}'`);

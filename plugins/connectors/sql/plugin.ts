@@ -1,32 +1,21 @@
 import { z } from 'zod';
 import { definePlugin, type KernelApi, type SvcConfig } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
+import { BuiltByName } from '../shared/built.ts';
 import { SqlConnection } from './connection.ts';
 import { sqlHostCalls } from './host-calls.ts';
 import { sqlSectionSchema, validateSql } from './schema.ts';
 
 interface SqlState {
   kernel: KernelApi;
-  connections: Map<string, SqlConnection>;
-  /** What each connection was built from, to keep its pool when config changes elsewhere. */
-  builtFrom: Map<string, string>;
+  /** An unchanged entry keeps its pool when the config changes elsewhere. */
+  connections: BuiltByName<SqlConnection>;
 }
 
 /** Rebuilds only the connections whose entry changed; a replaced pool drains (calls in flight finish) and closes. */
 function onConfig(state: SqlState, config: SvcConfig): void {
-  const next = new Map<string, SqlConnection>();
-  const builtFrom = new Map<string, string>();
-  for (const entry of config.sql_connection) {
-    const source = JSON.stringify(entry);
-    const current = state.connections.get(entry.name);
-    const conn = current && state.builtFrom.get(entry.name) === source ? current : new SqlConnection(entry, state.kernel);
-    if (conn !== current && entry.ready_check) void conn.probe();
-    next.set(entry.name, conn);
-    builtFrom.set(entry.name, source);
-  }
-  const retired = [...state.connections.values()].filter((c) => next.get(c.entry.name) !== c);
-  state.connections = next;
-  state.builtFrom = builtFrom;
+  const { built, retired } = state.connections.sync(config.sql_connection, (entry) => new SqlConnection(entry, state.kernel));
+  for (const conn of built) if (conn.entry.ready_check) void conn.probe();
   for (const conn of retired) void retire(conn, state.kernel);
 }
 
@@ -50,8 +39,8 @@ export default definePlugin<Record<string, never>, SqlState>({
     validateConfig: validateSql,
   },
   setup(kernel) {
-    const state: SqlState = { kernel, connections: new Map(), builtFrom: new Map() };
-    for (const call of sqlHostCalls(() => state.connections)) kernel.addHostCall(call);
+    const state: SqlState = { kernel, connections: new BuiltByName() };
+    for (const call of sqlHostCalls((name) => state.connections.get(name))) kernel.addHostCall(call);
     kernel.addConnections(() => [...state.connections.values()].map((c) => c.report()));
     return state;
   },
