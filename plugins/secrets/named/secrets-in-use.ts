@@ -3,6 +3,9 @@ import { SvcError } from '../../../sdk/plugin/index.ts';
 import type { NamedSecretStore } from './secret-store.ts';
 import type { NamedSecret } from './schema.ts';
 
+/** Longest wait of a plugin's first value for the first config (a plugin awaiting one inside its own onConfig must not hang the start). */
+const FIRST_CONFIG_WAIT_MS = 10_000;
+
 interface Grant {
   services: ReadonlySet<string>;
 }
@@ -17,11 +20,23 @@ export class SecretsInUse {
   private values = new Map<string, string>();
   private readonly warnedUnset = new Set<string>();
   private queue: Promise<unknown> = Promise.resolve();
+  /**
+   * Settles once the first config applied (or after FIRST_CONFIG_WAIT_MS): connectors set up
+   * before this plugin ask for their passwords while the kernel applies its first config, and
+   * must get the values that config holds, not "no value yet".
+   */
+  private readonly firstApplied: Promise<void>;
+  private firstAppliedNow: () => void = () => {};
 
   constructor(
     private readonly store: () => Promise<NamedSecretStore>,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.firstApplied = new Promise<void>((resolve) => {
+      this.firstAppliedNow = resolve;
+      setTimeout(resolve, FIRST_CONFIG_WAIT_MS).unref();
+    });
+  }
 
   apply(secrets: readonly NamedSecret[]): Promise<void> {
     return this.serial(async () => {
@@ -38,7 +53,7 @@ export class SecretsInUse {
       this.grants = new Map(secrets.map((s) => [s.name, { services: new Set(s.services) }]));
       this.values = values;
       for (const name of [...this.warnedUnset]) if (!this.grants.has(name)) this.warnedUnset.delete(name);
-    });
+    }).finally(() => this.firstAppliedNow());
   }
 
   /** A value sent by `svc secret set` to the running server; durable before it is used. */
@@ -90,6 +105,7 @@ export class SecretsInUse {
    * in progress. Never for services: they go through `use`.
    */
   async valueForPlugin(name: string): Promise<string | undefined> {
+    await this.firstApplied;
     await this.queue;
     return this.grants.has(name) ? this.values.get(name) : undefined;
   }
