@@ -14,19 +14,21 @@ import { RECORD, tmpFolder } from './support.ts';
  * figures say how the files split between the nodes.
  */
 const SUITE = `${PG_SCHEMA_PREFIX}file_pickup_cluster_`;
-const HEAD = (store: string) => `server:\n  store: "${store}"\nplugins:\n  nodes: { config: { heartbeat_ms: 200, down_after_ms: 1000 } }\n`;
+// A node is down 1 s after its last heartbeat in the kill test; 5 s with both up, so that a heartbeat late on a loaded machine does not look like a death (its claims would be taken over and run twice).
+const HEAD = (store: string, downAfterMs: number) => `server:\n  store: "${store}"\nplugins:\n  nodes: { config: { heartbeat_ms: 200, down_after_ms: ${downAfterMs} } }\n`;
+const takeovers = (nodes: CliServer[]) => nodes.map((n) => n.output().split('taking over a file whose node stopped').length - 1);
 const cleanup: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0)) await c();
 });
 afterAll(() => dropPgSchemas(SUITE));
 
-async function twoNodes(folder: string, store: string): Promise<{ nodes: CliServer[]; ups: Upstream[] }> {
+async function twoNodes(folder: string, store: string, downAfterMs: number): Promise<{ nodes: CliServer[]; ups: Upstream[] }> {
   const nodes: CliServer[] = [];
   const ups: Upstream[] = [];
   for (const name of ['a', 'b']) {
     const up = await slowCounter(cleanup);
-    const project = makeProject(config(up, folder, HEAD(store)), { 'record.ts': RECORD });
+    const project = makeProject(config(up, folder, HEAD(store, downAfterMs)), { 'record.ts': RECORD });
     cleanup.push(() => rmSync(project, { recursive: true, force: true }));
     nodes.push(await startCli(project, { SVC_NODE_NAME: `node-${name}` }));
     ups.push(up);
@@ -51,11 +53,11 @@ describe('channel_file exactly once on two nodes (PostgreSQL)', () => {
   it(`runs ${FILES} files each once with two nodes polling one folder`, async () => {
     const folder = tmpFolder('cluster');
     cleanup.push(() => rmSync(folder, { recursive: true, force: true }));
-    const { ups } = await twoNodes(folder, await pgSchemaUrl(`${SUITE}${Date.now()}`));
+    const { nodes, ups } = await twoNodes(folder, await pgSchemaUrl(`${SUITE}${Date.now()}`), 5_000);
     dropAll(folder);
     await until(() => tally(ups, folder).moved === FILES, 60_000, 'every file moved');
     const t = tally(ups, folder);
-    console.log(`file pickup, ${FILES} files, two nodes on PostgreSQL (split: runs on node-a, node-b): ${JSON.stringify(t)}`);
+    console.log(`file pickup, ${FILES} files, two nodes on PostgreSQL (split: runs on node-a, node-b; claims taken over: ${JSON.stringify(takeovers(nodes))}): ${JSON.stringify(t)}`);
     expect(t).toMatchObject({ misses: 0, doubles: 0, moved: FILES });
     expect(t.split!.reduce((a, b) => a + b)).toBe(FILES);
   });
@@ -64,7 +66,7 @@ describe('channel_file exactly once on two nodes (PostgreSQL)', () => {
     const folder = tmpFolder('cluster-kill');
     cleanup.push(() => rmSync(folder, { recursive: true, force: true }));
     const store = await pgSchemaUrl(`${SUITE}kill-${Date.now()}`);
-    const { nodes, ups } = await twoNodes(folder, store);
+    const { nodes, ups } = await twoNodes(folder, store, 1_000);
     dropAll(folder);
     // Killed once both nodes ran some and the batch is under way, so node-b holds claims.
     await until(() => ups[1]!.hits('/hit').length >= 10 && tally(ups, folder).runs >= FILES / 3, 30_000, 'both nodes running the batch');
@@ -75,7 +77,7 @@ describe('channel_file exactly once on two nodes (PostgreSQL)', () => {
     await until(() => tally(ups, folder).moved === FILES, 60_000, 'every file moved');
     const t = tally(ups, folder);
     console.log(
-      `file pickup, ${FILES} files, two nodes on PostgreSQL, node-b killed -9 after ${atKill.runs} runs (split then ${JSON.stringify(atKill.split)}), ${cut} claims running on node-b; all moved ${Date.now() - killedAt} ms after the kill: ${JSON.stringify(t)}`,
+      `file pickup, ${FILES} files, two nodes on PostgreSQL, node-b killed -9 after ${atKill.runs} runs (split then ${JSON.stringify(atKill.split)}), ${cut} claims running on node-b, ${takeovers(nodes)[0]} taken over by node-a; all moved ${Date.now() - killedAt} ms after the kill: ${JSON.stringify(t)}`,
     );
     expect(cut).toBeGreaterThan(0);
     expect(t.misses).toBe(0);
