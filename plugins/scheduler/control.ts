@@ -1,10 +1,9 @@
 import { z } from 'zod';
-import { SvcError, type ControlOp } from '../../sdk/plugin/index.ts';
+import { formatDuration, SvcError, type ControlOp } from '../../sdk/plugin/index.ts';
 import { upcoming, type JobScheduler } from './runtime.ts';
 import { scheduleOf } from './schedule.ts';
 import type { Job } from './schema.ts';
 import type { RunRow, SchedulerTables } from './store.ts';
-import { formatDuration } from './duration.ts';
 
 /** The control ops behind `svc job ...`, the admin API and the Dashboard's Jobs page. */
 

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ZoneTime } from '../../sdk/plugin/index.ts';
-import { Cron } from './cron.ts';
+import { Cron, ZoneTime } from '../../sdk/plugin/index.ts';
 import type { Job } from './schema.ts';
 
 /**

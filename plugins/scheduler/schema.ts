@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { isTimeZone, type ConfigIssue } from '../../sdk/plugin/index.ts';
-import { Cron, CronError } from './cron.ts';
-import { parseDuration } from './duration.ts';
+import { Cron, CronError, isTimeZone, parseDuration, type ConfigIssue } from '../../sdk/plugin/index.ts';
 
 /**
  * The `scheduler_job` section: named jobs that start a service on a schedule. Each has exactly one

@@ -1,7 +1,5 @@
-import { isTimeZone, ZoneTime } from '../../sdk/plugin/index.ts';
+import { Cron, CronError, isTimeZone, parseDuration, ZoneTime } from '../../sdk/plugin/index.ts';
 import type { SchedulerTiming, Timing, TimingSpec } from '../capabilities.ts';
-import { Cron, CronError } from './cron.ts';
-import { parseDuration } from './duration.ts';
 
 /**
  * The scheduler's reading of durations and cron expressions, offered to other plugins as the

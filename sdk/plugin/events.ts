@@ -127,7 +127,16 @@ export interface DurableEvents {
    * the last attempt); replay runs it again. SDK 1.9.
    */
   addRunner(prefix: string, run: DurableRunner): void;
+  /**
+   * Operators' replays (`queue.replay`) of events in queues whose name starts with `prefix` ask
+   * `check` first: a reason leaves the event as it is (dead) and is answered beside the replayed
+   * ones. For dead letters stored without what their run needs (a file too big to read). SDK 1.9.
+   */
+  refuseReplay?(prefix: string, check: ReplayCheck): void;
 }
+
+/** Why a stored event must not run again on replay, or undefined when it may. */
+export type ReplayCheck = (request: InvokeRequest) => string | undefined;
 
 /** A plugin's host function that runs the events of its durable queues (DurableEvents.addRunner). */
 export type DurableRunner = (request: InvokeRequest) => Promise<EventOutcome>;

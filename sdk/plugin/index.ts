@@ -46,8 +46,11 @@ export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueVio
 export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, SandboxStats, ServiceMeta, TraceContext } from './protocol.ts';
 export { systemClock, type Clock } from './clock.ts';
 export { ZoneTime, isTimeZone } from './zone.ts';
+/** Durations (`30s`, `1h30m`) and cron expressions as the scheduler reads them: pure parsers any plugin may check its config with (SDK 1.9). */
+export { Cron, CronError } from './schedule/cron.ts';
+export { formatDuration, parseDuration } from './schedule/duration.ts';
 export type { DurableAttempt, DurableEvents, DurableListener, DurableQueueSettings, DurableSettlement, EventOutcome, EventSourceInfo, SourceEvent } from './events.ts';
-export { RUNNER_SERVICE_MARK, type DurableRunner } from './events.ts';
+export { RUNNER_SERVICE_MARK, type DurableRunner, type ReplayCheck } from './events.ts';
 export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { ConnectionMeter, LATENCY_BOUNDS_S, countKey, type ConnectionMeterView, type ConnectionReport } from './connections.ts';
 export { MessageFormatError, type DecodedMessage, type MessageDecoder } from './messages.ts';

@@ -8,7 +8,7 @@ import type { FileFolder } from '../../capabilities.ts';
 import { FileChannel } from './channel.ts';
 import { ClaimTable } from './claims.ts';
 import { LocalFolder } from './local-folder.ts';
-import type { Identity } from './run.ts';
+import { NOT_READ_HEADER, type Identity } from './run.ts';
 import { channelFileSectionSchema, validateFilePickup, type ChannelFileEntry } from './schema.ts';
 
 interface PickupState {
@@ -39,6 +39,7 @@ function listenToQueue(state: PickupState): void {
   const durable = state.kernel.lookup('events.durable');
   if (state.listening || !durable) return;
   state.listening = true;
+  durable.refuseReplay?.('file:', (request) => request.headers?.[NOT_READ_HEADER]);
   durable.listen('file:', {
     async settled(tx, s) {
       if (s.next === 'retry') return;

@@ -7,6 +7,9 @@ import type { Found } from './listing.ts';
 import { printable } from './local-folder.ts';
 import type { ChannelFileEntry } from './schema.ts';
 
+/** Marks a dead letter stored without the file's content (too large): its replay is refused with this header's text. */
+export const NOT_READ_HEADER = 'file-not-read';
+
 /** This node, and (on a store several nodes share) who is alive. */
 export interface Identity {
   node: string;
@@ -93,7 +96,10 @@ export class FileRun {
 
   private async tooLarge(folder: FileFolder, key: FileKey, found: Found, why: string): Promise<boolean> {
     const event = this.eventOf(key, found, folder);
-    await this.deadLetter(event, { kind: 'PAYLOAD_TOO_LARGE', message: `${why} (max_file_bytes); moved to ${this.entry.error_folder}, not read`, attempts: 0 });
+    const movedTo = `${this.entry.error_folder.replace(/\/+$/, '')}/${key.path}`;
+    // Stored without content, so a replay would run the service on nothing: the plugin refuses replays of events with this header (plugin.ts).
+    event.headers![NOT_READ_HEADER] = `the file was not read (over max_file_bytes, ${this.entry.max_file_bytes}): to run it, raise max_file_bytes and move ${movedTo} back into the folder`;
+    await this.deadLetter(event, { kind: 'PAYLOAD_TOO_LARGE', message: `${why} (max_file_bytes); not read, moved to ${movedTo}`, attempts: 0 });
     await this.deps.claims.setState(key, 'failed', why);
     this.meter('too_large');
     await this.moveAway(folder, { ...key, state: 'failed' });

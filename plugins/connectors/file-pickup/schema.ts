@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext } from '../../../sdk/plugin/index.ts';
+import { bundledPluginOn, Cron, CronError, isTimeZone, parseDuration, type ConfigIssue, type SvcConfig, type ValidationContext } from '../../../sdk/plugin/index.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
 import { readyCheckField } from '../shared/fields.ts';
 import { checkRelative } from './local-folder.ts';
@@ -21,11 +21,32 @@ const sourceSchema = z
   .strict()
   .refine((s) => (s.local === undefined) !== (s.sftp === undefined), 'give local or sftp, one of them');
 
+// Checked here with the SDK's parsers, the scheduler's own (which times the polls): a bad schedule is a config error, not a channel that never polls.
 const pollSchema = z
   .object({
-    every: z.union([z.string().min(1), z.number().int().min(1)]).optional().describe('Poll at this interval: 30s, 5m, 1h, or milliseconds (read by the scheduler plugin).'),
-    cron: z.string().min(1).optional().describe('Poll on a cron expression (5 fields, or 6 with seconds first), as scheduler_job reads it; with every too, whichever falls first.'),
-    timezone: z.string().min(1).optional().describe('IANA time zone of cron; default server.timezone.'),
+    every: z
+      .union([z.string().min(1), z.number().int().min(1)])
+      .superRefine((value, ctx) => {
+        const ms = parseDuration(value);
+        if (typeof ms !== 'number') ctx.addIssue({ code: 'custom', message: ms.error });
+        else if (ms < 1) ctx.addIssue({ code: 'custom', message: 'an interval must be at least 1 ms' });
+      })
+      .optional()
+      .describe('Poll at this interval: 30s, 5m, 1h, or milliseconds (read by the scheduler plugin).'),
+    cron: z
+      .string()
+      .min(1)
+      .superRefine((text, ctx) => {
+        try {
+          new Cron(text);
+        } catch (err) {
+          if (!(err instanceof CronError)) throw err;
+          ctx.addIssue({ code: 'custom', message: err.message });
+        }
+      })
+      .optional()
+      .describe('Poll on a cron expression (5 fields, or 6 with seconds first), as scheduler_job reads it; with every too, whichever falls first.'),
+    timezone: z.string().min(1).refine(isTimeZone, 'not an IANA time zone name (e.g. Europe/Berlin)').optional().describe('IANA time zone of cron; default server.timezone.'),
   })
   .strict()
   .refine((p) => p.every !== undefined || p.cron !== undefined, 'give every, cron or both');

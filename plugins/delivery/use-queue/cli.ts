@@ -109,8 +109,9 @@ function selectorCommand(verb: 'replay' | 'delete', describe: string): CliComman
       if (!parsed.success) return usage(env, parsed.error.issues[0]?.message ?? 'invalid arguments', USAGE);
       const out = await run(env, `queue.${verb}`, parsed.data);
       if (typeof out === 'number') return out;
-      const { ids } = out.value as { ids: number[] };
-      env.out(ids.length ? `${verb === 'replay' ? 'replayed' : 'deleted'} ${ids.length} event(s): ${ids.map((i) => `#${i}`).join(' ')}` : 'no event matched (running events are left alone)');
+      const { ids, refused = [] } = out.value as { ids: number[]; refused?: Array<{ id: number; reason: string }> };
+      if (ids.length || !refused.length) env.out(ids.length ? `${verb === 'replay' ? 'replayed' : 'deleted'} ${ids.length} event(s): ${ids.map((i) => `#${i}`).join(' ')}` : 'no event matched (running events are left alone)');
+      for (const r of refused) env.out(`not replayed #${r.id}: ${r.reason}`);
       return 0;
     },
   };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ControlOp, DataStore } from '../../../sdk/plugin/index.ts';
+import type { ControlOp, DataStore, ReplayCheck } from '../../../sdk/plugin/index.ts';
 import type { Scheduler } from './scheduler.ts';
 import { selectEvents, type EventView, type QueueTable, type Selector } from './store.ts';
 
@@ -51,18 +51,38 @@ export async function showEvent(table: QueueTable, id: number): Promise<unknown>
   return event;
 }
 
-export function queueControls(store: DataStore, table: QueueTable, scheduler: Scheduler, now: () => number): ControlOp[] {
+/** Plugins' refusals of replays, by queue name prefix (DurableEvents.refuseReplay). */
+export type ReplayChecks = Array<{ prefix: string; check: ReplayCheck }>;
+
+/** The chosen events a plugin refuses to replay, with why. */
+async function refusedReplays(table: QueueTable, chosen: ReadonlyArray<{ id: number; channel: string | null }>, checks: ReplayChecks): Promise<Map<number, string>> {
+  const refused = new Map<number, string>();
+  for (const e of chosen) {
+    const mine = checks.filter((c) => e.channel?.startsWith(c.prefix));
+    if (!mine.length) continue;
+    const request = await table.storedRequest(e.id);
+    const reason = request && mine.map((c) => c.check(request)).find((r) => r !== undefined);
+    if (reason !== undefined) refused.set(e.id, reason);
+  }
+  return refused;
+}
+
+export function queueControls(store: DataStore, table: QueueTable, scheduler: Scheduler, now: () => number, replayChecks: ReplayChecks = []): ControlOp[] {
   const list: ControlOp<z.infer<typeof listArgs>> = { op: 'queue.list', readOnly: true, args: listArgs, handler: (args) => listEvents(table, args) };
   const show: ControlOp<z.infer<typeof showArgs>> = { op: 'queue.show', readOnly: true, args: showArgs, handler: ({ id }) => showEvent(table, id) };
   const replay: ControlOp<Selector> = {
     op: 'queue.replay',
     args: selectorArgs,
     handler: async (selector) => {
-      const chosen = scheduler.notRunning(await selectEvents(store, selector));
+      const selected = scheduler.notRunning(await selectEvents(store, selector));
+      const refused = await refusedReplays(table, selected, replayChecks);
+      const chosen = selected.filter((e) => !refused.has(e.id));
       const done = new Set(await table.replay(chosen.map((e) => e.id), now(), scheduler.node));
       const events = chosen.filter((e) => done.has(e.id));
       scheduler.replayed(events);
-      return { replayed: events.length, ids: events.map((e) => e.id) };
+      const answer: { replayed: number; ids: number[]; refused?: Array<{ id: number; reason: string }> } = { replayed: events.length, ids: events.map((e) => e.id) };
+      if (refused.size) answer.refused = [...refused].map(([id, reason]) => ({ id, reason }));
+      return answer;
     },
   };
   const remove: ControlOp<Selector> = {

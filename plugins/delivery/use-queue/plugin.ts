@@ -4,7 +4,7 @@ import '../../capabilities.ts';
 import { definePlugin, RUNNER_SERVICE_MARK, SvcError, type Channel, type DurableEvents, type HookFn, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { UseQueueStats } from '../../capabilities.ts';
 import { queueCommands } from './cli.ts';
-import { queueControls } from './control.ts';
+import { queueControls, type ReplayChecks } from './control.ts';
 import { Scheduler } from './scheduler.ts';
 import { channelFields, optionsSchema, validateUseQueue, type UseQueueOptions } from './schema.ts';
 import { QueueTable } from './store.ts';
@@ -65,7 +65,7 @@ const QUEUED_ANSWER = {
 };
 
 /** Durable delivery for event sources (sdk/plugin/events.ts): their queues are lanes beside the channels'. */
-function durableEvents(scheduler: Scheduler, kernel: KernelApi): DurableEvents {
+function durableEvents(scheduler: Scheduler, kernel: KernelApi, replayChecks: ReplayChecks): DurableEvents {
   return {
     declareQueue: (queue, settings) => scheduler.declareQueue(queue, settings),
     async enqueue(tx, queue, event) {
@@ -77,6 +77,7 @@ function durableEvents(scheduler: Scheduler, kernel: KernelApi): DurableEvents {
     },
     listen: (prefix, listener) => scheduler.listen({ prefix, ...listener }),
     addRunner: (prefix, run) => scheduler.addRunner(prefix, run),
+    refuseReplay: (prefix, check) => void replayChecks.push({ prefix, check }),
     async deadLetter(queue, event, reason) {
       const request = kernel.eventRequest(event);
       const id = await scheduler.deadLetterNow(queue, request, reason);
@@ -160,9 +161,10 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
       // Shutdown stops new attempts at once, not after the channel listener has drained.
       kernel.onDrain(() => scheduler.stop());
       kernel.addHostCall(invokeAsyncCall(scheduler, kernel));
-      for (const op of queueControls(kernel.store, table, scheduler, () => kernel.clock.now())) kernel.addControl(op);
+      const replayChecks: ReplayChecks = [];
+      for (const op of queueControls(kernel.store, table, scheduler, () => kernel.clock.now(), replayChecks)) kernel.addControl(op);
       kernel.provide('use-queue.stats', () => queueStats(scheduler, table));
-      kernel.provide('events.durable', durableEvents(scheduler, kernel));
+      kernel.provide('events.durable', durableEvents(scheduler, kernel, replayChecks));
       return { scheduler };
     },
     onConfig: (state, config) => state.scheduler.applyConfig(config),

@@ -294,6 +294,12 @@ export class QueueTable {
     return row && { ...viewOf(row), request: readableRequest(JSON.parse(row.request) as InvokeRequest) };
   }
 
+  /** An event's request as stored (for plugins' replay checks). */
+  async storedRequest(id: number): Promise<InvokeRequest | undefined> {
+    const row = await this.store.one<Pick<EventRow, 'request'>>('SELECT request FROM use_queue_event WHERE id = ?', [id]);
+    return row && (JSON.parse(row.request) as InvokeRequest);
+  }
+
   /** Back to pending with its attempts reset, due at `now`; the errors are kept. Not a running event. */
   async replay(ids: readonly number[], now: number, node: string): Promise<number[]> {
     return this.store.transaction(async (tx) => {

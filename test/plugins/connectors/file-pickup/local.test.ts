@@ -6,7 +6,7 @@ import type { Upstream } from '../../outgoing/rest/upstream.ts';
 import { counter, deadLetters, drop, heard, outgoingCounter, poll, RECORD, tmpFolder } from './support.ts';
 
 /** channel_file on local folders: pattern, stability, markers, done/error folders, dead letters, safety. Polls are driven by the file.poll control op (the schedule is an hour). */
-const CHANNELS = ['basic', 'stable', 'marker', 'json', 'fail', 'big', 'safe', 'queued', 'stuck', 'tree', 'badpoll', 'csv'] as const;
+const CHANNELS = ['basic', 'stable', 'marker', 'json', 'fail', 'big', 'safe', 'queued', 'stuck', 'tree', 'csv'] as const;
 const dirs = Object.fromEntries(CHANNELS.map((c) => [c, tmpFolder(c)])) as Record<(typeof CHANNELS)[number], string>;
 const outside = tmpFolder('outside');
 
@@ -32,7 +32,6 @@ beforeAll(async () => {
     channel('queued', { data_format: 'json', delivery: { use_queue: true, max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10 } }),
     channel('stuck'),
     channel('tree', { recursive: true, pattern: '*.csv' }),
-    channel('badpoll', { poll: { every: 'soon' } }),
     channel('csv', { data_format: 'csv', csv: { delimiter: ';' } }),
   ].join('\n');
   k = await startKernel({ config, services: { 'record.ts': RECORD } });
@@ -123,6 +122,19 @@ describe('channel_file (local folder)', () => {
     expect(readdirSync(join(d, 'error'))).toEqual(['huge.csv']);
     const [dead] = await deadLetters(k, 'big');
     expect(dead!.lastError).toMatchObject({ kind: 'PAYLOAD_TOO_LARGE', message: expect.stringContaining('5000 bytes, more than 1000') });
+    expect(dead!.lastError!.message).toContain('not read, moved to error/huge.csv');
+  });
+
+  it('refuses to replay an oversize dead letter (it holds no content), saying how to run the file again', async () => {
+    const [dead] = await deadLetters(k, 'big');
+    const answer = await k.kernel.runControl('queue.replay', { id: dead!.id });
+    expect(answer).toEqual({ replayed: 0, ids: [], refused: [{ id: dead!.id, reason: expect.stringContaining('raise max_file_bytes and move error/huge.csv back into the folder') }] });
+    expect(await deadLetters(k, 'big')).toHaveLength(1);
+    // Chosen among others (--all): still refused, and said so.
+    const all = (await k.kernel.runControl('queue.replay', { all: true, channel: 'file:big' })) as { replayed: number; refused: unknown[] };
+    expect(all).toMatchObject({ replayed: 0, refused: [{ id: dead!.id }] });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(ran('big:huge.csv')).toHaveLength(0);
   });
 
   it('never follows a symlink nor takes a refused name; writes nothing outside the folder', async () => {
@@ -183,11 +195,6 @@ describe('channel_file (local folder)', () => {
     expect(heard(up).filter((h) => h.source.name === 'tree').map((h) => h.path).sort()).toEqual(['a/b/deep.csv', 'top.csv']);
     expect(readdirSync(join(d, 'done', 'a', 'b'))).toEqual(['deep.csv']);
     expect(await poll(k, 'tree')).toMatchObject({ listed: 0 });
-  });
-
-  it('leaves a channel whose poll schedule is not valid down, with the reason', async () => {
-    const report = k.kernel.api.connections().find((c) => c.name === 'badpoll')!;
-    expect(report).toMatchObject({ state: 'down', reason: expect.stringContaining("poll: every: 'soon' is not a duration") });
   });
 
   it('reports each channel in /ready and /metrics', async () => {

@@ -1,8 +1,11 @@
+import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { makeProject, runCli } from '../../../helpers/cli.ts';
 import { configIssues } from '../../../helpers/config.ts';
 import { readSource, validate } from '../../../../kernel/config/store.ts';
 import { checkRelative } from '../../../../plugins/connectors/file-pickup/local-folder.ts';
 import { globToRegExp } from '../../../../plugins/connectors/file-pickup/schema.ts';
+import { RECORD } from './support.ts';
 
 const plugins = [
   (await import('../../../../plugins/connectors/file-pickup/plugin.ts')).default,
@@ -39,6 +42,28 @@ describe('channel_file schema', () => {
     expect(ch(', poll: {}')[0]).toMatch(/poll: give every, cron or both/);
     expect(ch(', stable: { polls: 2, marker: .ok }')[0]).toMatch(/stable: give polls or marker, not both/);
     expect(ch(', stable: { marker: a/b }')[0]).toMatch(/marker: a suffix/);
+  });
+
+  it('refuses a poll schedule the scheduler could not read, at config time', () => {
+    expect(ch(", poll: { every: '5 minutes' }")).toEqual([expect.stringMatching(/^channel_file\[0\]\.poll\.every: '5 minutes' is not a duration: write it like 30s, 5m/)]);
+    expect(ch(', poll: { every: 0s }')[0]).toMatch(/^channel_file\[0\]\.poll\.every: an interval must be at least 1 ms/);
+    expect(ch(", poll: { cron: '61 * * * *' }")[0]).toMatch(/^channel_file\[0\]\.poll\.cron: .*minute/);
+    expect(ch(", poll: { cron: 'every day' }")[0]).toMatch(/^channel_file\[0\]\.poll\.cron: /);
+    expect(ch(", poll: { cron: '0 2 * * *', timezone: Mars/Olympus }")[0]).toMatch(/^channel_file\[0\]\.poll\.timezone: not an IANA time zone/);
+    expect(ch(", poll: { every: 1h30m, cron: '*/5 1-6 * * MON-FRI', timezone: Europe/Berlin }")).toEqual([]);
+    expect(ch(', poll: { every: 250 }')).toEqual([]);
+  });
+
+  it('svc check exits 2 on a bad poll schedule, naming its path', () => {
+    const project = makeProject(`channel_file:\n  - { name: in, source: { local: { path: /srv/in } }, service: record, poll: { every: 5 minutes, cron: '0 25 * * *' } }\n`, { 'record.ts': RECORD });
+    try {
+      const r = runCli(['check', 'config/svc.yaml'], project);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain("config error: channel_file[0].poll.every: '5 minutes' is not a duration");
+      expect(r.stderr).toMatch(/config error: channel_file\[0\]\.poll\.cron: .*hour/);
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
   });
 
   it('checks names, connections, formats and folders against the rest of the config', () => {

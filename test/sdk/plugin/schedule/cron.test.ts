@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ZoneTime } from '../../../sdk/plugin/index.ts';
-import { Cron, CronError } from '../../../plugins/scheduler/cron.ts';
+import { Cron, CronError, ZoneTime } from '../../../../sdk/plugin/index.ts';
 
 /** Cron expressions: parsing, refusals, and fire times in zones with daylight-saving changes. */
 

@@ -1,4 +1,4 @@
-import type { ZoneTime } from '../../sdk/plugin/index.ts';
+import type { ZoneTime } from '../zone.ts';
 
 /**
  * Cron expressions: 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds
