@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { definePlugin, SvcError, type ConnectionReport, type KernelApi, type SvcConfig } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
 import type { FileFolder } from '../../capabilities.ts';
+import { BuiltByName } from '../shared/built.ts';
 import { FileChannel } from './channel.ts';
 import { ClaimTable } from './claims.ts';
 import { LocalFolder } from './local-folder.ts';
@@ -15,8 +16,8 @@ interface PickupState {
   kernel: KernelApi;
   log: Logger;
   claims: ClaimTable;
-  channels: Map<string, FileChannel>;
-  builtFrom: Map<string, string>;
+  /** An unchanged entry (and server timezone) keeps its channel when the config changes elsewhere. */
+  channels: BuiltByName<FileChannel>;
   identity: () => Identity;
   listening: boolean;
 }
@@ -53,31 +54,20 @@ function listenToQueue(state: PickupState): void {
 
 async function onConfig(state: PickupState, config: SvcConfig): Promise<void> {
   listenToQueue(state);
-  const channels = new Map<string, FileChannel>();
-  const builtFrom = new Map<string, string>();
-  const started: FileChannel[] = [];
   const timing = state.kernel.lookup('scheduler.timing');
-  for (const entry of config.channel_file) {
-    const source = JSON.stringify([entry, config.server.timezone]);
-    const current = state.channels.get(entry.name);
-    const keep = current && state.builtFrom.get(entry.name) === source;
-    const channel = keep
-      ? current
-      : new FileChannel(entry, {
-          kernel: state.kernel,
-          log: state.log,
-          claims: state.claims,
-          identity: state.identity,
-          open: opener(state, entry),
-          timing: timing ? timing.parse(entry.poll) : { error: 'the scheduler plugin, which times polls, is off' },
-        });
-    if (!keep) started.push(channel);
-    channels.set(entry.name, channel);
-    builtFrom.set(entry.name, source);
-  }
-  const retired = [...state.channels.values()].filter((c) => channels.get(c.entry.name) !== c);
-  state.channels = channels;
-  state.builtFrom = builtFrom;
+  const { built: started, retired } = state.channels.sync(
+    config.channel_file,
+    (entry) =>
+      new FileChannel(entry, {
+        kernel: state.kernel,
+        log: state.log,
+        claims: state.claims,
+        identity: state.identity,
+        open: opener(state, entry),
+        timing: timing ? timing.parse(entry.poll) : { error: 'the scheduler plugin, which times polls, is off' },
+      }),
+    (entry) => [entry, config.server.timezone],
+  );
   // A changed channel's old poll ends before the new one starts on the same folder.
   await Promise.all(retired.map((c) => c.drain()));
   for (const c of started) c.begin();
@@ -111,7 +101,7 @@ export default definePlugin<Record<string, never>, PickupState>({
       const cluster = kernel.lookup('cluster.node');
       return { node: cluster?.id ?? ownId, liveNodes: cluster && kernel.store.dialect !== 'sqlite' ? () => cluster.liveNodes() : undefined };
     };
-    const state: PickupState = { kernel, log, claims, channels: new Map(), builtFrom: new Map(), identity, listening: false };
+    const state: PickupState = { kernel, log, claims, channels: new BuiltByName(), identity, listening: false };
     // Listening before the Use queue runs anything (it starts at its first config) catches settlements of events stored before a restart; when the Use queue is set up after this plugin, the first config does it.
     listenToQueue(state);
     kernel.addConnections(() => reports(state));
