@@ -1,6 +1,7 @@
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import type { Logger } from 'pino';
 import { ConnectionMeter, MessageFormatError, type KernelApi, type TraceContext } from '../../../sdk/plugin/index.ts';
+import { formatSettingsOf } from '../shared/fields.ts';
 import { InboundPipeline, type Disposition } from '../shared/inbound.ts';
 import type { AmqpLink, LinkState } from './link.ts';
 import type { ChannelAmqpEntry } from './schema.ts';
@@ -80,7 +81,7 @@ export class AmqpConsumer {
     private readonly log: Logger,
   ) {
     this.meter = new ConnectionMeter(kernel.clock);
-    this.formatSettings = entry[entry.data_format as 'json' | 'xml' | 'form'];
+    this.formatSettings = formatSettingsOf(entry);
     this.pipeline = new InboundPipeline(
       { source: 'amqp', name: entry.name, service: entry.service, data_format: entry.data_format, formatSettings: this.formatSettings, delivery: entry.delivery, deadLetter: entry.dead_letter },
       { kernel, meter: this.meter, log, stop: this.stop.signal },

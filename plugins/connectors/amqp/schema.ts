@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext } from '../../../sdk/plugin/index.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
-import { allowedServicesField, readyCheckField, reconnectSchema } from '../shared/fields.ts';
+import { allowedServicesField, formatSettingsFields, formatSettingsIssues, readyCheckField, reconnectSchema } from '../shared/fields.ts';
 
 const urlSchema = z
   .string()
@@ -64,8 +64,6 @@ const declareSchema = z
   })
   .strict();
 
-const formatSettings = z.record(z.string(), z.unknown()).optional();
-
 export const channelAmqpSchema = z
   .object({
     name: z.string().min(1).describe('Unique; the Use queue lane and dead letters are amqp:<name>.'),
@@ -73,10 +71,8 @@ export const channelAmqpSchema = z
     queue: z.string().min(1).max(255).describe('Queue to consume.'),
     declare: declareSchema.optional().describe('Declare the queue (and its bindings) at each connect with these settings; absent: the queue must exist already (checked passively).'),
     service: z.string().min(1).describe('Service each message runs.'),
-    data_format: z.string().min(1).default('json').describe('How message bodies are decoded (json, xml, form, hl7, none).'),
-    json: formatSettings.describe('JSON settings (data_format json), as a REST channel\'s json: key.'),
-    xml: formatSettings.describe('XML settings (data_format xml), as a REST channel\'s xml: key.'),
-    form: formatSettings.describe('Form settings (data_format form), as a REST channel\'s form: key.'),
+    data_format: z.string().min(1).default('json').describe('How message bodies are decoded (json, xml, form, hl7, csv, none).'),
+    ...formatSettingsFields,
     prefetch: z.number().int().min(1).max(65535).default(10).describe('Unacknowledged messages the broker sends at most.'),
     concurrency: z.number().int().min(1).max(1000).optional().describe('Messages whose service runs at once (at most prefetch); default prefetch.'),
     delivery: inboundDeliverySchema.default(inboundDeliverySchema.parse({})).describe('Use queue or in-place retries.'),
@@ -129,9 +125,7 @@ export function validateAmqp(config: SvcConfig, ctx: ValidationContext): ConfigI
     const at = (key: string) => ['channel_amqp', i, key];
     if (!names.has(ch.connection)) issues.push({ path: at('connection'), message: `no amqp_connection named '${ch.connection}'` });
     if (!ctx.messageFormats.has(ch.data_format)) issues.push({ path: at('data_format'), message: `no enabled plugin decodes messages of data_format '${ch.data_format}' (${[...ctx.messageFormats].join(', ')})` });
-    for (const key of ['json', 'xml', 'form'] as const) {
-      if (ch[key] !== undefined && ch.data_format !== key) issues.push({ path: at(key), message: `${key} settings apply only to data_format: ${key}` });
-    }
+    for (const { key, message } of formatSettingsIssues(ch)) issues.push({ path: at(key), message });
     if (ch.concurrency !== undefined && ch.concurrency > ch.prefetch) issues.push({ path: at('concurrency'), message: `must be at most prefetch (${ch.prefetch})` });
     if (ch.dead_letter === 'broker' && ch.declare !== undefined && ch.declare.arguments['x-dead-letter-exchange'] === undefined) {
       issues.push({ path: at('dead_letter'), message: "dead_letter: broker needs declare.arguments to name x-dead-letter-exchange (else the broker drops rejected messages)" });

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ConnectionMeter, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { FileFolder, Timing } from '../../capabilities.ts';
+import { formatSettingsOf } from '../shared/fields.ts';
 import { InboundPipeline } from '../shared/inbound.ts';
 import type { ClaimTable, FileKey } from './claims.ts';
 import { Listing, type Found } from './listing.ts';
@@ -155,9 +156,4 @@ export class FileChannel {
     this.state = 'down';
     this.reason = 'stopped';
   }
-}
-
-function formatSettingsOf(entry: ChannelFileEntry): unknown {
-  const f = entry.data_format;
-  return f === 'json' || f === 'xml' || f === 'form' || f === 'csv' ? entry[f] : undefined;
 }

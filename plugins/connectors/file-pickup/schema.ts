@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { bundledPluginOn, Cron, CronError, isTimeZone, parseDuration, type ConfigIssue, type SvcConfig, type ValidationContext } from '../../../sdk/plugin/index.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
-import { readyCheckField } from '../shared/fields.ts';
+import { formatSettingsFields, formatSettingsIssues, readyCheckField } from '../shared/fields.ts';
 import { checkRelative } from './local-folder.ts';
 
 const folderPath = z.string().min(1).max(1000);
@@ -65,7 +65,6 @@ const stableSchema = z
   .strict()
   .refine((s) => s.polls === undefined || s.marker === undefined, 'give polls or marker, not both');
 
-const formatSettings = z.record(z.string(), z.unknown()).optional();
 
 export const channelFileSchema = z
   .object({
@@ -84,10 +83,7 @@ export const channelFileSchema = z
     error_folder: folderPath.default('error').describe('Where a file that failed for good (or is too big) is moved, relative to the source folder; it is dead-lettered too.'),
     max_file_bytes: z.number().int().min(1).max(2 ** 31 - 1).default(64 * 1024 * 1024).describe('Bigger files are not read: moved to error_folder and dead-lettered with the reason.'),
     data_format: z.string().min(1).default('none').describe('How file contents are decoded into ctx.payload (csv, json, xml, form, hl7...; none: the service reads ctx.rawBody).'),
-    json: formatSettings.describe('JSON settings (data_format json), as a REST channel\'s json: key.'),
-    xml: formatSettings.describe('XML settings (data_format xml), as a REST channel\'s xml: key.'),
-    form: formatSettings.describe('Form settings (data_format form), as a REST channel\'s form: key.'),
-    csv: formatSettings.describe('CSV settings (data_format csv), as a REST channel\'s csv: key (delimiter, header, encoding...).'),
+    ...formatSettingsFields,
     delivery: inboundDeliverySchema.default(inboundDeliverySchema.parse({})).describe('Use queue or in-place retries.'),
     max_files_per_poll: z.number().int().min(1).max(100_000).default(1_000).describe('Files taken at most per poll; the rest wait for the next.'),
     concurrency: z.number().int().min(1).max(1_000).default(4).describe('Files whose service runs at once (per node).'),
@@ -144,9 +140,7 @@ export function validateFilePickup(config: SvcConfig, ctx: ValidationContext): C
     if (!schedulerOn) issues.push({ path: at('poll'), message: 'polls are timed by the scheduler plugin, which is off: turn plugins.scheduler on' });
     if (!useQueueOn) issues.push({ path: at('delivery'), message: "the use-queue plugin is off: it keeps svc's dead letters and delivery.use_queue; turn it on" });
     if (!ctx.messageFormats.has(ch.data_format)) issues.push({ path: at('data_format'), message: `no enabled plugin decodes messages of data_format '${ch.data_format}' (${[...ctx.messageFormats].join(', ')})` });
-    for (const key of ['json', 'xml', 'form', 'csv'] as const) {
-      if (ch[key] !== undefined && ch.data_format !== key) issues.push({ path: at(key), message: `${key} settings apply only to data_format: ${key}` });
-    }
+    for (const { key, message } of formatSettingsIssues(ch)) issues.push({ path: at(key), message });
     for (const key of ['done_folder', 'error_folder'] as const) {
       try {
         if (checkRelative(ch[key]) === '') issues.push({ path: at(key), message: 'must name a subfolder of the source folder' });

@@ -1,5 +1,6 @@
 import type { IPublishPacket, MqttClient } from 'mqtt';
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import { formatSettingsOf } from '../shared/fields.ts';
 import { InboundPipeline, type InboundMessage } from '../shared/inbound.ts';
 import { BrokerLink, defaultClientId } from './client.ts';
 import type { MqttChannelEntry } from './schema.ts';
@@ -51,7 +52,7 @@ export class MqttChannel {
     const log = kernel.log.child({ plugin: 'mqtt', channel: entry.name });
     this.link = new BrokerLink(entry, kernel, log);
     this.pipeline = new InboundPipeline(
-      { source: 'mqtt', name: entry.name, service: entry.service, data_format: entry.data_format, formatSettings: entry[entry.data_format as 'json' | 'xml' | 'form'], delivery: entry.delivery, deadLetter: 'svc' },
+      { source: 'mqtt', name: entry.name, service: entry.service, data_format: entry.data_format, formatSettings: formatSettingsOf(entry), delivery: entry.delivery, deadLetter: 'svc' },
       { kernel, meter: this.link.meter, log, stop: this.stop.signal },
     );
   }

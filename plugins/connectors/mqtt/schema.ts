@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext } from '../../../sdk/plugin/index.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
-import { allowedServicesField, readyCheckField, reconnectSchema } from '../shared/fields.ts';
+import { allowedServicesField, formatSettingsFields, formatSettingsIssues, readyCheckField, reconnectSchema } from '../shared/fields.ts';
 
 /** Longest topic or filter the protocol allows, in UTF-8 bytes. */
 export const MAX_TOPIC_BYTES = 65_535;
@@ -79,7 +79,6 @@ export const connectionEntrySchema = z
   })
   .strict();
 
-const formatSettings = z.record(z.string(), z.unknown()).optional();
 
 export const channelEntrySchema = z
   .object({
@@ -97,10 +96,8 @@ export const channelEntrySchema = z
     clean_session: z.boolean().default(false).describe('false: a persistent session, so messages published while svc is away are delivered when it is back; true: a new session at each connect.'),
     session_expiry_s: z.number().int().min(0).max(4_294_967_295).default(604_800).describe('MQTT 5: how long the broker keeps the session after a disconnect (default a week).'),
     service: z.string().min(1).describe('The service run for each message.'),
-    data_format: z.string().min(1).default('json').describe("How a message's body is read: json (default), xml, form, hl7, or none (the bytes as they came, in ctx.rawBody); a message not valid for it is dead-lettered."),
-    json: formatSettings.describe('Settings of the json format (the keys of a REST channel\'s json:), checked by the format.'),
-    xml: formatSettings.describe('Settings of the xml format (the keys of a REST channel\'s xml:).'),
-    form: formatSettings.describe('Settings of the form format (the keys of a REST channel\'s form:).'),
+    data_format: z.string().min(1).default('json').describe("How a message's body is read: json (default), xml, form, hl7, csv, or none (the bytes as they came, in ctx.rawBody); a message not valid for it is dead-lettered."),
+    ...formatSettingsFields,
     delivery: inboundDeliverySchema.default(inboundDeliverySchema.parse({})).describe('Retries and dead letters (svc\'s dead-letter queue: svc queue list --channel mqtt:<name>).'),
   })
   .strict();
@@ -145,6 +142,7 @@ export function validateMqtt(config: SvcConfig, ctx: ValidationContext): ConfigI
   channels.forEach((c, i) => {
     issues.push(...brokerIssues('channel_mqtt', c, i, secrets));
     if (!ctx.messageFormats.has(c.data_format)) issues.push({ path: ['channel_mqtt', i, 'data_format'], message: `no enabled plugin decodes messages of format '${c.data_format}' (${[...ctx.messageFormats].join(', ')})` });
+    for (const { key, message } of formatSettingsIssues(c)) issues.push({ path: ['channel_mqtt', i, key], message });
     if (c.qos === 2 && c.protocol_version !== 5) issues.push({ path: ['channel_mqtt', i, 'qos'], message: 'qos 2 needs protocol_version 5 (its PUBREC can wait for the service only in MQTT 5)' });
   });
   if (channels.length && !bundledPluginOn(config, 'use-queue')) issues.push({ path: ['channel_mqtt'], message: 'MQTT channels keep dead letters in the Use queue: turn plugins.use-queue on' });

@@ -23,3 +23,29 @@ export const readyCheckField = z.boolean().default(false).describe('/ready answe
 export function allowedServicesField(what: string) {
   return z.array(z.string().min(1)).optional().describe(`Services that may ${what}; every service when absent.`);
 }
+
+/** Formats whose own settings an inbound channel may carry under the format's name, as a REST channel does. */
+const SETTINGS_FORMATS = ['json', 'xml', 'form', 'csv'] as const;
+type SettingsFormat = (typeof SETTINGS_FORMATS)[number];
+const settingsField = (format: SettingsFormat) =>
+  z.record(z.string(), z.unknown()).optional().describe(`Settings of the ${format} format (data_format: ${format}), the keys of a REST channel's ${format}: key; checked by the format.`);
+
+/** The `json:`, `xml:`, `form:` and `csv:` keys of an inbound channel. */
+export const formatSettingsFields = {
+  json: settingsField('json'),
+  xml: settingsField('xml'),
+  form: settingsField('form'),
+  csv: settingsField('csv'),
+};
+
+type WithFormatSettings = { data_format: string } & Partial<Record<SettingsFormat, Record<string, unknown> | undefined>>;
+
+/** The settings of the channel's own data format, for `kernel.decodeMessage`. */
+export function formatSettingsOf(entry: WithFormatSettings): unknown {
+  return (SETTINGS_FORMATS as readonly string[]).includes(entry.data_format) ? entry[entry.data_format as SettingsFormat] : undefined;
+}
+
+/** A format's settings given on a channel of another data format: the key that is wrong, and why. */
+export function formatSettingsIssues(entry: WithFormatSettings): Array<{ key: SettingsFormat; message: string }> {
+  return SETTINGS_FORMATS.filter((key) => entry[key] !== undefined && entry.data_format !== key).map((key) => ({ key, message: `${key} settings apply only to data_format: ${key}` }));
+}
