@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import amqp, { type ChannelModel, type Options } from 'amqplib';
 import type { Logger } from 'pino';
 import { ConnectionMeter, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { Nap, reconnectDelayMs } from '../shared/backoff.ts';
 import { resolvePassword } from '../shared/credentials.ts';
 import type { AmqpConnectionEntry } from './schema.ts';
 
@@ -40,7 +41,7 @@ export class AmqpLink {
   private closed = false;
   private started = false;
   private everUp = false;
-  private wake: (() => void) | undefined;
+  private readonly nap = new Nap();
 
   constructor(
     readonly entry: AmqpConnectionEntry,
@@ -86,7 +87,7 @@ export class AmqpLink {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.wake?.();
+    this.nap.wake();
     for (const w of [...this.waiters]) w();
     const conn = this.connection;
     this.connection = undefined;
@@ -117,7 +118,7 @@ export class AmqpLink {
         if (this.closed) return;
       }
       attempt++;
-      await this.sleep(this.backoff(attempt));
+      await this.nap.sleep(reconnectDelayMs(this.entry.reconnect, attempt, this.random));
     }
   }
 
@@ -186,25 +187,5 @@ export class AmqpLink {
       vhost: e.vhost,
       heartbeat: e.heartbeat_s,
     };
-  }
-
-  private backoff(attempt: number): number {
-    const { min_ms, max_ms } = this.entry.reconnect;
-    const ceiling = Math.min(max_ms, min_ms * 2 ** Math.min(attempt - 1, 30));
-    // Full jitter, but never a zero wait (a broker refusing at once would make a hot loop).
-    return Math.max(min_ms / 2, Math.round(this.random() * ceiling));
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 }

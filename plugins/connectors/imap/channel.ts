@@ -1,6 +1,7 @@
 import type { ImapFlow } from 'imapflow';
 import type { Logger } from 'pino';
 import { ConnectionMeter, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { Nap, reconnectDelayMs } from '../shared/backoff.ts';
 import { InboundPipeline, type Disposition } from '../shared/inbound.ts';
 import { accountOf, connectClient, safeReason } from './client.ts';
 import { parseHeadersOnly, parseMail, serviceHeaders } from './mail.ts';
@@ -40,7 +41,7 @@ export class ImapChannel {
   private client: ImapFlow | undefined;
   private mark: MailboxMark | undefined;
   private poked = false;
-  private wake: (() => void) | undefined;
+  private readonly nap = new Nap();
 
   constructor(
     readonly entry: ChannelImapEntry,
@@ -72,7 +73,7 @@ export class ImapChannel {
   /** Shutdown: no new message starts; the one running settles (bounded); the connection closes. */
   async drain(): Promise<void> {
     this.stop.abort();
-    this.wake?.();
+    this.nap.wake();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.loopDone, new Promise((r) => (timer = setTimeout(r, DRAIN_WAIT_MS)))]);
     clearTimeout(timer);
@@ -89,7 +90,7 @@ export class ImapChannel {
     let everUp = false;
     while (!this.stopped) {
       if (!(await this.takeLease())) {
-        await this.sleep(this.lease.lookEveryMs);
+        await this.nap.sleep(this.lease.lookEveryMs);
         continue;
       }
       let client: ImapFlow | undefined;
@@ -119,7 +120,7 @@ export class ImapChannel {
         else client?.close();
       }
       if (this.stopped) break;
-      if (this.lease.held()) await this.sleep(this.backoff(++attempt));
+      if (this.lease.held()) await this.nap.sleep(reconnectDelayMs(this.entry.reconnect, ++attempt, this.random));
     }
   }
 
@@ -146,7 +147,7 @@ export class ImapChannel {
     this.reason = undefined;
     // What other nodes did meanwhile is in the store: read the mailbox's mark afresh.
     this.mark = undefined;
-    this.lease.keep(() => this.wake?.());
+    this.lease.keep(() => this.nap.wake());
     this.log.info({ channel: this.entry.name }, 'IMAP channel: this node holds the lease');
     return true;
   }
@@ -243,7 +244,7 @@ export class ImapChannel {
 
   private poke(): void {
     this.poked = true;
-    this.wake?.();
+    this.nap.wake();
   }
 
   /** Until the server tells of a new message (IDLE), the poll interval passes, or the connection goes. */
@@ -253,37 +254,10 @@ export class ImapChannel {
       return;
     }
     const useIdle = this.entry.idle && client.capabilities.has('IDLE');
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, this.entry.poll_interval_ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-      void lost.then(done);
-      // IDLE ends by itself when our next command is sent; a failed IDLE leaves the poll to find mail.
-      if (useIdle) void client.idle().catch(() => {});
-    });
-    this.wake = undefined;
+    const napping = this.nap.sleep(this.entry.poll_interval_ms, lost);
+    // IDLE ends by itself when our next command is sent; a failed IDLE leaves the poll to find mail.
+    if (useIdle) void client.idle().catch(() => {});
+    await napping;
     this.poked = false;
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    }).then(() => {
-      this.wake = undefined;
-    });
-  }
-
-  private backoff(attempt: number): number {
-    const { min_ms, max_ms } = this.entry.reconnect;
-    const ceiling = Math.min(max_ms, min_ms * 2 ** Math.min(attempt - 1, 30));
-    return Math.max(min_ms / 2, Math.round(this.random() * ceiling));
   }
 }
