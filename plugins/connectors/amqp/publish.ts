@@ -2,6 +2,7 @@ import type { ConfirmChannel, Options } from 'amqplib';
 import { z } from 'zod';
 import { SvcError, type HostCall, type HostCallContext } from '../../../sdk/plugin/index.ts';
 import type { AmqpLink } from './link.ts';
+import { connectionForService } from '../shared/access.ts';
 
 /** Largest message body a service may publish (RabbitMQ's own default limit is 128 MiB). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -135,16 +136,7 @@ export function publishHostCall(publisherOf: (name: string) => Publisher | undef
     op: 'amqp.publish',
     args: publishArgs,
     handler: async (args, ctx: HostCallContext) => {
-      const publisher = publisherOf(args.connection);
-      if (!publisher) {
-        ctx.log.warn({ connection: args.connection }, 'AMQP publish refused: no such connection');
-        throw new SvcError('NOT_FOUND', `no AMQP connection named '${args.connection}'`);
-      }
-      const allowed = publisher.link.entry.allowed_services;
-      if (allowed !== undefined && !allowed.includes(ctx.service)) {
-        ctx.log.warn({ connection: args.connection }, 'AMQP publish refused: service not allowed');
-        throw new SvcError('FORBIDDEN', `service '${ctx.service}' may not publish on AMQP connection '${args.connection}'`);
-      }
+      const publisher = connectionForService('AMQP', args.connection, publisherOf(args.connection), (p) => p.link.entry.allowed_services, ctx);
       await publisher.publish(args, ctx.signal);
       return null;
     },

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { SvcError, type HostCall, type HostCallContext } from '../../../sdk/plugin/index.ts';
 import type { BrokerLink } from './client.ts';
 import { topicNameProblem, type MqttConnectionEntry } from './schema.ts';
+import { connectionForService } from '../shared/access.ts';
 
 /** One outgoing connection: its entry and its broker link. */
 export interface PublishConnection {
@@ -104,17 +105,7 @@ async function publish(conn: PublishConnection, args: PublishArgs, signal: Abort
  * allowed_services Forbidden (both logged at warn), broker unreachable ServiceUnavailable.
  */
 export function publishHostCall(connections: () => ReadonlyMap<string, PublishConnection>): HostCall<PublishArgs> {
-  const open = (name: string, ctx: HostCallContext): PublishConnection => {
-    const conn = connections().get(name);
-    let refused: SvcError | undefined;
-    if (!conn) refused = new SvcError('NOT_FOUND', `No MQTT connection named '${name}'`);
-    else if (conn.entry.allowed_services && !conn.entry.allowed_services.includes(ctx.service)) refused = new SvcError('FORBIDDEN', `Service '${ctx.service}' may not use MQTT connection '${name}'`);
-    if (refused) {
-      ctx.log.warn({ connection: name, refused: refused.code }, `mqtt connection refused: ${refused.details}`);
-      throw refused;
-    }
-    return conn as PublishConnection;
-  };
+  const open = (name: string, ctx: HostCallContext): PublishConnection => connectionForService('MQTT', name, connections().get(name) as PublishConnection | undefined, (c) => c.entry.allowed_services, ctx);
   return {
     op: 'mqtt.publish',
     args: publishArgs,

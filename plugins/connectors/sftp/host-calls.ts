@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { SvcError, type HostCall, type HostCallContext, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { SftpConnection } from './connection.ts';
 import { PartLeft, RootedFolder } from './folder.ts';
+import { connectionForService } from '../shared/access.ts';
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** Paths are checked as text by the folder (paths.ts); here only their shape and size. */
@@ -37,17 +38,7 @@ function entryOf(e: { name: string; type: string; size: number; mtimeMs: number 
  * is NotFound, a service the connection does not allow Forbidden (both logged at warn).
  */
 export function sftpHostCalls(connectionOf: (name: string) => SftpConnection | undefined, kernel: KernelApi): HostCall[] {
-  const open = (name: string, ctx: HostCallContext): SftpConnection => {
-    const conn = connectionOf(name);
-    let refusal: SvcError | undefined;
-    if (!conn) refusal = new SvcError('NOT_FOUND', `No SFTP connection named '${name}'`);
-    else if (conn.entry.allowed_services && !conn.entry.allowed_services.includes(ctx.service)) refusal = new SvcError('FORBIDDEN', `Service '${ctx.service}' may not use the SFTP connection '${name}'`);
-    if (refusal) {
-      ctx.log.warn({ connection: name, refused: refusal.code }, `SFTP connection refused: ${refusal.details}`);
-      throw refusal;
-    }
-    return conn!;
-  };
+  const open = (name: string, ctx: HostCallContext): SftpConnection => connectionForService('SFTP', name, connectionOf(name), (c) => c.entry.allowed_services, ctx);
   const on = <T>(op: string, name: string, ctx: HostCallContext, work: (folder: RootedFolder, conn: SftpConnection) => Promise<T>) => {
     const conn = open(name, ctx);
     return conn.run(op, (session) => work(new RootedFolder(session, conn.entry.root), conn));

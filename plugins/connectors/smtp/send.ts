@@ -2,6 +2,7 @@ import { SvcError, type DurableRunner, type EventOutcome, type HostCall, type Ho
 import '../../capabilities.ts';
 import type { SentMail, SmtpConnection } from './connection.ts';
 import { checkMail, mailMessageSchema, nodemailerMessage, sendArgs, type MailMessage, type SendArgs } from './message.ts';
+import { connectionForService } from '../shared/access.ts';
 
 /** The Use queue's queue of a connection's queued mails (and of their dead letters). */
 export const queueOf = (connection: string): string => `smtp:${connection}`;
@@ -40,16 +41,7 @@ export function sendHostCall(kernel: KernelApi, connectionOf: ConnectionLookup):
     op: 'mail.send',
     args: sendArgs,
     async handler(args, ctx): Promise<SentMail | { queued: true; cid: string }> {
-      const conn = connectionOf(args.connection);
-      if (!conn) {
-        ctx.log.warn({ connection: args.connection }, 'SMTP send refused: no such connection');
-        throw new SvcError('NOT_FOUND', `no SMTP connection named '${args.connection}'`);
-      }
-      const allowed = conn.entry.allowed_services;
-      if (allowed !== undefined && !allowed.includes(ctx.service)) {
-        ctx.log.warn({ connection: args.connection }, 'SMTP send refused: service not allowed');
-        throw new SvcError('FORBIDDEN', `service '${ctx.service}' may not send mail on SMTP connection '${args.connection}'`);
-      }
+      const conn = connectionForService('SMTP', args.connection, connectionOf(args.connection), (c) => c.entry.allowed_services, ctx);
       checkMail(args.message, conn.entry);
       if (args.options.queue ?? conn.entry.queue_by_default) return enqueue(kernel, conn, args.message, ctx);
       return conn.send(nodemailerMessage(args.message, conn.entry));
@@ -70,7 +62,7 @@ export function mailRunner(connectionOf: ConnectionLookup): DurableRunner {
   return async (request) => {
     const name = request.delivery?.source?.name ?? '';
     const conn = connectionOf(name);
-    if (!conn) return failure(new SvcError('NOT_FOUND', `no SMTP connection named '${name}' (removed from the config?); replay once it is back`), true);
+    if (!conn) return failure(new SvcError('NOT_FOUND', `No SMTP connection named '${name}' (removed from the config?); replay once it is back`), true);
     const parsed = mailMessageSchema.safeParse(request.input?.message);
     if (!parsed.success) return failure(new SvcError('BAD_REQUEST', 'the stored mail is not a mail message'), true);
     try {

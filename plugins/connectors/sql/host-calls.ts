@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { SvcError, type HostCall, type HostCallContext } from '../../../sdk/plugin/index.ts';
+import type { HostCall, HostCallContext } from '../../../sdk/plugin/index.ts';
 import type { Statement, SqlConnection } from './connection.ts';
 import type { DriverParam } from './engine.ts';
+import { connectionForService } from '../shared/access.ts';
 
 export const MAX_TEXT_CHARS = 1024 * 1024;
 export const MAX_PARAMS = 10_000;
@@ -51,17 +52,7 @@ export function statementOf(args: z.infer<typeof statementSchema>): Statement {
  * database down is ServiceUnavailable; a failed statement is a `failed` answer (the SDK's SqlError).
  */
 export function sqlHostCalls(connectionOf: (name: string) => SqlConnection | undefined): HostCall[] {
-  const open = (name: string, ctx: HostCallContext): SqlConnection => {
-    const conn = connectionOf(name);
-    let refusal: SvcError | undefined;
-    if (!conn) refusal = new SvcError('NOT_FOUND', `No SQL connection named '${name}'`);
-    else if (conn.entry.allowed_services && !conn.entry.allowed_services.includes(ctx.service)) refusal = new SvcError('FORBIDDEN', `Service '${ctx.service}' may not use the SQL connection '${name}'`);
-    if (refusal) {
-      ctx.log.warn({ connection: name, refused: refusal.code }, `SQL connection refused: ${refusal.details}`);
-      throw refusal;
-    }
-    return conn!;
-  };
+  const open = (name: string, ctx: HostCallContext): SqlConnection => connectionForService('SQL', name, connectionOf(name), (c) => c.entry.allowed_services, ctx);
   const query: HostCall<QueryArgs> = {
     op: 'sql.query',
     args: queryArgs,

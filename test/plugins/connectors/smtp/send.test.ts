@@ -124,7 +124,7 @@ describe('mail(name).send, now', () => {
   });
 
   it('an unknown connection: NotFound; a service not in allowed_services: Forbidden', async () => {
-    expect(await send({ connection: 'nope', message: { to: 'a@svc.test', subject: 's', text: 't' } })).toMatchObject({ error: 'NotFound', status: 404, message: "no SMTP connection named 'nope'" });
+    expect(await send({ connection: 'nope', message: { to: 'a@svc.test', subject: 's', text: 't' } })).toMatchObject({ error: 'NotFound', status: 404, message: "No SMTP connection named 'nope'" });
     expect(await send({ message: { to: 'a@svc.test', subject: 's', text: 't' } }, '/other')).toMatchObject({ error: 'Forbidden', status: 403 });
   });
 
