@@ -48,10 +48,12 @@ function csvReplyWriter(settings: CsvSettings): HookFn {
         if (err instanceof CsvWriteError) throw new SvcError('INTERNAL', `Service output cannot be written as CSV: ${err.message}`);
         throw err;
       }
-      if (settings.encoding === 'latin1') {
-        if (NOT_LATIN1.test(text)) throw new SvcError('INTERNAL', 'Service output cannot be written as CSV: it holds characters ISO-8859-1 cannot carry');
-        r.body = Buffer.from(text, 'latin1');
-      } else r.body = text;
+      // Text ISO-8859-1 cannot carry (a euro sign; a request read as UTF-8 for its BOM) goes out as
+      // UTF-8, saying so, rather than failing the call or losing characters.
+      const encoding = settings.encoding === 'latin1' && !NOT_LATIN1.test(text) ? 'latin1' : 'utf8';
+      r.body = encoding === 'latin1' ? Buffer.from(text, 'latin1') : text;
+      if (!hasContentType(r)) r.contentType = CONTENT_TYPES[encoding];
+      return;
     }
     if (!hasContentType(r)) r.contentType = CONTENT_TYPES[settings.encoding];
   };

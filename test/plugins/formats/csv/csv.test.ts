@@ -149,7 +149,13 @@ describe('csv channels: replies', () => {
   it('answers 500 with the reason for output that has no CSV form', async () => {
     expectError(await k.app.inject({ method: 'GET', url: '/bad/number' }), 500, /^Service output cannot be written as CSV: a number is not a list of rows/);
     expectError(await k.app.inject({ method: 'GET', url: '/bad/nested' }), 500, /^Service output cannot be written as CSV: row 1, column "a": a nested value/);
-    expectError(await k.app.inject({ method: 'GET', url: '/bad/euro' }), 500, /ISO-8859-1 cannot carry/);
+  });
+
+  it('answers in UTF-8, saying so, what a latin1 channel cannot carry', async () => {
+    const res = await k.app.inject({ method: 'GET', url: '/bad/euro' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(res.body).toContain('€');
   });
 
   it('describes the csv body in the channels’ OpenAPI document', async () => {

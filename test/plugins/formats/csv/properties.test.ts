@@ -36,6 +36,12 @@ describe('csv properties', () => {
     }
   });
 
+  it('a UTF-8 BOM on a latin1 channel, with text latin1 cannot carry, echoed back: no 5xx (a counterexample fast-check found)', async () => {
+    const posted = await post(k, '/latin', Buffer.from([239, 187, 191, 0, 10, 226, 128, 168]), 'text/csv');
+    expectNoFault(posted);
+    expect(posted.res.headers['content-type']).toBe('text/csv; charset=utf-8');
+  });
+
   it('a table with quoted cells (quotes, delimiters, line breaks, any Unicode) reads back as the same table', async () => {
     await fc.assert(
       fc.asyncProperty(table, async ([header, rows]) => {
