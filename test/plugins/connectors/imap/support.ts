@@ -38,7 +38,16 @@ export class Mailbox {
       await this.client.noop();
       if ((this.client.mailbox || { exists: 0 }).exists === 0) return [];
       const all = await this.client.fetchAll('1:*', { uid: true, flags: true, envelope: true }, { uid: false });
-      return all.map((m) => ({ uid: m.uid, seen: m.flags?.has('\\Seen') ?? false, subject: m.envelope?.subject ?? '' }));
+      // A flag the channel sets meanwhile (on its own session) reaches this one as an unsolicited
+      // FETCH of flags alone, which imapflow hands over among the results: one entry per message
+      // (by sequence number), its UID and subject from the answer that has them.
+      const bySeq = new Map<number, { uid: number; seen: boolean; subject: string }>();
+      for (const m of all) {
+        const seen = m.flags?.has('\\Seen') ?? false;
+        const known = bySeq.get(m.seq);
+        bySeq.set(m.seq, { uid: known?.uid || m.uid, seen: (known?.seen ?? false) || seen, subject: known?.subject || (m.envelope?.subject ?? '') });
+      }
+      return [...bySeq.values()].sort((a, b) => a.uid - b.uid);
     } finally {
       lock.release();
     }
