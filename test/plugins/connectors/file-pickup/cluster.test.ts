@@ -68,8 +68,10 @@ describe('channel_file exactly once on two nodes (PostgreSQL)', () => {
     const store = await pgSchemaUrl(`${SUITE}kill-${Date.now()}`);
     const { nodes, ups } = await twoNodes(folder, store, 1_000);
     dropAll(folder);
-    // Killed once both nodes ran some and the batch is under way, so node-b holds claims.
+    // Killed once both nodes ran some and the batch is under way, at a moment node-b holds running
+    // claims (between two polls it may hold none, and the kill would then cut nothing to take over).
     await until(() => ups[1]!.hits('/hit').length >= 10 && tally(ups, folder).runs >= FILES / 3, 30_000, 'both nodes running the batch');
+    await until(async () => (await runningClaims(store, 'node-b')) > 0, 30_000, 'node-b running some files');
     await nodes[1]!.stop('SIGKILL');
     const killedAt = Date.now();
     const atKill = tally(ups, folder);
