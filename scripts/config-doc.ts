@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { z } from 'zod';
-import { channelBaseShape, serverSchema, pluginsSchema, securityBaseShape } from '../kernel/config/schema.ts';
+import { channelBaseShape, serverSchema, tenantSchema, pluginsSchema, securityBaseShape } from '../kernel/config/schema.ts';
 import { findBundledPluginFiles, loadPlugins } from '../kernel/plugin-loader.ts';
 import type { Plugin } from '../kernel/plugin.ts';
 
@@ -67,6 +67,7 @@ export async function configurationDoc(): Promise<string> {
     }
   }
   parts.push(table('security[] (every type)', 'Keys every security definition also takes.', z.object(securityFields)));
+  parts.push(table('tenants[]', 'Tenants: each with its services, its own resources under qualified names (`acme/orders`), its quotas and its trust level (docs/tenants.md).', tenantSchema));
   for (const p of plugins) {
     for (const [section, schema] of Object.entries(p.contributes?.sections ?? {})) {
       parts.push(table(section, `Provided by the \`${p.name}\` plugin.`, z.object({ [section]: schema as z.ZodType })));

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Plugin, ConfigIssue } from '../plugin.ts';
 import { ConfigError } from '../../sdk/plugin/config-source.ts';
-import { channelBaseShape, KERNEL_SECTIONS, pluginsSchema, securityBaseShape, serverSchema, type SvcConfig } from './schema.ts';
+import { channelBaseShape, KERNEL_SECTIONS, pluginsSchema, securityBaseShape, serverSchema, tenantsSchema, type SvcConfig } from './schema.ts';
 import type { ValidationContext } from '../../sdk/plugin/contract.ts';
 import { messageFormatNames } from '../services/messages.ts';
 
@@ -51,6 +51,7 @@ export function composeSchema(plugins: readonly Plugin[]): z.ZodType<SvcConfig> 
       plugins: pluginsSchema,
       security: z.array(parts.securityEntry).default([]),
       channel_rest: z.array(parts.channel).default([]),
+      tenants: tenantsSchema,
       ...parts.sections,
     })
     .strict() as unknown as z.ZodType<SvcConfig>;
@@ -68,6 +69,7 @@ export function configSectionSchemas(plugins: readonly Plugin[]): Record<string,
     server: parts.server,
     security: z.array(security).describe('Security definitions, by name; the keys of each depend on its type.'),
     channel_rest: z.array(parts.channel).describe('REST channels: a URL path bound to a service.'),
+    tenants: tenantsSchema,
     ...parts.sections,
   };
 }

@@ -8,7 +8,8 @@ import { z } from 'zod';
 
 import { HTTP_METHODS } from '../../sdk/http.ts';
 import { isTimeZone } from '../../sdk/plugin/zone.ts';
-import { securityNameSchema, type ChannelBase, type PluginsConfig, type ServerBase } from '../../sdk/plugin/config.ts';
+import { securityNameSchema, type ChannelBase, type PluginsConfig, type ServerBase, type TenantConfig } from '../../sdk/plugin/config.ts';
+import { scopedRef, TENANT_NAME } from '../../sdk/plugin/tenants.ts';
 
 /** The kernel's import point for the config types, which the plugin SDK declares (sdk/plugin/config.ts). */
 export {
@@ -23,10 +24,12 @@ export {
   type SecurityEntry,
   type ServerConfig,
   type SvcConfig,
+  type TenantConfig,
+  type TenantQuotas,
 } from '../../sdk/plugin/config.ts';
 
 /** Top-level sections the kernel reads itself; plugins add theirs (Contributions.sections). */
-export const KERNEL_SECTIONS = ['server', 'plugins', 'security', 'channel_rest'] as const;
+export const KERNEL_SECTIONS = ['server', 'plugins', 'security', 'channel_rest', 'tenants'] as const;
 
 const MiB = 1024 * 1024;
 
@@ -68,9 +71,18 @@ export const sandboxSchema = z
       .describe(
         "Calls one service's isolate holds at once, those waiting on an outgoing call or on a service they invoked included; more wait in the sandbox process, outside the isolate's heap. Counted per invoke depth (calls from channels, calls they invoke, and so on), so callers waiting on callees never take the room the callees need. At most 128 of them run code at a time.",
       ),
+    tenant_workers: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(2)
+      .describe(
+        "Sandbox processes the tenants' services share (docs/tenants.md), apart from the `workers` that run the platform's own services; started only when the config has tenants. A tenant with `processes` has processes of its own instead.",
+      ),
   })
   .strict()
-  .default({ workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128, idle_ms: 30_000, recycle_idle_ms: 60_000, recycle_above_mb: 64, max_calls_per_isolate: 2048 });
+  .default({ tenant_workers: 2, workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128, idle_ms: 30_000, recycle_idle_ms: 60_000, recycle_above_mb: 64, max_calls_per_isolate: 2048 });
 
 export const serverSchema = z
   .object({
@@ -165,15 +177,13 @@ export const urlPathSchema = z
 export const channelBaseShape = {
   name: z.string().min(1).describe('Label of the channel; unique.'),
   url_path: urlPathSchema.describe('URL path; {name} parts capture path parameters.'),
-  service: z.string().min(1).describe('Name of the service (its file name in services_dir, without extension).'),
+  service: scopedRef(z.string().min(1)).describe('Name of the service (its file name in services_dir, without extension).'),
   method: z
     .enum(HTTP_METHODS)
     .optional()
     .describe('The one HTTP method accepted; any method when absent.'),
   data_format: z.string().min(1).describe('Data format: one an enabled format plugin handles (bundled: json, xml, hl7, form, multipart, csv, none).'),
-  security: z
-    .string({ error: "required: name a security definition or group, or say 'none' explicitly" })
-    .min(1)
+  security: scopedRef(z.string({ error: "required: name a security definition or group, or say 'none' explicitly" }).min(1), { keep: ['none'] })
     .describe("Security definition or group name, or 'none' for no server-side authentication."),
   url_params_pri: z
     .enum(['qs_over_path', 'path_over_qs'])
@@ -187,6 +197,63 @@ export const channelBaseShape = {
 };
 
 export const channelBaseSchema = z.object(channelBaseShape).strict();
+
+const quota = (what: string) => z.number().int().min(1).optional().describe(`${what}; no limit when absent.`);
+
+export const tenantQuotasSchema = z
+  .object({
+    cpu_ms_per_minute: quota("CPU time the tenant's service isolates may use in any minute, in ms (the isolates' own CPU time, not wall time); past it its calls are refused 429 TENANT_QUOTA until the minute's use falls under it"),
+    concurrent_calls: quota("Calls of the tenant's services running at once on this node; more are refused 429 TENANT_QUOTA"),
+    memory_mb: quota("Memory limit of each of the tenant's isolates, in MB: a ceiling for what its services declare and for sandbox.memory_mb"),
+    queued_events: quota("Events of the tenant's queues (Use queue, connectors) pending or running at once; more are refused 503 QUEUE_FULL"),
+    pubsub_bytes: quota("Bytes of pub/sub messages the tenant's topics may hold stored; a publish past it is refused 503"),
+    outgoing_calls_per_minute: quota("Outgoing connection calls (REST and the connectors) the tenant's services may make per minute; past it a call fails with 429 TENANT_QUOTA"),
+    publishes_per_second: quota("Pub/sub publishes to the tenant's topics per second; past it a publish is refused 429 TENANT_QUOTA"),
+  })
+  .strict()
+  .default({});
+
+export const tenantSchema = z
+  .object({
+    name: z.string().regex(TENANT_NAME, 'lowercase letters, digits, _ and -, starting with a letter, at most 32').describe("The tenant's name: the first part of its resources' qualified names (`acme/orders`)."),
+    services_dir: z.string().min(1).optional().describe("Directory of the tenant's service files; relative to the working directory. Default: tenants/<name>/services."),
+    config_file: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("A YAML file of the tenant's own sections (channel_rest, security, outgoing_rest, the connectors…), with short names the server qualifies; relative to the main config file."),
+    config: z
+      .record(z.string(), z.array(z.unknown()))
+      .optional()
+      .describe('The same sections written here, in the main file (a small install): section name to its entries, short names.'),
+    url_prefix: z
+      .string()
+      .regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'a path such as /t/acme, without a trailing slash')
+      .optional()
+      .describe("Where the tenant's REST channels live: every url_path of its channels is under it. Default: /t/<name>."),
+    processes: z
+      .number()
+      .int()
+      .min(0)
+      .max(16)
+      .default(0)
+      .describe("Trust level: 0 runs the tenant's services in the sandbox processes tenants share (sandbox.tenant_workers); 1 or more gives it that many processes of its own, so a crash it causes costs no other tenant a request."),
+    weight: z.number().int().min(1).max(100).default(1).describe("Its share of the tenants' sandbox processes when they are saturated, against the other tenants' weights (weighted fair queueing)."),
+    quotas: tenantQuotasSchema.describe("The tenant's limits; each is per node unless docs/tenants.md says otherwise."),
+  })
+  .strict();
+
+export const tenantsSchema = z
+  .array(tenantSchema)
+  .default([])
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((t, i) => {
+      if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `tenant '${t.name}' is declared twice` });
+      seen.add(t.name);
+    });
+  })
+  .describe('Tenants: untrusted services side by side, each with its own services, resources, quotas and administrators (docs/tenants.md).');
 
 export const securityBaseShape = {
   name: securityNameSchema.describe('Unique name of the definition.'),
@@ -205,4 +272,5 @@ export type SchemasMatchTheContract = [
   Assert<Same<z.output<typeof channelBaseSchema>, ChannelBase>>,
   Assert<Same<z.output<typeof serverSchema>, ServerBase>>,
   Assert<Same<z.output<typeof pluginsSchema>, PluginsConfig>>,
+  Assert<Same<z.output<typeof tenantSchema>, TenantConfig>>,
 ];

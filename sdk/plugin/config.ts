@@ -23,6 +23,7 @@ export interface SandboxConfig {
   recycle_idle_ms: number;
   recycle_above_mb: number;
   max_calls_per_isolate: number;
+  tenant_workers: number;
 }
 
 /** The kernel's keys of the `server` section. */
@@ -85,11 +86,34 @@ export const securityNameSchema = z
 export type SecurityEntry = { name: string; type: string } & Record<string, unknown>;
 
 /** The kernel's own sections of the validated config. */
+export interface TenantQuotas {
+  cpu_ms_per_minute?: number | undefined;
+  concurrent_calls?: number | undefined;
+  memory_mb?: number | undefined;
+  queued_events?: number | undefined;
+  pubsub_bytes?: number | undefined;
+  outgoing_calls_per_minute?: number | undefined;
+  publishes_per_second?: number | undefined;
+}
+
+/** A tenant as the config declares it (docs/tenants.md); its resources' names start with `<name>/`. */
+export interface TenantConfig {
+  name: string;
+  services_dir?: string | undefined;
+  config_file?: string | undefined;
+  config?: Record<string, unknown[]> | undefined;
+  url_prefix?: string | undefined;
+  processes: number;
+  weight: number;
+  quotas: TenantQuotas;
+}
+
 export interface KernelConfig {
   server: ServerConfig;
   plugins: PluginsConfig;
   security: SecurityEntry[];
   channel_rest: Channel[];
+  tenants: TenantConfig[];
 }
 
 /** The validated config as the kernel and plugins read it: the kernel's sections and the enabled plugins'. */

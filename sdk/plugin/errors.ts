@@ -18,6 +18,7 @@ export const ERRORS = {
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Unsupported media type' },
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests' },
+  TENANT_QUOTA: { status: 429, message: "The tenant's quota is used up" },
   HEADERS_TOO_LARGE: { status: 431, message: 'Request header fields too large' },
   INTERNAL: { status: 500, message: 'Internal server error' },
   SERVICE_FAILED: { status: 500, message: 'Service raised an exception' },

@@ -66,7 +66,7 @@ describe('resource catalogue from the composed schema', () => {
 
   it('has every named-entry list section, and no section without names (pubsub_subscription) or the server section', async () => {
     const names = catalogueOf(await bundled()).map((s) => s.name);
-    expect(names.sort()).toEqual(['amqp_connection', 'cache', 'channel_amqp', 'channel_file', 'channel_imap', 'channel_mqtt', 'channel_rest', 'groups', 'mqtt_connection', 'outgoing_rest', 'pubsub_endpoint', 'pubsub_topic', 'scheduler_job', 'secrets', 'security', 'sftp_connection', 'smtp_connection', 'sql_connection']);
+    expect(names.sort()).toEqual(['amqp_connection', 'cache', 'channel_amqp', 'channel_file', 'channel_imap', 'channel_mqtt', 'channel_rest', 'groups', 'mqtt_connection', 'outgoing_rest', 'pubsub_endpoint', 'pubsub_topic', 'scheduler_job', 'secrets', 'security', 'sftp_connection', 'smtp_connection', 'sql_connection', 'tenants']);
   });
 
   it("includes third-party plugins' parts with no admin code: the JWT security type and the CSV channel fields", async () => {
