@@ -52,7 +52,7 @@ export async function loadConfig(configPath: string, env: NodeJS.ProcessEnv = pr
   const loaded = await loadPlugins(readPluginsSection(raw), dirname(configPath));
   for (const p of extraPlugins) loaded.push({ plugin: p, options: p.configSchema.parse({}) });
   const plugins = loaded.map((l) => l.plugin);
-  const config = validate(raw, plugins, env);
+  const config = validate(raw, plugins, env, dirname(configPath));
   const proxies = config.server.trusted_proxies;
   const proxyProblem = proxies && checkTrustedProxies(proxies);
   if (proxyProblem) throw new ConfigError([formatIssue({ path: ['server', 'trusted_proxies'], message: proxyProblem })]);

@@ -4,7 +4,8 @@ import { basename, dirname } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { ConfigCheck, ConfigIssue, ConfigLayer, Plugin, RawConfig } from '../plugin.ts';
-import { composeSchema, crossCheck, formatIssue, zodIssueList } from './compose.ts';
+import { composeSchema, configSectionSchemas, crossCheck, formatIssue, zodIssueList } from './compose.ts';
+import { expandTenants, relabel, tenantIssues } from './tenants.ts';
 import { ConfigLayers } from './layers.ts';
 import { ConfigError, readSource } from '../../sdk/plugin/config-source.ts';
 import { pluginsSchema, type PluginsConfig, type SvcConfig } from './schema.ts';
@@ -20,13 +21,19 @@ export function readPluginsSection(raw: unknown): PluginsConfig {
   return parsed.data;
 }
 
-export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.ProcessEnv = process.env): SvcConfig {
-  const parsed = composeSchema(plugins).safeParse(raw);
-  if (!parsed.success) {
-    const list = zodIssueList(parsed.error.issues);
-    throw new ConfigError(list.map(formatIssue), list);
-  }
-  const config = parsed.data;
+export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.ProcessEnv = process.env, baseDir = '.'): SvcConfig {
+  const sections = configSectionSchemas(plugins);
+  // Tenants' sections join the main ones, qualified; messages about them name where the tenant wrote them.
+  const expanded = raw && typeof raw === 'object' && !Array.isArray(raw) ? expandTenants(raw as RawConfig, sections, baseDir) : { raw, origins: new Map<string, string>() };
+  const fail = (list: ConfigIssue[]): never => {
+    throw new ConfigError(
+      list.map((issue) => relabel(issue, expanded.origins) ?? formatIssue(issue)),
+      list,
+    );
+  };
+  const parsed = composeSchema(plugins).safeParse(expanded.raw);
+  if (!parsed.success) fail(zodIssueList(parsed.error.issues));
+  const config = parsed.data as SvcConfig;
   if (env.SVC_PORT !== undefined) {
     const port = Number(env.SVC_PORT);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError([`SVC_PORT: not a port number: ${env.SVC_PORT}`]);
@@ -34,8 +41,8 @@ export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.P
   }
   // Empty counts as unset: a deployment template often defines the variable whether or not it uses it.
   if (env.SVC_STORE) config.server.store = env.SVC_STORE;
-  const issues = crossCheck(config, plugins);
-  if (issues.length) throw new ConfigError(issues.map(formatIssue), issues);
+  const issues = [...tenantIssues(config, sections), ...crossCheck(config, plugins)];
+  if (issues.length) fail(issues);
   return config;
 }
 
@@ -93,7 +100,7 @@ export class ConfigStore extends EventEmitter {
     }
     let config: SvcConfig;
     try {
-      config = validate(raw, this.plugins, this.env);
+      config = validate(raw, this.plugins, this.env, dirname(this.file));
     } catch (err) {
       if (err instanceof ConfigError) return { ok: false, issues: err.details };
       return { ok: false, issues: [{ path: [], message: (err as Error).message }] };

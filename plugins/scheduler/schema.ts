@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Cron, CronError, isTimeZone, parseDuration, type ConfigIssue } from '../../sdk/plugin/index.ts';
+import { Cron, CronError, isTimeZone, parseDuration, type ConfigIssue, localName, scopedRef } from '../../sdk/plugin/index.ts';
 
 /**
  * The `scheduler_job` section: named jobs that start a service on a schedule. Each has exactly one
@@ -37,8 +37,8 @@ export const DEFAULT_RUN_DELIVERY = runDeliverySchema.parse({});
 
 export const jobSchema = z
   .object({
-    name: z.string().min(1).max(200).regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : -').describe('Job name: unique; shown in `svc job list` and the Dashboard.'),
-    service: z.string().min(1).describe('The service each run invokes.'),
+    name: z.string().min(1).max(200).refine((name) => /^[A-Za-z0-9_.:-]+$/.test(localName(name)), 'letters, digits and _ . : - (a tenant\'s after its `tenant/`)').describe('Job name: unique; shown in `svc job list` and the Dashboard.'),
+    service: scopedRef(z.string().min(1)).describe('The service each run invokes.'),
     input: z
       .record(z.string(), z.unknown())
       .default({})

@@ -79,3 +79,4 @@ export {
 } from './secret-hash.ts';
 /** YAML text → plain data with `${NAME}` substituted, exactly as the config file is read (`svc import`). */
 export { ConfigError, readSource as readConfigSource } from './config-source.ts';
+export { TENANT_NAME, TENANT_SEPARATOR, hostPath, joinUrl, localName, qualify, qualifyEntry, scopedFor, scopedRef, scopedRefOf, tenantOf, walkRefs, type FoundRef } from './tenants.ts';

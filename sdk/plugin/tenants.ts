@@ -44,6 +44,11 @@ export interface ScopedRefMeta {
   scopedRef: { keep: readonly string[] };
 }
 
+/** Metadata of a field that names a file or folder of the server's machine: a tenant's entries may not set it. */
+export interface HostPathMeta {
+  hostPath: true;
+}
+
 /**
  * Marks a config field (a string, or each string of an array) as a reference to a named
  * resource: in a tenant's config it is qualified with the tenant, and an entry of one tenant may
@@ -53,42 +58,64 @@ export function scopedRef<T extends z.ZodType>(schema: T, opts: { keep?: readonl
   return schema.meta({ scopedRef: { keep: opts.keep ?? [] } }) as T;
 }
 
-/** The reference metadata of a schema (through its parents: `.describe()` after `scopedRef` keeps it). */
-export function scopedRefOf(schema: z.ZodType): ScopedRefMeta['scopedRef'] | undefined {
-  const meta = z.globalRegistry.get(schema) as Partial<ScopedRefMeta> | undefined;
-  return meta?.scopedRef;
+/**
+ * Marks a config field that names a path on the server's machine (a CA file, a key file, a folder
+ * to poll): the platform's entries may set it, a tenant's may not (docs/tenants.md: a tenant
+ * reaches no file of the server).
+ */
+export function hostPath<T extends z.ZodType>(schema: T): T {
+  return schema.meta({ hostPath: true }) as T;
 }
 
-/** A reference found in an entry: where, what it says, and how it is qualified. */
+type Marks = Partial<ScopedRefMeta & HostPathMeta>;
+
+function marksOf(schema: z.ZodType): Marks | undefined {
+  return z.globalRegistry.get(schema) as Marks | undefined;
+}
+
+/** The reference metadata of a schema (through its parents: `.describe()` after `scopedRef` keeps it). */
+export function scopedRefOf(schema: z.ZodType): ScopedRefMeta['scopedRef'] | undefined {
+  return marksOf(schema)?.scopedRef;
+}
+
+/** A marked field found in an entry: where, and what it says. */
 export interface FoundRef {
   path: (string | number)[];
   value: string;
 }
 
 /**
- * Every reference field of a config entry, walking its schema and its data side by side
- * (objects, arrays, optional and default wrappers, unions by trying each object option that
- * accepts the data). `rewrite`, when given, replaces each reference's value in a copy.
+ * Every reference field of a config entry (and every host path it sets), walking its schema and
+ * its data side by side (objects, arrays, records, optional and default wrappers, unions by the
+ * option that accepts the data). `rewrite`, when given, replaces each reference's value in a copy.
  */
-export function walkRefs(schema: z.ZodType, value: unknown, rewrite?: (ref: FoundRef) => string): { refs: FoundRef[]; value: unknown } {
-  const refs: FoundRef[] = [];
-  const out = walk(schema, value, [], refs, rewrite);
-  return { refs, value: out };
+export function walkRefs(schema: z.ZodType, value: unknown, rewrite?: (ref: FoundRef) => string): { refs: FoundRef[]; hostPaths: FoundRef[]; value: unknown } {
+  const found = { refs: [] as FoundRef[], hostPaths: [] as FoundRef[] };
+  const out = walk(schema, value, [], found, rewrite);
+  return { ...found, value: out };
 }
 
-function walk(schema: z.ZodType, value: unknown, path: (string | number)[], refs: FoundRef[], rewrite: ((ref: FoundRef) => string) | undefined): unknown {
-  const ref = scopedRefOf(schema);
+interface Found {
+  refs: FoundRef[];
+  hostPaths: FoundRef[];
+}
+
+function walk(schema: z.ZodType, value: unknown, path: (string | number)[], found: Found, rewrite: ((ref: FoundRef) => string) | undefined): unknown {
+  const marks = marksOf(schema);
+  if (marks?.hostPath && value !== undefined) found.hostPaths.push({ path, value: String(value) });
+  const ref = marks?.scopedRef;
   if (ref) {
     const mark = (v: unknown, p: (string | number)[]): unknown => {
       if (typeof v !== 'string' || ref.keep.includes(v)) return v;
-      const found = { path: p, value: v };
-      refs.push(found);
-      return rewrite ? rewrite(found) : v;
+      const at = { path: p, value: v };
+      found.refs.push(at);
+      return rewrite ? rewrite(at) : v;
     };
     if (Array.isArray(value)) return value.map((v, i) => mark(v, [...path, i]));
     return mark(value, path);
   }
   const def = schema._zod.def as unknown as Record<string, unknown> & { type: string };
+  const next = (s: unknown, v: unknown, p: (string | number)[]) => walk(s as z.ZodType, v, p, found, rewrite);
   switch (def.type) {
     case 'optional':
     case 'nullable':
@@ -97,19 +124,17 @@ function walk(schema: z.ZodType, value: unknown, path: (string | number)[], refs
     case 'readonly':
     case 'catch':
     case 'nonoptional':
-      return walk(def.innerType as z.ZodType, value, path, refs, rewrite);
+      return next(def.innerType, value, path);
     case 'pipe':
-      return walk(def.in as z.ZodType, value, path, refs, rewrite);
+      return next(def.in, value, path);
     case 'lazy':
-      return walk((def.getter as () => z.ZodType)(), value, path, refs, rewrite);
-    case 'array': {
-      if (!Array.isArray(value)) return value;
-      return value.map((v, i) => walk(def.element as z.ZodType, v, [...path, i], refs, rewrite));
-    }
+      return next((def.getter as () => z.ZodType)(), value, path);
+    case 'array':
+      return Array.isArray(value) ? value.map((v, i) => next(def.element, v, [...path, i])) : value;
     case 'record': {
       if (!isPlainObject(value)) return value;
       const copy: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) copy[k] = walk(def.valueType as z.ZodType, v, [...path, k], refs, rewrite);
+      for (const [k, v] of Object.entries(value)) copy[k] = next(def.valueType, v, [...path, k]);
       return copy;
     }
     case 'object': {
@@ -118,28 +143,27 @@ function walk(schema: z.ZodType, value: unknown, path: (string | number)[], refs
       const copy: Record<string, unknown> = { ...value };
       for (const [k, v] of Object.entries(value)) {
         const field = shape[k];
-        if (field) copy[k] = walk(field, v, [...path, k], refs, rewrite);
+        if (field) copy[k] = next(field, v, [...path, k]);
       }
       return copy;
     }
     case 'union': {
-      // The option the data fits; for a union by a discriminator (security types), the one its key names.
-      for (const option of def.options as z.ZodType[]) {
-        if (option.safeParse(value).success) return walk(option, value, path, refs, rewrite);
-      }
-      const disc = def.discriminator as string | undefined;
-      if (disc && isPlainObject(value)) {
-        for (const option of def.options as z.ZodType[]) {
-          const shape = (option as { _zod: { def: { shape?: Record<string, z.ZodType> } } })._zod.def.shape;
-          const lit = shape?.[disc];
-          if (lit && lit.safeParse(value[disc]).success) return walk(option, value, path, refs, rewrite);
-        }
-      }
-      return value;
+      // The option the data fits; else, for a union by a discriminator (security types), the one its key names.
+      const options = def.options as z.ZodType[];
+      const fits = options.find((o) => o.safeParse(value).success) ?? discriminated(options, def.discriminator as string | undefined, value);
+      return fits ? next(fits, value, path) : value;
     }
     default:
       return value;
   }
+}
+
+function discriminated(options: z.ZodType[], key: string | undefined, value: unknown): z.ZodType | undefined {
+  if (!key || !isPlainObject(value)) return undefined;
+  return options.find((o) => {
+    const shape = (o._zod.def as unknown as { shape?: Record<string, z.ZodType> }).shape;
+    return shape?.[key]?.safeParse(value[key]).success;
+  });
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -162,9 +186,4 @@ export function qualifyEntry(schema: z.ZodType, entry: unknown, tenant: string, 
 /** `/t/acme` + `/orders` → `/t/acme/orders`; `/t/acme` + `/` → `/t/acme/`. */
 export function joinUrl(prefix: string, path: string): string {
   return prefix.replace(/\/+$/, '') + (path.startsWith('/') ? path : `/${path}`);
-}
-
-/** The problems of a qualified entry: references that leave its tenant (an entry of the platform may name anything). */
-export function crossTenantRefs(schema: z.ZodType, entry: unknown, tenant: string): FoundRef[] {
-  return walkRefs(schema, entry).refs.filter((ref) => tenantOf(ref.value) !== tenant);
 }

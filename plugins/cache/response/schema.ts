@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { scopedRef } from '../../../sdk/plugin/index.ts';
 import type { ConfigIssue, SvcConfig } from '../../../sdk/plugin/index.ts';
 import { cacheNameSchema, ttlSchema } from '../shared/schema.ts';
 
@@ -22,7 +23,7 @@ export const responseCacheSchema = z
       .boolean()
       .default(true)
       .describe('The authenticated caller (security definition and username) is part of the key, so no caller gets an answer made for another. false: every caller the channel admits shares the answers (data the same for all).'),
-    cache: cacheNameSchema
+    cache: scopedRef(cacheNameSchema)
       .optional()
       .describe("A named cache (cache: section) to keep the answers in: with backend redis every node shares them. Absent: this node's memory (plugins.response-cache.config limits)."),
     max_body_bytes: z

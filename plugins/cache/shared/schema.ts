@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { localName, scopedRef } from '../../../sdk/plugin/index.ts';
 import { BACKENDS } from './backend.ts';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -33,7 +34,7 @@ export const ttlSchema = z.union([z.number(), z.string()]).transform((value, ctx
 /** Cache names travel in SDK calls, CLI arguments, Redis keys and log lines: a short, plain token. */
 export const cacheNameSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'letters, digits, `.`, `_` and `-`, starting with a letter or digit, at most 128 characters');
+  .refine((name) => /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(localName(name)), 'letters, digits, `.`, `_` and `-`, starting with a letter or digit, at most 128 characters (a tenant\'s after its `tenant/`)');
 
 const MiB = 1024 * 1024;
 /** What a memory cache holds unless its entry says otherwise. */
@@ -64,7 +65,7 @@ export const namedCacheSchema = z
       .max(64 * MiB)
       .default(MiB)
       .describe('Largest value a service may store, bytes of its JSON text; a larger one is refused with BadRequest naming this limit. Default 1 MiB.'),
-    services: z.array(z.string().min(1)).default([]).describe('Services that may use the cache (file names without extension). Left out or empty: no service may (a response_cache may still use it).'),
+    services: z.array(scopedRef(z.string().min(1))).default([]).describe('Services that may use the cache (file names without extension). Left out or empty: no service may (a response_cache may still use it).'),
     redis_url: z
       .string()
       .regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext } from '../../../sdk/plugin/index.ts';
+import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext, hostPath, scopedRef } from '../../../sdk/plugin/index.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
 import { allowedServicesField, formatSettingsFields, formatSettingsIssues, readyCheckField, reconnectSchema } from '../shared/fields.ts';
@@ -20,7 +20,7 @@ const urlSchema = z
 const tlsSchema = z
   .object({
     reject_unauthorized: z.boolean().default(true).describe('Refuse brokers whose certificate does not verify; false only for test systems.'),
-    ca_file: z.string().min(1).optional().describe('PEM file of extra certificate authorities to trust.'),
+    ca_file: hostPath(z.string().min(1)).optional().describe('PEM file of extra certificate authorities to trust.'),
     server_name: z.string().min(1).optional().describe('Name to verify the certificate against, when it differs from the host.'),
   })
   .strict();
@@ -67,10 +67,10 @@ const declareSchema = z
 export const channelAmqpSchema = z
   .object({
     name: z.string().min(1).describe('Unique; the Use queue lane and dead letters are amqp:<name>.'),
-    connection: z.string().min(1).describe('The amqp_connection to consume on.'),
+    connection: scopedRef(z.string().min(1)).describe('The amqp_connection to consume on.'),
     queue: z.string().min(1).max(255).describe('Queue to consume.'),
     declare: declareSchema.optional().describe('Declare the queue (and its bindings) at each connect with these settings; absent: the queue must exist already (checked passively).'),
-    service: z.string().min(1).describe('Service each message runs.'),
+    service: scopedRef(z.string().min(1)).describe('Service each message runs.'),
     data_format: z.string().min(1).default('json').describe('How message bodies are decoded (json, xml, form, hl7, csv, none).'),
     ...formatSettingsFields,
     prefetch: z.number().int().min(1).max(65535).default(10).describe('Unacknowledged messages the broker sends at most.'),

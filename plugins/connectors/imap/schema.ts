@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bundledPluginOn, type ConfigIssue, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import { bundledPluginOn, type ConfigIssue, type SvcConfig, hostPath, scopedRef } from '../../../sdk/plugin/index.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
 import { readyCheckField, reconnectSchema } from '../shared/fields.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
@@ -9,7 +9,7 @@ const MIB = 1024 * 1024;
 const tlsSchema = z
   .object({
     reject_unauthorized: z.boolean().default(true).describe('Refuse servers whose certificate does not verify; false only for test systems.'),
-    ca_file: z.string().min(1).optional().describe('PEM file of extra certificate authorities to trust (a self-signed server certificate).'),
+    ca_file: hostPath(z.string().min(1)).optional().describe('PEM file of extra certificate authorities to trust (a self-signed server certificate).'),
     server_name: z.string().min(1).optional().describe('Name to verify the certificate against, when it differs from the host.'),
   })
   .strict();
@@ -39,7 +39,7 @@ export const channelImapSchema = z
     username: z.string().min(1).describe('Login name of the mailbox account.'),
     ...passwordFields,
     mailbox: folderName.default('INBOX').describe('Folder watched for new messages.'),
-    service: z.string().min(1).describe('Service each message runs (ctx.payload: the parsed mail).'),
+    service: scopedRef(z.string().min(1)).describe('Service each message runs (ctx.payload: the parsed mail).'),
     after_success: afterSuccessSchema.default({ action: 'seen' }).describe('What happens to a message on the server once it is done with.'),
     error_folder: folderName.default('svc-errors').describe('Folder a message moves to when it is dead-lettered (failed every attempt, too large, or not a parsable mail); created when missing.'),
     idle: z.boolean().default(true).describe('Wait for new messages with IMAP IDLE (pushed by the server within a second); the mailbox is also polled every poll_interval_ms, and only polled when the server has no IDLE or this is false.'),

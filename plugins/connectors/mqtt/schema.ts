@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext } from '../../../sdk/plugin/index.ts';
+import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext, hostPath, scopedRef } from '../../../sdk/plugin/index.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
 import { allowedServicesField, formatSettingsFields, formatSettingsIssues, readyCheckField, reconnectSchema } from '../shared/fields.ts';
@@ -46,9 +46,9 @@ const urlSchema = z.string().refine((a) => {
 const tlsSchema = z
   .object({
     reject_unauthorized: z.boolean().default(true).describe('Refuse brokers whose certificate does not verify; false only for test systems.'),
-    ca_file: z.string().min(1).optional().describe('PEM file of extra certificate authorities to trust.'),
-    cert_file: z.string().min(1).optional().describe('PEM client certificate, for brokers that authenticate clients by certificate.'),
-    key_file: z.string().min(1).optional().describe('PEM private key of cert_file.'),
+    ca_file: hostPath(z.string().min(1)).optional().describe('PEM file of extra certificate authorities to trust.'),
+    cert_file: hostPath(z.string().min(1)).optional().describe('PEM client certificate, for brokers that authenticate clients by certificate.'),
+    key_file: hostPath(z.string().min(1)).optional().describe('PEM private key of cert_file.'),
     server_name: z.string().min(1).optional().describe('Name to verify the certificate against, when it differs from the address host.'),
   })
   .strict();
@@ -95,7 +95,7 @@ export const channelEntrySchema = z
     qos: z.union([z.literal(0), z.literal(1), z.literal(2)]).default(1).describe('Subscription QoS: 0 at most once (nothing redelivered), 1 at least once (acknowledged after the message is done with), 2 needs protocol_version 5.'),
     clean_session: z.boolean().default(false).describe('false: a persistent session, so messages published while svc is away are delivered when it is back; true: a new session at each connect.'),
     session_expiry_s: z.number().int().min(0).max(4_294_967_295).default(604_800).describe('MQTT 5: how long the broker keeps the session after a disconnect (default a week).'),
-    service: z.string().min(1).describe('The service run for each message.'),
+    service: scopedRef(z.string().min(1)).describe('The service run for each message.'),
     data_format: z.string().min(1).default('json').describe("How a message's body is read: json (default), xml, form, hl7, csv, or none (the bytes as they came, in ctx.rawBody); a message not valid for it is dead-lettered."),
     ...formatSettingsFields,
     delivery: inboundDeliverySchema.default(inboundDeliverySchema.parse({})).describe('Retries and dead letters (svc\'s dead-letter queue: svc queue list --channel mqtt:<name>).'),

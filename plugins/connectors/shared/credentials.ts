@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import { scopedRef, type KernelApi } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
 
 /**
@@ -14,9 +14,7 @@ export const passwordFields = {
     .optional()
     .describe('Password; give it as ${ENV} rather than literally. Write-only in the admin API, never logged, never seen by services.')
     .meta({ writeOnly: true }),
-  password_secret: z
-    .string()
-    .min(1)
+  password_secret: scopedRef(z.string().min(1))
     .optional()
     .describe('Name of a `secrets:` entry holding the password instead (`svc secret set NAME`, stored encrypted in the vault). Its `services` may stay empty: connectors read it in the kernel process.'),
 };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { scopedRef } from '../../../sdk/plugin/index.ts';
 
 /**
  * Config keys every connector spells the same way, so a user who set one connector's knows the
@@ -21,7 +22,7 @@ export function reconnectSchema(defaults: { min_ms: number; max_ms: number }) {
 export const readyCheckField = z.boolean().default(false).describe('/ready answers 503 while this is not up (every connection is listed in /ready either way).');
 
 export function allowedServicesField(what: string) {
-  return z.array(z.string().min(1)).optional().describe(`Services that may ${what}; every service when absent.`);
+  return z.array(scopedRef(z.string().min(1))).optional().describe(`Services that may ${what}; every service when absent.`);
 }
 
 /** Formats whose own settings an inbound channel may carry under the format's name, as a REST channel does. */

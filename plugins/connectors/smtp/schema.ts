@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bundledPluginOn, type ConfigIssue, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import { bundledPluginOn, type ConfigIssue, type SvcConfig, hostPath } from '../../../sdk/plugin/index.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
 import { allowedServicesField, readyCheckField } from '../shared/fields.ts';
 
@@ -17,7 +17,7 @@ const addressField = (what: string) =>
 const tlsSchema = z
   .object({
     reject_unauthorized: z.boolean().default(true).describe('Refuse servers whose certificate does not verify; false only for test systems.'),
-    ca_file: z.string().min(1).optional().describe('PEM file of extra certificate authorities to trust (a private CA, a self-signed server).'),
+    ca_file: hostPath(z.string().min(1)).optional().describe('PEM file of extra certificate authorities to trust (a private CA, a self-signed server).'),
     server_name: z.string().min(1).optional().describe('Name to verify the certificate against, when it differs from the host.'),
   })
   .strict();

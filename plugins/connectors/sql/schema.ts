@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { hostPath } from '../../../sdk/plugin/index.ts';
 import type { ConfigIssue, SvcConfig } from '../../../sdk/plugin/index.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
 import { allowedServicesField } from '../shared/fields.ts';
@@ -12,7 +13,7 @@ export const sqlTlsSchema = z
   .object({
     enabled: z.boolean().default(true).describe('Connect over TLS.'),
     reject_unauthorized: z.boolean().default(true).describe('Refuse servers whose certificate does not verify; false only for test systems.'),
-    ca_file: z.string().min(1).optional().describe('PEM file of extra certificate authorities to trust (read when the connection is built).'),
+    ca_file: hostPath(z.string().min(1)).optional().describe('PEM file of extra certificate authorities to trust (read when the connection is built).'),
     server_name: z.string().min(1).optional().describe('Name to verify the certificate against, when it differs from the host (postgresql only).'),
   })
   .strict();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { hostPath, scopedRef } from '../../../sdk/plugin/index.ts';
 import type { ConfigIssue, SvcConfig } from '../../../sdk/plugin/index.ts';
 import { OUTGOING_AUTH_CAPABILITY } from '../../capabilities.ts';
 
@@ -29,7 +30,7 @@ export const retrySchema = z
 export const tlsSchema = z
   .object({
     reject_unauthorized: z.boolean().default(true).describe('Refuse servers whose certificate does not verify; false only for test systems.'),
-    ca_file: z.string().min(1).optional().describe('PEM file of extra certificate authorities to trust.'),
+    ca_file: hostPath(z.string().min(1)).optional().describe('PEM file of extra certificate authorities to trust.'),
     server_name: z.string().min(1).optional().describe('Name to verify the certificate against, when it differs from the address host.'),
   })
   .strict();
@@ -55,7 +56,7 @@ export const outgoingEntrySchema = z
       .refine((p) => !p.includes('?') && !p.includes('#'), 'must not contain a query string or fragment')
       .default('/')
       .describe('Path after the address; may hold {placeholder} parameters filled from the call\'s params.'),
-    security: z.string().min(1).optional().describe('Security definition whose credentials are added on the host side: basic_auth, apikey, bearer_token or ntlm.'),
+    security: scopedRef(z.string().min(1)).optional().describe('Security definition whose credentials are added on the host side: basic_auth, apikey, bearer_token or ntlm.'),
     timeout_ms: z.number().int().min(1).max(600_000).default(10_000).describe('Limit of one attempt, from sending to the last response byte.'),
     retry: retrySchema.default(retrySchema.parse({})).describe('Retries of timeouts, connection errors and 429 responses.'),
     headers: headerMapSchema.optional(),
@@ -69,7 +70,7 @@ export const outgoingEntrySchema = z
       .default(4_000)
       .describe('Longest a socket with nothing to do is kept for the next call; a server\'s Keep-Alive: timeout shortens it. Keep it below the idle timeout of the server and of proxies on the way: a call sent as they close the socket fails, and a POST is not sent again.'),
     max_response_bytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(16 * 1024 * 1024).describe('Largest response body a call accepts; larger is a failed call.'),
-    allowed_services: z.array(z.string().min(1)).optional().describe('Services that may use the connection; every service when absent.'),
+    allowed_services: z.array(scopedRef(z.string().min(1))).optional().describe('Services that may use the connection; every service when absent.'),
   })
   .strict();
 

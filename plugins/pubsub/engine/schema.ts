@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { ConfigIssue } from '../../../sdk/plugin/index.ts';
+import { scopedRef } from '../../../sdk/plugin/index.ts';
+import { tenantOf, type ConfigIssue } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { compilePatterns, isTopicName, isTopicPattern } from '../shared/patterns.ts';
 import { BUILTIN, BUILTIN_RESOURCES } from './builtin.ts';
@@ -7,12 +8,17 @@ import type { ResourceSet } from './engine.ts';
 
 export const DEFAULT_MAX_DEPTH = 10_000;
 
-const topicName = z
-  .string()
-  .refine(isTopicName, "must start with '/' and hold non-empty segments without '*', '%', '?', '#' or spaces (at most 200 characters)");
-const topicPattern = z
-  .string()
-  .refine(isTopicPattern, "must start with '/'; '*' matches within one segment, '**' across segments");
+/** A tenant's topic reaches here qualified (`acme/orders`): pub/sub is the platform's for now (docs/tenants.md). */
+const NOT_FOR_TENANTS = "pub/sub topics and endpoints are the platform's for now: tenants publish through their services (docs/tenants.md)";
+
+function topicCheck(valid: (v: string) => boolean, message: string) {
+  return z.string().superRefine((value, ctx) => {
+    if (!valid(value)) ctx.addIssue({ code: 'custom', message: !value.startsWith('/') && tenantOf(value) !== undefined ? NOT_FOR_TENANTS : message });
+  });
+}
+
+const topicName = topicCheck(isTopicName, "must start with '/' and hold non-empty segments without '*', '%', '?', '#' or spaces (at most 200 characters)");
+const topicPattern = topicCheck(isTopicPattern, "must start with '/'; '*' matches within one segment, '**' across segments");
 
 export const topicEntrySchema = z
   .object({
@@ -30,15 +36,13 @@ export const topicEntrySchema = z
 export const endpointEntrySchema = z
   .object({
     name: z.string().min(1).describe('Name of the pub/sub endpoint (client identity); unique.'),
-    security: z
-      .string()
-      .min(1)
+    security: scopedRef(z.string().min(1))
       .optional()
       .describe('Name of the basic_auth definition whose credentials identify this endpoint on the REST APIs. Required unless `services` is given.'),
-    pub: z.array(topicPattern).default([]).describe('Topic patterns this endpoint may publish to (`*` within a segment, `**` across segments).'),
-    sub: z.array(topicPattern).default([]).describe('Topic patterns this endpoint may subscribe to.'),
+    pub: z.array(scopedRef(topicPattern)).default([]).describe('Topic patterns this endpoint may publish to (`*` within a segment, `**` across segments).'),
+    sub: z.array(scopedRef(topicPattern)).default([]).describe('Topic patterns this endpoint may subscribe to.'),
     services: z
-      .array(z.string().min(1))
+      .array(scopedRef(z.string().min(1)))
       .optional()
       .describe('Services that may publish through the SDK as this endpoint, to the topics its `pub` patterns allow.'),
   })
@@ -46,8 +50,8 @@ export const endpointEntrySchema = z
 
 export const subscriptionEntrySchema = z
   .object({
-    endpoint: z.string().min(1).describe('Name of the subscribing pub/sub endpoint.'),
-    topics: z.array(topicName).min(1).describe('Topics the endpoint is subscribed to (it needs subscription permission for each).'),
+    endpoint: scopedRef(z.string().min(1)).describe('Name of the subscribing pub/sub endpoint.'),
+    topics: z.array(scopedRef(topicName)).min(1).describe('Topics the endpoint is subscribed to (it needs subscription permission for each).'),
   })
   .strict();
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { localName, scopedRef } from '../../../sdk/plugin/index.ts';
 import type { ConfigIssue, SvcConfig } from '../../../sdk/plugin/index.ts';
 
 /** Longest value accepted, from the config file or the CLI: keys, not documents. */
@@ -7,7 +8,7 @@ export const MAX_SECRET_VALUE = 4096;
 /** Names travel in CLI arguments, SDK calls and log lines: a short, plain token. */
 export const secretNameSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'letters, digits, `.`, `_` and `-`, starting with a letter or digit, at most 128 characters');
+  .refine((name) => /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(localName(name)), 'letters, digits, `.`, `_` and `-`, starting with a letter or digit, at most 128 characters (a tenant\'s after its `tenant/`)');
 
 export const secretValueSchema = z.string().min(1, 'must not be empty').max(MAX_SECRET_VALUE, `must be at most ${MAX_SECRET_VALUE} characters`);
 
@@ -21,7 +22,7 @@ export const namedSecretSchema = z
       )
       .meta({ writeOnly: true }),
     services: z
-      .array(z.string().min(1))
+      .array(scopedRef(z.string().min(1)))
       .default([])
       .describe('Services that may use the secret (file names without extension). Left out or empty: no service may.'),
   })
