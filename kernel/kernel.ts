@@ -10,7 +10,7 @@ import type { ConfigIssue, RawConfig } from './plugin.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
 import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type PluginRoute } from './plugin.ts';
 import { openStore } from './store/open.ts';
-import { isolatedVmEntry } from './sandbox/ivm.ts';
+import { isolatedVmAdvisory, isolatedVmEntry, tenantsRefusedHere } from './sandbox/ivm.ts';
 import { accessLogVia, serverLoggers, type AccessLog } from './platform/log.ts';
 import type { DataStore } from '../sdk/plugin/store.ts';
 import { startServiceRunner, type ServiceRunner } from './sandbox/runner.ts';
@@ -80,6 +80,7 @@ export class Kernel {
   private active: ActivePlugin[] = [];
   private closing = false;
   private started = false;
+  private advisoryWarned = false;
 
   private constructor(
     readonly configStore: ConfigStore,
@@ -198,6 +199,9 @@ export class Kernel {
       if (first) throw new ConfigError(issues);
       throw new Error(issues.join('; '));
     }
+    // Tenants' sandbox processes and services first: routes and plugins then find what they name.
+    await this.pool.setTenants?.(config.tenants);
+    await this.services.setTenants(config.tenants.map((t) => ({ tenant: t.name, dir: resolveDir(t.services_dir ?? join('tenants', t.name, 'services')) })));
     for (const { plugin, state } of this.active) await plugin.onConfig?.(state, config);
     const invoke = (req: InvokeRequest) => this.invoke(req);
     this.router = new ChannelRouter(
@@ -213,10 +217,14 @@ export class Kernel {
   }
 
   private routeIssues(config: SvcConfig): ConfigIssue[] {
-    return new ChannelRouter(this.routeEntries(config, () => EMPTY_RUNTIME)).issues;
+    const issues = new ChannelRouter(this.routeEntries(config, () => EMPTY_RUNTIME)).issues;
+    const advisory = config.tenants.length ? tenantsRefusedHere() : undefined;
+    if (advisory) issues.push({ path: ['tenants'], message: advisory });
+    return issues;
   }
 
   private warnMissingServices(config: SvcConfig): void {
+    this.warnAdvisoryOnce();
     for (const ch of config.channel_rest) {
       if (!this.services.get(ch.service)) this.log.warn({ channel: ch.name, service: ch.service }, 'channel names a service that is not deployed');
     }
@@ -232,6 +240,14 @@ export class Kernel {
       entries.push({ runtime: chainOf(channel), pattern: toRoutePattern(channel.url_path), methods: channel.method ? [channel.method] : undefined, path: ['channel_rest', i, 'url_path'] });
     });
     return entries;
+  }
+
+  /** On an isolated-vm line with a known sandbox escape, once per start (docs/security.md). */
+  private warnAdvisoryOnce(): void {
+    if (this.advisoryWarned) return;
+    this.advisoryWarned = true;
+    const advisory = isolatedVmAdvisory();
+    if (advisory) this.log.warn({ advisory: advisory.id, line: advisory.line }, advisory.warning);
   }
 
   invoke(req: InvokeRequest): Promise<InvokeResult> {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../platform/clock.ts';
+import type { TenantConfig } from '../../sdk/plugin/config.ts';
 import { SandboxPool, type CallInFlight, type DeployOutcome, type HostCallHandler, type HostCaller, type NestedCall, type PoolCaps } from './pool.ts';
 import type { InvokeRequest, InvokeResult, SandboxStats } from './protocol.ts';
 
@@ -31,6 +32,11 @@ export interface ServiceRunner {
   inFlight(): CallInFlight[];
   /** The sandbox processes' ids (diagnostics, benchmarks). */
   pids(): number[];
+  /**
+   * The tenants as the config declares them, on every config apply, before their services deploy
+   * (docs/tenants.md): their sandbox processes (shared, or their own) and quotas.
+   */
+  setTenants?(tenants: readonly TenantConfig[]): Promise<void>;
   /** Counters since start and gauges of now, read whenever asked (KernelApi.sandboxStats). */
   stats(): SandboxStats;
   close(): Promise<void>;

@@ -9,6 +9,7 @@ import type { ServiceRunner } from '../sandbox/runner.ts';
 import type { ServiceMeta } from '../sandbox/protocol.ts';
 import type { DeployOutcome } from '../sandbox/runner.ts';
 import { compileModel, type InputChecker } from './model.ts';
+import { tenantOf } from '../../sdk/plugin/tenants.ts';
 
 /** A deployed service as the kernel sees it: what it declares, and its compiled input checker. */
 export interface DeployedService {
@@ -66,8 +67,17 @@ export function transpile(file: string, source: string): { code: string; map: st
  * list (docs/decisions/kernel.md). An upload (`upload`) is compiled before anything is written:
  * a version that does not compile never reaches the directory.
  */
+/** A tenant's services: its directory, deployed under qualified names (`acme/orders`). */
+export interface TenantServicesDir {
+  tenant: string;
+  dir: string;
+}
+
 export class ServiceRegistry extends EventEmitter {
   private readonly deployed = new Map<string, DeployedService>();
+  /** The tenants' registries, by tenant (the platform's registry holds them; docs/tenants.md). */
+  private readonly tenants = new Map<string, ServiceRegistry>();
+  private watching = false;
   readonly errors = new Map<string, string>();
   private watcher: FSWatcher | undefined;
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -83,10 +93,63 @@ export class ServiceRegistry extends EventEmitter {
     private readonly pool: ServiceRunner,
     private readonly log: Logger,
     /** Where last good copies are kept; none without it. */
-    dataDir?: string,
+    private readonly dataDir?: string,
+    /** A tenant's registry: its services' names start with `<tenant>/`. */
+    readonly tenant?: string,
   ) {
     super();
     this.lastGoodDir = dataDir === undefined ? undefined : join(dataDir, 'services-last-good');
+  }
+
+  /** The service of a file of this registry's directory: `orders`, or `acme/orders` in tenant acme's. */
+  private nameOf(file: string): string {
+    return this.tenant === undefined ? serviceName(file) : `${this.tenant}/${serviceName(file)}`;
+  }
+
+  /** The registry that holds a (qualified) service name: a tenant's, or this one. */
+  private holderOf(name: string): ServiceRegistry {
+    const tenant = this.tenant === undefined ? tenantOf(name) : undefined;
+    return (tenant !== undefined && this.tenants.get(tenant)) || this;
+  }
+
+  /**
+   * The tenants' service directories, on every config apply: a new tenant's services deploy
+   * (resolves once they did), a removed tenant's are undeployed. Its last good copies are kept
+   * under `<data_dir>/tenants/<tenant>/`.
+   */
+  async setTenants(dirs: readonly TenantServicesDir[]): Promise<void> {
+    const wanted = new Map(dirs.map((d) => [d.tenant, d.dir]));
+    for (const [tenant, registry] of this.tenants) {
+      if (wanted.get(tenant) === registry.dir) continue;
+      this.tenants.delete(tenant);
+      registry.undeployAll();
+    }
+    for (const [tenant, dir] of wanted) {
+      if (this.tenants.has(tenant)) continue;
+      // A tenant's directory is made when the tenant is declared: onboarding is a config entry, then files.
+      mkdirSync(dir, { recursive: true });
+      const registry = new ServiceRegistry(dir, this.pool, this.log, this.dataDir === undefined ? undefined : join(this.dataDir, 'tenants', tenant), tenant);
+      registry.on('change', (name: string) => this.emit('change', name));
+      registry.on('error-deploy', (name: string, error: string) => this.emit('error-deploy', name, error));
+      this.tenants.set(tenant, registry);
+      await registry.start(this.watching);
+    }
+  }
+
+  /** A tenant removed: its services leave the sandboxes; its files stay where they are. */
+  private undeployAll(): void {
+    this.close();
+    for (const name of this.deployed.keys()) {
+      this.pool.undeploy(name);
+      this.emit('change', name);
+    }
+    this.deployed.clear();
+    this.errors.clear();
+  }
+
+  /** Why a service (platform or tenant) did not compile, or undefined. */
+  errorOf(name: string): string | undefined {
+    return this.holderOf(name).errors.get(name);
   }
 
   /** Why a service is quarantined (it crashed its sandbox process repeatedly), or undefined. */
@@ -95,14 +158,17 @@ export class ServiceRegistry extends EventEmitter {
   }
 
   get(name: string): DeployedService | undefined {
-    return this.deployed.get(name);
+    return this.holderOf(name).deployed.get(name);
   }
 
   names(): string[] {
-    return [...this.deployed.keys()];
+    const own = [...this.deployed.keys()];
+    for (const registry of this.tenants.values()) own.push(...registry.names());
+    return own;
   }
 
   async start(watchFiles: boolean): Promise<void> {
+    this.watching = watchFiles;
     if (existsSync(this.dir)) {
       this.starting = true;
       try {
@@ -133,6 +199,7 @@ export class ServiceRegistry extends EventEmitter {
   async settled(): Promise<void> {
     while (this.timers.size) await new Promise((r) => setTimeout(r, 20));
     await this.queue;
+    for (const registry of this.tenants.values()) await registry.settled();
   }
 
   /**
@@ -161,7 +228,7 @@ export class ServiceRegistry extends EventEmitter {
   }
 
   private async sync(file: string): Promise<void> {
-    const name = serviceName(file);
+    const name = this.nameOf(file);
     const path = join(this.dir, file);
     if (!existsSync(path)) {
       if (this.deployed.get(name)?.file === file) {
@@ -216,7 +283,7 @@ export class ServiceRegistry extends EventEmitter {
   }
 
   private async uploadNow(file: string, source: string): Promise<DeployOutcome> {
-    const name = serviceName(file);
+    const name = this.nameOf(file);
     // Written beside the target under a dot name (the registry ignores dot files) before anything
     // deploys: a disk that refuses it fails the upload with nothing changed.
     const temp = join(this.dir, `.${file}.${randomBytes(6).toString('hex')}.upload`);
@@ -278,5 +345,6 @@ export class ServiceRegistry extends EventEmitter {
     this.closed = true;
     this.watcher?.close();
     for (const t of this.timers.values()) clearTimeout(t);
+    for (const registry of this.tenants.values()) registry.close();
   }
 }

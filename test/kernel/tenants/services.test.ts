@@ -1,0 +1,95 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_MAJOR } from '../../../kernel/platform/native.ts';
+import { isolatedVmAdvisory } from '../../../kernel/sandbox/ivm.ts';
+import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
+
+/** A service that says which tenant's copy answered: two tenants each have an `orders`. */
+const whoAmI = (who: string) => `import { service } from 'svc/sdk';
+export default service({ handle: (ctx) => ({ who: ${JSON.stringify(who)}, id: ctx.input.id ?? null }) });`;
+
+function tenantConfig(root: string, tenants: string[]): string {
+  const list = tenants
+    .map((t) => `  - name: ${t}\n    services_dir: ${join(root, t, 'services')}\n    config:\n      channel_rest:\n        - { name: orders, url_path: "/orders/{id}", service: orders, security: none }`)
+    .join('\n');
+  return `tenants:\n${list}\nchannel_rest:\n  - { name: orders, url_path: /orders, service: orders, security: none }\n`;
+}
+
+function writeTenantService(root: string, tenant: string, who: string): void {
+  mkdirSync(join(root, tenant, 'services'), { recursive: true });
+  writeFileSync(join(root, tenant, 'services', 'orders.ts'), whoAmI(who));
+}
+
+const advisory = isolatedVmAdvisory();
+
+describe.runIf(advisory !== undefined)(`tenants on Node ${NODE_MAJOR} (isolated-vm 5.0.4, GHSA-864f-rcv7-6rh4)`, () => {
+  it('refuses a config with tenants at start, saying why and which Node to use, and warns once without tenants', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'svc-tenants-'));
+    try {
+      await expect(startKernel({ config: tenantConfig(root, ['acme']), services: { 'orders.ts': whoAmI('platform') } })).rejects.toThrow(/tenants: tenants need an isolated-vm line fixed for GHSA-864f-rcv7-6rh4 .* start svc with Node 22 or 24/);
+      const logs: Array<Record<string, unknown>> = [];
+      const k = await startKernel({ config: 'channel_rest: []', logs });
+      try {
+        await k.writeConfig('channel_rest: []\nserver: { log_level: info }');
+        expect(logs.filter((l) => l.advisory === 'GHSA-864f-rcv7-6rh4')).toHaveLength(1);
+        // Added later, through a reload, tenants are refused the same way and the running config stays.
+        expect(await k.writeConfig(tenantConfig(root, ['acme']))).toBe(false);
+      } finally {
+        await k.close();
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.runIf(advisory === undefined)(`tenants' services on Node ${NODE_MAJOR}`, () => {
+  let root: string;
+  let k: TestKernel;
+  const get = (url: string) => k.app.inject({ method: 'GET', url });
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), 'svc-tenants-'));
+    writeTenantService(root, 'acme', 'acme');
+    writeTenantService(root, 'globex', 'globex');
+    k = await startKernel({ config: tenantConfig(root, ['acme', 'globex']), services: { 'orders.ts': whoAmI('platform') } });
+  });
+  afterAll(async () => {
+    await k?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("deploys each tenant's files under qualified names, side by side with the platform's service of the same name", async () => {
+    expect(k.kernel.services.names().sort()).toEqual(['acme/orders', 'globex/orders', 'orders']);
+    expect((await get('/orders')).json()).toMatchObject({ who: 'platform' });
+    expect((await get('/t/acme/orders/7')).json()).toEqual({ who: 'acme', id: '7' });
+    expect((await get('/t/globex/orders/8')).json()).toEqual({ who: 'globex', id: '8' });
+  });
+
+  it("takes a tenant's file changes as the platform's: hot deploy and undeploy under its name", async () => {
+    writeFileSync(join(root, 'acme', 'services', 'orders.ts'), whoAmI('acme v2'));
+    await new Promise((r) => setTimeout(r, 150));
+    await k.kernel.services.settled();
+    expect((await get('/t/acme/orders/1')).json()).toMatchObject({ who: 'acme v2' });
+    expect((await get('/t/globex/orders/1')).json()).toMatchObject({ who: 'globex' });
+  });
+
+  it('deploys a tenant added by a reload (its directory made if missing), and undeploys one removed', async () => {
+    expect(await k.writeConfig(tenantConfig(root, ['acme', 'initech']))).toBe(true);
+    expect(existsSync(join(root, 'initech', 'services'))).toBe(true);
+    expect(k.kernel.services.names().sort()).toEqual(['acme/orders', 'orders']);
+    const gone = await get('/t/globex/orders/1');
+    expect(gone.statusCode).toBe(404);
+    expect(gone.json()).toMatchObject({ cid: gone.headers['x-svc-cid'] });
+    // initech's channel names a service it has not written yet: 500 with the CID, as for the platform.
+    const missing = await get('/t/initech/orders/1');
+    expect(missing.statusCode).toBe(500);
+    expect(missing.json()).toMatchObject({ cid: missing.headers['x-svc-cid'] });
+    writeTenantService(root, 'initech', 'initech');
+    await new Promise((r) => setTimeout(r, 150));
+    await k.kernel.services.settled();
+    expect((await get('/t/initech/orders/2')).json()).toEqual({ who: 'initech', id: '2' });
+  });
+});
