@@ -7,6 +7,7 @@ import type { InvokeRequest, InvokeResult, ServiceErrorKind } from '../sandbox/p
 import type { ServiceRunner } from '../sandbox/runner.ts';
 import { EncodedValue, fieldsOf, type HostCallOrigin, type KernelHostCall } from './host-calls.ts';
 import type { ServiceRegistry } from './registry.ts';
+import { localName, scopedFor, tenantOf } from '../../sdk/plugin/tenants.ts';
 
 /**
  * `service.invoke`, the host call behind the SDK's `invoke` (docs/composing.md): one service runs
@@ -65,12 +66,16 @@ export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, serve
 
   async function invoke(args: z.infer<typeof invokeArgs>, origin: HostCallOrigin): Promise<Reply> {
     const caller = origin.request;
-    const name = args.service;
+    // A tenant's service names its tenant's services, whatever it writes (docs/tenants.md).
+    const name = scopedFor(caller.service, args.service);
     const chain = [...(chains.get(caller) ?? [caller.service]), name];
     const target = registry.get(name);
-    if (!target) return failed('INVOKE_NOT_FOUND', 'NotFound', `No service '${name}' is deployed`);
+    if (!target) return failed('INVOKE_NOT_FOUND', 'NotFound', `No service '${args.service}' is deployed`);
     const allowed = target.meta.invokableBy;
-    if (!allowed.includes('*') && !allowed.includes(caller.service)) return failed('INVOKE_FORBIDDEN', 'Forbidden', `Service '${name}' may not be invoked by '${caller.service}': its invokableBy does not name it`);
+    // invokableBy is written in the callee's code, with its own tenant's short names: a caller of
+    // another tenant (or the platform) is admitted by '*' only.
+    const named = tenantOf(caller.service) === tenantOf(name) && allowed.includes(localName(caller.service));
+    if (!allowed.includes('*') && !named) return failed('INVOKE_FORBIDDEN', 'Forbidden', `Service '${name}' may not be invoked by '${caller.service}': its invokableBy does not name it`);
     if (chain.indexOf(name) < chain.length - 1) return failed('INVOKE_CYCLE', 'Error', `Invoke cycle: ${chain.join(' → ')}`);
     const maxDepth = server().invoke_max_depth;
     if (chain.length - 1 > maxDepth) return failed('INVOKE_DEPTH', 'Error', `Invoke chain deeper than ${maxDepth}: ${chain.join(' → ')}`);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SvcError, type HostCall, type HostCallContext } from '../../../sdk/plugin/index.ts';
+import { SvcError, type HostCall, type HostCallContext, scopedFor } from '../../../sdk/plugin/index.ts';
 import { cacheNameSchema, MAX_TTL_MS } from '../shared/schema.ts';
 import { SERVICE_KEYS, type NamedCaches } from './caches.ts';
 
@@ -30,7 +30,7 @@ type GetArgs = z.infer<typeof getArgs>;
 export function cacheHostCalls(caches: NamedCaches): HostCall[] {
   const open = (args: GetArgs, ctx: HostCallContext) => {
     try {
-      return caches.use(args.name, ctx.service);
+      return caches.use(scopedFor(ctx.service, args.name), ctx.service);
     } catch (err) {
       if (err instanceof SvcError) ctx.log.warn({ cache: args.name, refused: err.code }, `named cache refused: ${err.details}`);
       throw err;

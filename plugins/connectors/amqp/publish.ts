@@ -136,7 +136,7 @@ export function publishHostCall(publisherOf: (name: string) => Publisher | undef
     op: 'amqp.publish',
     args: publishArgs,
     handler: async (args, ctx: HostCallContext) => {
-      const publisher = connectionForService('AMQP', args.connection, publisherOf(args.connection), (p) => p.link.entry.allowed_services, ctx);
+      const publisher = connectionForService('AMQP', args.connection, publisherOf, (p) => p.link.entry.allowed_services, ctx);
       await publisher.publish(args, ctx.signal);
       return null;
     },

@@ -105,7 +105,7 @@ async function publish(conn: PublishConnection, args: PublishArgs, signal: Abort
  * allowed_services Forbidden (both logged at warn), broker unreachable ServiceUnavailable.
  */
 export function publishHostCall(connections: () => ReadonlyMap<string, PublishConnection>): HostCall<PublishArgs> {
-  const open = (name: string, ctx: HostCallContext): PublishConnection => connectionForService('MQTT', name, connections().get(name) as PublishConnection | undefined, (c) => c.entry.allowed_services, ctx);
+  const open = (name: string, ctx: HostCallContext): PublishConnection => connectionForService('MQTT', name, (n) => connections().get(n) as PublishConnection | undefined, (c) => c.entry.allowed_services, ctx);
   return {
     op: 'mqtt.publish',
     args: publishArgs,

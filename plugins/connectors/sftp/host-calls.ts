@@ -38,7 +38,7 @@ function entryOf(e: { name: string; type: string; size: number; mtimeMs: number 
  * is NotFound, a service the connection does not allow Forbidden (both logged at warn).
  */
 export function sftpHostCalls(connectionOf: (name: string) => SftpConnection | undefined, kernel: KernelApi): HostCall[] {
-  const open = (name: string, ctx: HostCallContext): SftpConnection => connectionForService('SFTP', name, connectionOf(name), (c) => c.entry.allowed_services, ctx);
+  const open = (name: string, ctx: HostCallContext): SftpConnection => connectionForService('SFTP', name, connectionOf, (c) => c.entry.allowed_services, ctx);
   const on = <T>(op: string, name: string, ctx: HostCallContext, work: (folder: RootedFolder, conn: SftpConnection) => Promise<T>) => {
     const conn = open(name, ctx);
     return conn.run(op, (session) => work(new RootedFolder(session, conn.entry.root), conn));

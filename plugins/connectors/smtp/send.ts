@@ -41,7 +41,7 @@ export function sendHostCall(kernel: KernelApi, connectionOf: ConnectionLookup):
     op: 'mail.send',
     args: sendArgs,
     async handler(args, ctx): Promise<SentMail | { queued: true; cid: string }> {
-      const conn = connectionForService('SMTP', args.connection, connectionOf(args.connection), (c) => c.entry.allowed_services, ctx);
+      const conn = connectionForService('SMTP', args.connection, connectionOf, (c) => c.entry.allowed_services, ctx);
       checkMail(args.message, conn.entry);
       if (args.options.queue ?? conn.entry.queue_by_default) return enqueue(kernel, conn, args.message, ctx);
       return conn.send(nodemailerMessage(args.message, conn.entry));

@@ -52,7 +52,7 @@ export function statementOf(args: z.infer<typeof statementSchema>): Statement {
  * database down is ServiceUnavailable; a failed statement is a `failed` answer (the SDK's SqlError).
  */
 export function sqlHostCalls(connectionOf: (name: string) => SqlConnection | undefined): HostCall[] {
-  const open = (name: string, ctx: HostCallContext): SqlConnection => connectionForService('SQL', name, connectionOf(name), (c) => c.entry.allowed_services, ctx);
+  const open = (name: string, ctx: HostCallContext): SqlConnection => connectionForService('SQL', name, connectionOf, (c) => c.entry.allowed_services, ctx);
   const query: HostCall<QueryArgs> = {
     op: 'sql.query',
     args: queryArgs,

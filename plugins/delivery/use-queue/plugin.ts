@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import '../../capabilities.ts';
-import { definePlugin, RUNNER_SERVICE_MARK, SvcError, type Channel, type DurableEvents, type HookFn, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { definePlugin, RUNNER_SERVICE_MARK, SvcError, type Channel, type DurableEvents, type HookFn, type HostCall, type KernelApi, scopedFor } from '../../../sdk/plugin/index.ts';
 import type { UseQueueStats } from '../../capabilities.ts';
 import { queueCommands } from './cli.ts';
 import { queueControls, type ReplayChecks } from './control.ts';
@@ -37,7 +37,10 @@ function invokeAsyncCall(scheduler: Scheduler, kernel: KernelApi): HostCall<z.in
   return {
     op: 'queue.invokeAsync',
     args: invokeAsyncArgs,
-    async handler({ service, input }, ctx) {
+    async handler(args, ctx) {
+      // A tenant's service queues work for its tenant's services only (docs/tenants.md).
+      const service = scopedFor(ctx.service, args.service);
+      const input = args.input;
       const cid = kernel.newCid();
       try {
         // The work continues the calling request's trace, like a queued channel's events.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SvcError, type Clock, type HostCall, type HostCallContext } from '../../../sdk/plugin/index.ts';
+import { SvcError, type Clock, type HostCall, type HostCallContext, scopedFor } from '../../../sdk/plugin/index.ts';
 import { HTTP_METHODS } from '../../../sdk/plugin/index.ts';
 import type { OutgoingAuthContext, OutgoingAuthorizer, OutgoingRequest, OutgoingResponse, Tracing } from '../../capabilities.ts';
 import { backoffMs, retryAfterMs, safeToRepeat } from './retry.ts';
@@ -184,7 +184,8 @@ export function outgoingHostCall(connections: () => ReadonlyMap<string, Connecti
     op: 'outgoing.call',
     args: callArgs,
     async handler(args, ctx) {
-      const conn = connections().get(args.connection);
+      // A tenant's service reaches only its tenant's connections (docs/tenants.md).
+      const conn = connections().get(scopedFor(ctx.service, args.connection));
       if (!conn) throw new SvcError('INTERNAL', `No outgoing connection named '${args.connection}'`);
       const allowed = conn.entry.allowed_services;
       let refusal: string | undefined;

@@ -7,8 +7,7 @@ import {
   signatureMatches,
   signedDataSchema,
   type HostCall,
-  type HostCallContext,
-} from '../../../sdk/plugin/index.ts';
+  type HostCallContext, scopedFor } from '../../../sdk/plugin/index.ts';
 import { secretNameSchema } from './schema.ts';
 import type { SecretsInUse } from './secrets-in-use.ts';
 
@@ -34,7 +33,7 @@ type HmacArgs = z.infer<typeof hmacArgs>;
 export function secretHostCalls(secrets: SecretsInUse): HostCall[] {
   const keyFor = (args: HmacArgs, ctx: HostCallContext): string => {
     try {
-      return secrets.use(args.name, ctx.service);
+      return secrets.use(scopedFor(ctx.service, args.name), ctx.service);
     } catch (err) {
       if (err instanceof SvcError) ctx.log.warn({ secret: args.name, refused: err.code }, `named secret refused: ${err.details}`);
       throw err;
