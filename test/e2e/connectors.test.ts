@@ -149,5 +149,6 @@ describe('connectors over the CLI (PostgreSQL, MariaDB, RabbitMQ, Mosquitto)', (
     expect(rows[0].n).toBe(8);
     // The dead letter outlived the restart.
     expect((await deadOf()).length).toBe(1);
-  });
+    // Two CLI starts and the waits above: 30 s (the suite's default) was hit on a loaded machine.
+  }, 90_000);
 });
