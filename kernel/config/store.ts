@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { ConfigCheck, ConfigIssue, ConfigLayer, Plugin, RawConfig } from '../plugin.ts';
@@ -55,6 +55,9 @@ export class ConfigStore extends EventEmitter {
   private config: SvcConfig;
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Watchers of the directories of tenants' config files, by directory; the files watched there. */
+  private readonly tenantWatchers = new Map<string, { watcher: FSWatcher; files: Set<string> }>();
+  private watching = false;
   private lastText: string;
   /** The last accepted file data; layers apply to it. */
   private fileRaw: RawConfig;
@@ -162,6 +165,7 @@ export class ConfigStore extends EventEmitter {
     }
     this.fileRaw = fileRaw;
     this.log.info({ source }, 'config applied');
+    if (this.watching) this.watchTenantFiles();
     return check;
   }
 
@@ -187,7 +191,48 @@ export class ConfigStore extends EventEmitter {
     return this.apply(raw as RawConfig, this.file);
   }
 
+  /**
+   * Tenants' config files (`tenants[].config_file`) apply when saved, as the main file does: their
+   * directories are watched, and a change validates the whole config again (the main file's data
+   * with every tenant's file read anew).
+   */
+  private watchTenantFiles(): void {
+    const wanted = new Map<string, Set<string>>();
+    for (const t of this.config.tenants) {
+      if (t.config_file === undefined) continue;
+      const path = resolve(dirname(this.file), t.config_file);
+      const dir = dirname(path);
+      if (!wanted.has(dir)) wanted.set(dir, new Set());
+      wanted.get(dir)!.add(basename(path));
+    }
+    for (const [dir, entry] of this.tenantWatchers) {
+      if (wanted.has(dir)) continue;
+      entry.watcher.close();
+      this.tenantWatchers.delete(dir);
+    }
+    for (const [dir, files] of wanted) {
+      const entry = this.tenantWatchers.get(dir);
+      if (entry) {
+        entry.files = files;
+        continue;
+      }
+      try {
+        const watched = { files, watcher: undefined as unknown as FSWatcher };
+        watched.watcher = watch(dir, (_event, changed) => {
+          if (!changed || !watched.files.has(changed)) return;
+          clearTimeout(this.timer);
+          this.timer = setTimeout(() => void this.reapply(`${join(dir, changed)}`), 50);
+        });
+        this.tenantWatchers.set(dir, watched);
+      } catch (err) {
+        this.log.warn({ dir, err: (err as Error).message }, "cannot watch a tenant's config directory; its changes apply with the next change of the main file");
+      }
+    }
+  }
+
   watch(): void {
+    this.watching = true;
+    this.watchTenantFiles();
     const name = basename(this.file);
     // The directory, not the file: editors replace files by renaming, which ends a watch on the file.
     this.watcher = watch(dirname(this.file), (_event, changed) => {
@@ -199,6 +244,8 @@ export class ConfigStore extends EventEmitter {
 
   close(): void {
     this.watcher?.close();
+    for (const entry of this.tenantWatchers.values()) entry.watcher.close();
+    this.tenantWatchers.clear();
     clearTimeout(this.timer);
   }
 }

@@ -92,4 +92,17 @@ describe.runIf(advisory === undefined)(`tenants' services on Node ${NODE_MAJOR}`
     await k.kernel.services.settled();
     expect((await get('/t/initech/orders/2')).json()).toEqual({ who: 'initech', id: '2' });
   });
+
+  it("applies a tenant's config file when it is saved, as the main file; a broken save leaves the running config", async () => {
+    const file = join(root, 'initech.yaml');
+    writeFileSync(file, 'channel_rest:\n  - { name: orders, url_path: "/v1/orders/{id}", service: orders, security: none }\n');
+    expect(await k.writeConfig(`tenants:\n  - { name: initech, services_dir: ${join(root, 'initech', 'services')}, config_file: ${file} }\n`)).toBe(true);
+    expect((await get('/t/initech/v1/orders/3')).json()).toEqual({ who: 'initech', id: '3' });
+    writeFileSync(file, 'channel_rest:\n  - { name: orders, url_path: "/v2/orders/{id}", service: orders, security: none }\n');
+    await expect.poll(async () => (await get('/t/initech/v2/orders/4')).statusCode, { timeout: 5_000 }).toBe(200);
+    expect((await get('/t/initech/v1/orders/4')).statusCode).toBe(404);
+    writeFileSync(file, 'channel_rest:\n  - { name: orders, url_path: "/v3/orders/{id}", service: orders, security: nobody }\n');
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await get('/t/initech/v2/orders/5')).statusCode).toBe(200);
+  });
 });
