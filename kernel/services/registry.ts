@@ -147,6 +147,25 @@ export class ServiceRegistry extends EventEmitter {
     this.errors.clear();
   }
 
+  /** The registry of a tenant's services (undefined: the platform's, this one), if the tenant is declared. */
+  forTenant(tenant: string | undefined): ServiceRegistry | undefined {
+    return tenant === undefined ? this : this.tenants.get(tenant);
+  }
+
+  /** Every service file of the platform's directory and the tenants', with the service each is. */
+  files(): Array<{ name: string; file: string; path: string }> {
+    const own = existsSync(this.dir) ? readdirSync(this.dir).filter(isServiceFile).map((file) => ({ name: this.nameOf(file), file, path: join(this.dir, file) })) : [];
+    for (const registry of this.tenants.values()) own.push(...registry.files());
+    return own;
+  }
+
+  /** Services with a compile error, platform and tenants: name → error. */
+  allErrors(): Map<string, string> {
+    const all = new Map(this.errors);
+    for (const registry of this.tenants.values()) for (const [name, error] of registry.errors) all.set(name, error);
+    return all;
+  }
+
   /** Why a service (platform or tenant) did not compile, or undefined. */
   errorOf(name: string): string | undefined {
     return this.holderOf(name).errors.get(name);
