@@ -40,7 +40,7 @@ interface Instance {
   idleCpu: bigint | undefined;
   /** When it was built or last handed a batch of calls: one idle for `caps.idleMs` is dropped. */
   lastUsed: number;
-  /** Its CPU time (ns) when last sampled for the kernel's CPU reports. */
+  /** Its running-time clock (isolate.wallTime, ns) when last sampled for the kernel's CPU reports. */
   cpuSeen: bigint;
 }
 
@@ -105,7 +105,7 @@ const EVALUATE_MS = 2000;
 /** Building an isolate as a whole: the SDK, the service's top-level code and its description. */
 export const BUILD_MS = 2 * EVALUATE_MS + 1000;
 const WATCHDOG_MS = 20;
-/** How often the CPU isolates used is sampled and reported while any of them has work (`caps.reportCpu`). */
+/** How often the CPU services used is reported while any of their isolates has work (`caps.reportCpu`). */
 const CPU_REPORT_MS = 100;
 const IDLE_SWEEP_MS = 250;
 /** CPU an isolate with no call may use in one watchdog period past its deadline (GC and the like) before it counts as still running code. */
@@ -579,41 +579,56 @@ setInterval(() => {
 }, IDLE_SWEEP_MS).unref();
 
 // ---------------------------------------------------------------------------------------------
-// CPU reports (caps.reportCpu): the CPU time each service's isolates used, read from
-// isolate.cpuTime (the isolate thread's CPU clock) while they have work, and before one is
-// disposed. Batched: one message per CPU_REPORT_MS while any isolate is busy, none while idle.
-// An isolate that the memory limit disposed cannot be read: what it used since the last sample
-// (at most CPU_REPORT_MS of it) is lost.
+// CPU reports (caps.reportCpu): the CPU this process used while service isolates had work,
+// divided among their services by how long each one's isolate ran their code. The process's own
+// clock (process.cpuUsage: every thread, so what the main thread and V8's helper threads spend on
+// a service's calls is that service's too) is exact: a tenant with processes of its own is
+// charged what they used, as /proc counts it. The divider is the isolates' clock of running time
+// (isolate.wallTime), not isolate.cpuTime: cpuTime counts the stretch of code an isolate is
+// running in wall time, and falls back to its thread's CPU time when the stretch ends, so its
+// readings jump back (under steady load a stretch lasts as long as the load; on a busy machine
+// readings were twice the CPU), and the report in which one jumps back gives all of that
+// report's CPU to the other services. Isolates running side by side get the cores in turn, so
+// their running times divide the CPU as it was used. Batched: one message per CPU_REPORT_MS
+// while any isolate has work, none while idle. An isolate disposed by the memory limit cannot be
+// read: the process's CPU of that stretch goes to the services that could be.
 
 /** Isolates that ran code since their last sample. */
 const cpuWatched = new Set<Instance>();
-/** CPU time used and not reported yet, ns by service. */
-const cpuOwed = new Map<string, bigint>();
+/** How long each service's isolates ran code since the last report (ns): the shares of the process's CPU. */
+const ranFor = new Map<string, bigint>();
 let cpuTimer: NodeJS.Timeout | undefined;
+/** The process's CPU clock when the last report was made (or the reports started). */
+let cpuMark = process.cpuUsage();
 
 function watchCpu(instance: Instance): void {
   if (!caps.reportCpu) return;
   cpuWatched.add(instance);
   if (!cpuTimer) {
+    cpuMark = process.cpuUsage();
     cpuTimer = setInterval(reportCpu, CPU_REPORT_MS);
     cpuTimer.unref();
   }
 }
 
-/** Adds what an isolate used since `seen` to its service's account; returns its CPU time now (`seen` when it cannot be read). */
+/** Adds how long an isolate ran code since `seen` (its running-time clock, ns) to its service's share; returns the new mark. */
 function oweCpu(service: string, isolate: ivm.Isolate, seen: bigint): bigint {
   let now: bigint;
   try {
-    now = isolate.cpuTime;
+    now = isolate.wallTime;
   } catch {
     return seen;
   }
-  if (now > seen) cpuOwed.set(service, (cpuOwed.get(service) ?? 0n) + (now - seen));
+  if (now <= seen) return seen;
+  ranFor.set(service, (ranFor.get(service) ?? 0n) + (now - seen));
   return now;
 }
 
 function reportCpu(): void {
+  /** Services with calls in their isolates: an isolate only cooling down after its calls (its clock still) is charged nothing. */
+  const working = new Set<string>();
   for (const instance of cpuWatched) {
+    if (instance.running.size || hasQueued(instance)) working.add(instance.service);
     if (instance.isolate.isDisposed) {
       cpuWatched.delete(instance);
       continue;
@@ -622,12 +637,19 @@ function reportCpu(): void {
     // Sampled once more after its work is over, then left alone until it runs code again.
     if (!instance.running.size && !hasQueued(instance) && !cooling.has(instance)) cpuWatched.delete(instance);
   }
-  if (cpuOwed.size) {
+  const now = process.cpuUsage();
+  const usedUs = now.user - cpuMark.user + (now.system - cpuMark.system);
+  cpuMark = now;
+  // No isolate ran code since the last report: the services with calls share what the process used alike.
+  const shares = ranFor.size ? ranFor : new Map([...working].map((service) => [service, 1n]));
+  let total = 0n;
+  for (const share of shares.values()) total += share;
+  if (usedUs > 0 && total > 0n) {
     const use: Array<[string, number]> = [];
-    for (const [service, ns] of cpuOwed) use.push([service, Number(ns / 1000n)]);
-    cpuOwed.clear();
+    for (const [service, share] of shares) use.push([service, Math.round((usedUs * Number(share)) / Number(total))]);
     wire.send({ t: 'cpu', use });
   }
+  ranFor.clear();
   if (!cpuWatched.size) {
     clearInterval(cpuTimer);
     cpuTimer = undefined;
