@@ -16,11 +16,23 @@
  * whatever the others hold: its calls are never behind theirs. A tenant over its share (it took
  * the spare cores while alone) is held until its busy isolates drain to its share.
  *
+ * A tenant keeps its place among those with work for LINGER_MS after its last call ended: a
+ * tenant calling one call after another has no call at all between them, and without the linger
+ * a flooding neighbour took every core in each of those gaps, so that each next call started
+ * beside it, over its share, until it drained (measured: the neighbour held both cores at every
+ * one of its calls, which took 3 to 6 times as long as alone). What this costs is work left
+ * undone: after a tenant's last call, the others stay within their shares for LINGER_MS.
+ *
  * Held calls wait in their tenant's queue, first come first served, calls made by `invoke` first
  * (each one frees a caller). When a thread is freed, the tenant furthest below its share goes
  * next (fewest threads per weight; then least CPU per weight in the last minute, so the tenant
  * that used less goes first: weighted fair queueing on measured CPU, the tie-breaker).
  */
+
+import type { Clock } from '../platform/clock.ts';
+
+/** How long a tenant with no call keeps its share (see above). */
+export const LINGER_MS = 250;
 
 /** What becomes of a held call offered a thread: it started, it must wait more, or it ended meanwhile. */
 export type Release = 'started' | 'held' | 'gone';
@@ -35,10 +47,12 @@ interface TenantState<C> {
   /** Isolates with at least one of its calls running (not waiting on a host call). */
   threads: number;
   queue: Array<Entry<C>>;
+  /** When it last had neither thread nor held call (it lingers LINGER_MS from then); undefined while it has either. */
+  idleSince: number | undefined;
 }
 
 export class FairShare<C> {
-  /** Tenants with threads or held calls; a tenant with neither is not in the map. */
+  /** Tenants with threads or held calls, or that had either within LINGER_MS; any other is not in the map. */
   private readonly active = new Map<string, TenantState<C>>();
   private threads = 0;
   private held = 0;
@@ -50,6 +64,7 @@ export class FairShare<C> {
     private readonly weightOf: (tenant: string) => number,
     /** CPU ms the tenant used in the last minute: who waited least for what it got goes last. */
     private readonly cpuOf: (tenant: string) => number,
+    private readonly clock: Clock,
   ) {}
 
   /** Calls held now (all tenants). */
@@ -72,16 +87,26 @@ export class FairShare<C> {
     if (!fromQueue && !nested && me?.queue.length) return false;
     let othersWeight = 0;
     let othersHeld = false;
+    // A lingering tenant's core is kept for it: not a spare one.
+    let taken = this.threads;
+    const lingeredFrom = this.clock.now() - LINGER_MS;
     for (const [name, state] of this.active) {
       if (name === tenant) continue;
+      if (state.idleSince !== undefined) {
+        if (state.idleSince < lingeredFrom) {
+          this.active.delete(name);
+          continue;
+        }
+        taken++;
+      }
       othersWeight += this.weightOf(name);
       if (state.queue.length) othersHeld = true;
     }
     const mine = me?.threads ?? 0;
     const weight = this.weightOf(tenant);
     const share = (this.cores * weight) / (weight + othersWeight);
-    if (newThread) return mine < share || (this.threads < this.cores && !othersHeld);
-    return mine <= Math.max(1, share) || (this.threads <= this.cores && !othersHeld);
+    if (newThread) return mine < share || (taken < this.cores && !othersHeld);
+    return mine <= Math.max(1, share) || (taken <= this.cores && !othersHeld);
   }
 
   /** Holds a call until `release` starts it; one made by invoke goes before its tenant's other calls. */
@@ -104,7 +129,7 @@ export class FairShare<C> {
     if (at === -1) return;
     state.queue.splice(at, 1);
     this.held--;
-    this.settle(tenant, state);
+    this.settle(state);
   }
 
   threadStarted(tenant: string): void {
@@ -117,7 +142,7 @@ export class FairShare<C> {
     if (!state || state.threads === 0) return;
     state.threads--;
     this.threads--;
-    this.settle(tenant, state);
+    this.settle(state);
   }
 
   /**
@@ -137,7 +162,7 @@ export class FairShare<C> {
         // start() may have changed the tenant's state (its thread began); the head is still first.
         state.queue.shift();
         this.held--;
-        this.settle(tenant, state);
+        this.settle(state);
         started = true;
         break;
       }
@@ -159,11 +184,12 @@ export class FairShare<C> {
 
   private stateOf(tenant: string): TenantState<C> {
     let state = this.active.get(tenant);
-    if (!state) this.active.set(tenant, (state = { threads: 0, queue: [] }));
+    if (!state) this.active.set(tenant, (state = { threads: 0, queue: [], idleSince: undefined }));
+    state.idleSince = undefined;
     return state;
   }
 
-  private settle(tenant: string, state: TenantState<C>): void {
-    if (state.threads === 0 && state.queue.length === 0) this.active.delete(tenant);
+  private settle(state: TenantState<C>): void {
+    if (state.threads === 0 && state.queue.length === 0) state.idleSince = this.clock.now();
   }
 }

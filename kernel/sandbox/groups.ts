@@ -54,6 +54,7 @@ export class GroupedRunner implements ServiceRunner {
       options.fairCores ?? availableParallelism(),
       (t) => this.ledger.weightOf(t),
       (t) => this.ledger.cpuLastMinute(t),
+      clock,
     );
   }
 

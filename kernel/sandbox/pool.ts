@@ -760,6 +760,8 @@ export class SandboxPool {
     }
     for (const [name, p] of this.probation) if (now > p.until) this.endProbation(name);
     if (this.caps.recycle) this.recycleIdle(now, this.caps.recycle);
+    // A tenant's lingering share ends with no event of its own (fair.ts): held calls are offered it here.
+    this.releaseHeld();
   }
 
   /** Why a service is quarantined, or undefined. */

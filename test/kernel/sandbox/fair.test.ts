@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FairShare } from '../../../kernel/sandbox/fair.ts';
+import { ManualClock } from '../../../kernel/platform/clock.ts';
+import { FairShare, LINGER_MS } from '../../../kernel/sandbox/fair.ts';
 
 /**
  * The fair shares of the tenants' shared processes (kernel/sandbox/fair.ts), driven as the pool
@@ -16,12 +17,14 @@ class Sim {
   readonly fair: FairShare<Call>;
   private readonly busy = new Map<string, number>();
   readonly started: Call[] = [];
+  readonly clock = new ManualClock();
 
   constructor(cores: number, weights: Record<string, number> = {}, cpu: Record<string, number> = {}) {
     this.fair = new FairShare<Call>(
       cores,
       (t) => weights[t] ?? 1,
       (t) => cpu[t] ?? 0,
+      this.clock,
     );
   }
 
@@ -48,12 +51,17 @@ class Sim {
     this.busy.set(this.key(call), n);
     if (n === 0) {
       this.fair.threadEnded(call.tenant);
-      this.fair.release((held, admit) => {
-        if (!admit(!this.busy.get(this.key(held)))) return 'held';
-        this.start(held);
-        return 'started';
-      });
+      this.release();
     }
+  }
+
+  /** What the pool does when a thread ends, and on its sweep. */
+  release(): void {
+    this.fair.release((held, admit) => {
+      if (!admit(!this.busy.get(this.key(held)))) return 'held';
+      this.start(held);
+      return 'started';
+    });
   }
 
   has(call: Call): boolean {
@@ -138,7 +146,11 @@ describe('fair shares of the shared processes', () => {
     const c2 = sim.submit('c', 'y2');
     expect([sim.has(b2), sim.has(c2)]).toEqual([false, false]);
     sim.finish(a);
-    // a is gone: b and c hold a thread each and may have 1.5; c used less CPU, so it goes first.
+    // a lingers a moment (its core kept for it); then b and c hold a thread each and may have
+    // 1.5: c used less CPU, so it goes first.
+    expect([sim.has(b2), sim.has(c2)]).toEqual([false, false]);
+    sim.clock.advance(LINGER_MS + 1);
+    sim.release();
     expect(sim.started.slice(-2)).toEqual([c2, b2]);
     const b3 = sim.submit('b', 'x3');
     const c3 = sim.submit('c', 'y3');
@@ -146,6 +158,22 @@ describe('fair shares of the shared processes', () => {
     // Fewer threads beats less CPU: b holds one now, c two.
     expect(sim.started.at(-1)).toBe(b3);
     expect(sim.has(c3)).toBe(false);
+  });
+
+  it('a tenant between two calls keeps its share for a moment: a flooding neighbour does not take its core in the gap', () => {
+    const sim = new Sim(2);
+    const b = sim.submit('b', 'x');
+    const a1 = sim.submit('a', 's1');
+    sim.finish(b);
+    // b has no call now, but had one just before: a stays within its share of one core.
+    const a2 = sim.submit('a', 's2');
+    expect(sim.has(a2)).toBe(false);
+    sim.clock.advance(LINGER_MS + 1);
+    sim.finish(a1);
+    // b's moment is over: a is alone and may use both cores.
+    expect(sim.has(a2)).toBe(true);
+    expect(sim.has(sim.submit('a', 's3'))).toBe(true);
+    expect(sim.threads('a')).toBe(2);
   });
 
   it('within a tenant calls are served in order, calls made by invoke first', () => {
