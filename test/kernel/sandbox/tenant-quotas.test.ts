@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { monotonicNow } from '../../../kernel/platform/clock.ts';
-import { SvcError } from '../../../kernel/errors.ts';
+import type { SvcError } from '../../../kernel/errors.ts';
 import type { ServiceRunner } from '../../../kernel/sandbox/runner.ts';
 import { deploy, ECHO, request, startRunner, tenant, WORK } from './tenant-runner.ts';
 

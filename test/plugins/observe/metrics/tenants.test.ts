@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SvcError } from '../../../../kernel/errors.ts';
+import type { SvcError } from '../../../../kernel/errors.ts';
 import { waitFor } from '../../../helpers/wait.ts';
 import { ECHO, request, tenant, WORK } from '../../../kernel/sandbox/tenant-runner.ts';
 import { parseExposition, sampleValue, startObserved, type ObservedKernel, type Sample } from '../support.ts';
