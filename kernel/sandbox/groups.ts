@@ -133,25 +133,23 @@ export class GroupedRunner implements ServiceRunner {
   stats(): SandboxStats {
     const groups = this.groups();
     if (groups.length === 1 && !this.carried.calls.size && !this.carried.restarts && !this.tenants.size) return { ...this.platform.stats(), tenants: [] };
-    const calls = new Map(this.carried.calls);
-    const rebuilds = new Map(this.carried.rebuilds);
+    const totals = { calls: new Map(this.carried.calls), rebuilds: new Map(this.carried.rebuilds) };
     let restarts = this.carried.restarts;
     let processes = 0;
     const quarantined: string[] = [];
     for (const g of groups) {
       const s = g.stats();
-      for (const c of s.calls) add(calls, `${c.outcome} ${c.service}`, c.count);
-      for (const r of s.isolateRebuilds) add(rebuilds, r.service, r.count);
+      addCounters(totals, s);
       restarts += s.processRestarts;
       processes += s.processes;
       quarantined.push(...s.quarantined);
     }
     return {
-      calls: [...calls].map(([key, count]) => {
+      calls: [...totals.calls].map(([key, count]) => {
         const space = key.indexOf(' ');
         return { service: key.slice(space + 1), outcome: key.slice(0, space), count };
       }),
-      isolateRebuilds: [...rebuilds].map(([service, count]) => ({ service, count })),
+      isolateRebuilds: [...totals.rebuilds].map(([service, count]) => ({ service, count })),
       processRestarts: restarts,
       processes,
       quarantined,
@@ -249,6 +247,8 @@ export class GroupedRunner implements ServiceRunner {
     // behind: the tenant's services move first, and the calls running there finish there.
     const left = new Map(this.own);
     for (const [tenant, mine] of left) if (this.tenants.get(tenant)?.processes !== mine.processes) this.own.delete(tenant);
+    // The groups start side by side (each waits about 0.2 s for its processes); then services move one by one.
+    await Promise.all([...this.tenants.keys()].map((tenant) => this.groupFor(tenant)));
     for (const [tenant, config] of this.tenants) {
       const target = await this.groupFor(tenant);
       const moved = await this.moveTenant(tenant, target);
@@ -314,8 +314,7 @@ export class GroupedRunner implements ServiceRunner {
       const s = pool.stats();
       await pool.close();
       this.leaving.delete(pool);
-      for (const c of s.calls) add(this.carried.calls, `${c.outcome} ${c.service}`, c.count);
-      for (const r of s.isolateRebuilds) add(this.carried.rebuilds, r.service, r.count);
+      addCounters(this.carried, s);
       this.carried.restarts += s.processRestarts;
     };
     void stop();
@@ -324,4 +323,10 @@ export class GroupedRunner implements ServiceRunner {
 
 function add(map: Map<string, number>, key: string, n: number): void {
   map.set(key, (map.get(key) ?? 0) + n);
+}
+
+/** Adds a group's counters to totals: calls by `<outcome> <service>`, isolate rebuilds by service. */
+function addCounters(totals: { calls: Map<string, number>; rebuilds: Map<string, number> }, s: Omit<SandboxStats, 'tenants'>): void {
+  for (const c of s.calls) add(totals.calls, `${c.outcome} ${c.service}`, c.count);
+  for (const r of s.isolateRebuilds) add(totals.rebuilds, r.service, r.count);
 }
