@@ -200,7 +200,7 @@ export class Kernel {
       throw new Error(issues.join('; '));
     }
     // Tenants' sandbox processes and services first: routes and plugins then find what they name.
-    await this.pool.setTenants?.(config.tenants);
+    await this.pool.setTenants(config.tenants);
     await this.services.setTenants(config.tenants.map((t) => ({ tenant: t.name, dir: resolveDir(t.services_dir ?? join('tenants', t.name, 'services')) })));
     for (const { plugin, state } of this.active) await plugin.onConfig?.(state, config);
     const invoke = (req: InvokeRequest) => this.invoke(req);

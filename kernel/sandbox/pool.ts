@@ -7,6 +7,8 @@ import { residentMb } from './resident.ts';
 import { acquireWorkerBundle, releaseWorkerBundle, sandboxEnv, SandboxWorker, type DeployKind, type DeployOutcome, type PendingCall } from './process.ts';
 import { wireLineLimit } from './wire.ts';
 import { parseInvokeResult, type InvokeRequest, type InvokeResult, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
+import { tenantOf } from '../../sdk/plugin/tenants.ts';
+import type { FairShare, Release } from './fair.ts';
 
 export type { DeployOutcome };
 
@@ -79,8 +81,8 @@ const DEPLOY_WEDGED_MS = 30_000;
 /** How long a deploy waits for a sandbox process to become ready. */
 const READY_WAIT_MS = 30_000;
 
-/** A call's outcome label from the code that ended it: SANDBOX_CRASHED → crashed, SERVICE_TIMEOUT → timeout. */
-function outcomeOf(code: string): string {
+/** A call's outcome label from the code that ended it: SANDBOX_CRASHED → crashed, SERVICE_TIMEOUT → timeout, TENANT_QUOTA → tenant_quota. */
+export function outcomeOf(code: string): string {
   return code.replace(/^(SERVICE|SANDBOX)_/, '').toLowerCase();
 }
 
@@ -109,9 +111,35 @@ export interface CallInFlight {
   queued: boolean;
 }
 
-interface ServiceCode {
+/** One group of sandbox processes (groups.ts): the platform's, the tenants' shared one, or one tenant's own. */
+export interface GroupOptions {
+  processes: number;
+  caps: PoolCaps;
+  log: Logger;
+  /** Answers host calls services make (publish, outgoing calls); never rejects. */
+  hostCall: HostCallHandler;
+  /** Called when a call that made host calls is over, however it ended. */
+  hostCallsDone?: (request: InvokeRequest) => void;
+  /** Durations, deadlines and quiet periods: monotonic, so a wall clock that jumps cuts no call short. */
+  clock?: Clock;
+  /** Call ids shared by every group of a runner, so that a nested call's caller is named in whichever group runs it. */
+  ids?: { next: number };
+  /** CPU the processes report (`caps.reportCpu`), ms by service. */
+  onCpu?: (service: string, ms: number) => void;
+  /** A ceiling on a service's memory limit below `caps.maxMemoryMb` (its tenant's `memory_mb` quota). */
+  memoryCapOf?: (service: string) => number | undefined;
+  /** The tenants' shared group: calls enter isolates by their tenants' fair shares (fair.ts). */
+  fair?: FairShare<PendingCall>;
+}
+
+/** What a group holds of a deployed service: enough to deploy it in another group (a tenant that changed `processes`). */
+export interface ServiceSource {
   file: string;
   code: string;
+  sourceMap: string | undefined;
+}
+
+interface ServiceCode extends ServiceSource {
   /** Bumped on every deploy, so a process knows which version it holds. */
   version: number;
   timeoutMs: number;
@@ -143,7 +171,7 @@ export class SandboxPool {
   private readonly strikes = new Map<string, number[]>();
   private readonly quarantined = new Map<string, string>();
   private readonly deaths = new Map<string, number[]>();
-  private nextId = 1;
+  private readonly ids: { next: number };
   private nextDeploy = 1;
   private version = 0;
   private closing = false;
@@ -155,16 +183,28 @@ export class SandboxPool {
   private readonly rebuilds = new Map<string, number>();
   private restarts = 0;
 
-  constructor(
-    private readonly size: number,
-    private readonly caps: PoolCaps,
-    private readonly log: Logger,
-    private readonly hostCall: HostCallHandler,
-    /** Called when a call that made host calls is over, however it ended. */
-    private readonly hostCallsDone: (request: InvokeRequest) => void = () => undefined,
-    /** Durations, deadlines and quiet periods: monotonic, so a wall clock that jumps cuts no call short. */
-    private readonly clock: Clock = monotonicClock,
-  ) {}
+  private readonly size: number;
+  private readonly caps: PoolCaps;
+  private readonly log: Logger;
+  private readonly hostCall: HostCallHandler;
+  private readonly hostCallsDone: (request: InvokeRequest) => void;
+  private readonly clock: Clock;
+  private readonly onCpu: ((service: string, ms: number) => void) | undefined;
+  private readonly memoryCapOf: ((service: string) => number | undefined) | undefined;
+  private readonly fair: FairShare<PendingCall> | undefined;
+
+  constructor(options: GroupOptions) {
+    this.size = options.processes;
+    this.caps = options.caps;
+    this.log = options.log;
+    this.hostCall = options.hostCall;
+    this.hostCallsDone = options.hostCallsDone ?? (() => undefined);
+    this.clock = options.clock ?? monotonicClock;
+    this.ids = options.ids ?? { next: 1 };
+    this.onCpu = options.onCpu;
+    this.memoryCapOf = options.memoryCapOf;
+    this.fair = options.fair;
+  }
 
   async start(sdkCode: string): Promise<void> {
     this.sdkCode = sdkCode;
@@ -206,8 +246,13 @@ export class SandboxPool {
   private settle(call: PendingCall, outcome: InvokeResult | SvcError): void {
     this.pending.delete(call.id);
     const worker = call.worker;
+    if (call.held) {
+      call.held = false;
+      this.fair!.forget(call.tenant!, call);
+    }
     if (worker) {
       worker.inflight.delete(call.id);
+      if (this.fair && call.parked === 0) this.busy(worker, call, -1);
       // Answered or timed out, a retired process's last call lets it end.
       if (worker.retiring) this.stopIfRetired(worker);
     }
@@ -337,13 +382,24 @@ export class SandboxPool {
       }
       case 'hostcall': {
         const call = worker.inflight.get(message.id);
-        if (call) call.calledHost = true;
+        if (call) {
+          call.calledHost = true;
+          // Waiting on the host, it runs no code: its isolate's thread may be free for another call.
+          if (this.fair && call.parked++ === 0) this.busy(worker, call, -1);
+        }
         const reply = call
           ? this.hostCall(message.op, body, call.request, { id: call.id, remainingMs: call.ends - this.clock.now() })
           : Promise.resolve(JSON.stringify({ ok: false, error: { kind: 'Error', status: 500, message: 'request already finished' } }));
-        void reply.then((json) => worker.live && worker.send({ t: 'hostreply', id: message.id, seq: message.seq }, json));
+        void reply.then((json) => {
+          if (call && this.fair && worker.inflight.get(call.id) === call && --call.parked === 0) this.busy(worker, call, 1);
+          if (worker.live) worker.send({ t: 'hostreply', id: message.id, seq: message.seq }, json);
+        });
         return;
       }
+      case 'cpu':
+        // Untrusted like every message: only the tenants whose services this group runs are charged.
+        if (this.onCpu) for (const [service, us] of message.use) if (this.chargeable(worker, service)) this.onCpu(service, us / 1000);
+        return;
       case 'deployed': {
         const d = worker.deploys.get(message.did);
         if (!d) return;
@@ -364,6 +420,19 @@ export class SandboxPool {
         if (this.services.has(message.name)) this.rebuilds.set(message.name, (this.rebuilds.get(message.name) ?? 0) + 1);
         return;
     }
+  }
+
+  /**
+   * Whether CPU a process reports for a service may be charged: a service deployed here, or one of
+   * a tenant whose services run here (a build that failed, whose CPU its tenant used all the same).
+   */
+  private chargeable(worker: SandboxWorker, service: string): boolean {
+    if (this.services.has(service)) return true;
+    for (const d of worker.deploys.values()) if (d.name === service) return true;
+    const tenant = tenantOf(service);
+    if (tenant === undefined) return false;
+    for (const name of this.services.keys()) if (tenantOf(name) === tenant) return true;
+    return false;
   }
 
   /** Deploys, one at a time, every service a fresh process should hold; then it takes calls. */
@@ -447,7 +516,7 @@ export class SandboxPool {
         resolve(o);
       };
       worker.deploys.set(did, { name, kind, done });
-      worker.send({ t: 'deploy', did, name, file: s.file, memoryMb: s.memoryMb }, JSON.stringify(s.code));
+      worker.send({ t: 'deploy', did, name, file: s.file, memoryMb: s.memoryMb, capMb: this.memoryCapOf?.(name) }, JSON.stringify(s.code));
     });
   }
 
@@ -478,7 +547,7 @@ export class SandboxPool {
     const outcome = await this.deployOn(probe!, name, { file, code }, 'probe');
     if (!outcome.ok) return { ok: false, error: positions.rewrite(outcome.error) };
     const limits = outcome.meta.limits;
-    const s: ServiceCode = { file, code, version: ++this.version, timeoutMs: limits.timeoutMs ?? this.caps.defaultTimeoutMs, memoryMb: limits.memoryMb, positions };
+    const s: ServiceCode = { file, code, sourceMap, version: ++this.version, timeoutMs: limits.timeoutMs ?? this.caps.defaultTimeoutMs, memoryMb: limits.memoryMb, positions };
     this.services.set(name, s);
     probe!.holds.set(name, s.version);
     if (this.quarantined.delete(name)) this.log.info({ service: name }, 'quarantine lifted: a new version was deployed');
@@ -506,6 +575,11 @@ export class SandboxPool {
     }
   }
 
+  /** The services deployed here, with what deploying them elsewhere takes. */
+  sources(): Map<string, ServiceSource> {
+    return new Map([...this.services].map(([name, s]) => [name, { file: s.file, code: s.code, sourceMap: s.sourceMap }]));
+  }
+
   invoke(request: InvokeRequest, nested?: NestedCall): Promise<InvokeResult> {
     if (this.quarantined.has(request.service)) return this.refuse(request, 'SERVICE_QUARANTINED');
     if (this.closing) return this.refuse(request, 'SERVICE_UNAVAILABLE');
@@ -517,11 +591,61 @@ export class SandboxPool {
     // A limit inherited from the caller is answered by itself, margin or not: the caller's own deadline follows it closely.
     const ends = now + (limitMs ?? own);
     return new Promise<InvokeResult>((resolve, reject) => {
-      const call: PendingCall = { id: this.nextId++, request, ends, deadline: limitMs === undefined ? ends + CALL_MARGIN_MS : ends, worker: undefined, calledHost: false, resolve, reject, depth: nested?.depth ?? 0, limitMs, avoid };
+      const call: PendingCall = {
+        id: this.ids.next++,
+        request,
+        ends,
+        deadline: limitMs === undefined ? ends + CALL_MARGIN_MS : ends,
+        worker: undefined,
+        calledHost: false,
+        resolve,
+        reject,
+        depth: nested?.depth ?? 0,
+        limitMs,
+        avoid,
+        tenant: this.fair && (tenantOf(request.service) ?? ''),
+        parked: 0,
+        held: false,
+      };
       this.pending.set(call.id, call);
       const worker = this.route(request.service, avoid);
+      if (!worker) this.waiting.push(call);
+      else if (this.fair && !this.fair.mayEnter(call.tenant!, !worker.busy.get(request.service), call.depth > 0)) {
+        call.held = true;
+        this.fair.hold(call.tenant!, call, call.depth > 0);
+      } else this.send(worker, call);
+    });
+  }
+
+  /** The tenants' shared group: a call entered or left an isolate's running calls, which may start or end a thread (fair.ts). */
+  private busy(worker: SandboxWorker, call: PendingCall, delta: 1 | -1): void {
+    const service = call.request.service;
+    const n = (worker.busy.get(service) ?? 0) + delta;
+    if (n > 0) worker.busy.set(service, n);
+    else worker.busy.delete(service);
+    if (delta > 0 && n === 1) this.fair!.threadStarted(call.tenant!);
+    else if (delta < 0 && n === 0) {
+      this.fair!.threadEnded(call.tenant!);
+      this.releaseHeld();
+    }
+  }
+
+  /** Offers freed threads to held calls (fair.ts decides whose). */
+  private releaseHeld(): void {
+    if (!this.fair?.waiting) return;
+    this.fair.release((call, admit): Release => {
+      if (!this.pending.has(call.id)) return 'gone';
+      if (this.quarantined.has(call.request.service)) {
+        call.held = false;
+        this.settle(call, new SvcError('SERVICE_QUARANTINED'));
+        return 'gone';
+      }
+      const worker = this.route(call.request.service, call.avoid);
+      if (worker && !admit(!worker.busy.get(call.request.service))) return 'held';
+      call.held = false;
       if (worker) this.send(worker, call);
       else this.waiting.push(call);
+      return 'started';
     });
   }
 
@@ -536,7 +660,7 @@ export class SandboxPool {
     byOutcome[outcome] = (byOutcome[outcome] ?? 0) + 1;
   }
 
-  stats(): SandboxStats {
+  stats(): Omit<SandboxStats, 'tenants'> {
     const calls: SandboxStats['calls'] = [];
     for (const [service, byOutcome] of this.outcomes) for (const outcome in byOutcome) calls.push({ service, outcome, count: byOutcome[outcome]! });
     return {
@@ -588,6 +712,7 @@ export class SandboxPool {
     worker.sent++;
     worker.owedSince ??= this.clock.now();
     worker.inflight.set(call.id, call);
+    if (this.fair) this.busy(worker, call, 1);
     // callId goes first so the isolate can route host calls; the rest is the request as it is.
     worker.sendCall(call, `{"callId":${call.id},${json.slice(1)}`, raw);
   }
@@ -613,7 +738,10 @@ export class SandboxPool {
     const now = this.clock.now();
     for (const call of this.pending.values()) {
       if (now <= call.deadline) continue;
-      this.settle(call, call.worker ? new SvcError('SERVICE_TIMEOUT') : new SvcError('SERVICE_UNAVAILABLE', 'No sandbox process was ready in time'));
+      this.settle(
+        call,
+        call.worker ? new SvcError('SERVICE_TIMEOUT') : call.held ? new SvcError('SERVICE_UNAVAILABLE', "Its tenant's share of the shared sandbox processes stayed busy until its time limit") : new SvcError('SERVICE_UNAVAILABLE', 'No sandbox process was ready in time'),
+      );
       // Still waiting for room in its isolate, it is not started: nobody waits for its answer.
       if (call.worker?.live) call.worker.send({ t: 'cancel', id: call.id });
     }
@@ -632,6 +760,8 @@ export class SandboxPool {
     }
     for (const [name, p] of this.probation) if (now > p.until) this.endProbation(name);
     if (this.caps.recycle) this.recycleIdle(now, this.caps.recycle);
+    // A tenant's lingering share ends with no event of its own (fair.ts): held calls are offered it here.
+    this.releaseHeld();
   }
 
   /** Why a service is quarantined, or undefined. */

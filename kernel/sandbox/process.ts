@@ -80,6 +80,12 @@ export interface PendingCall {
   limitMs: number | undefined;
   /** The process its caller runs in (an invoked call): used only when no other can take it. */
   avoid: SandboxWorker | undefined;
+  /** Its tenant, in the tenants' shared group (fair.ts); undefined elsewhere. */
+  tenant: string | undefined;
+  /** Host calls it waits on: while it waits it runs no code, and its isolate's thread may be free. */
+  parked: number;
+  /** Held by the fair shares of the tenants' shared group, not sent yet. */
+  held: boolean;
 }
 
 export type DeployKind = 'probe' | 'spread' | 'replay';
@@ -113,6 +119,8 @@ export class SandboxWorker {
   successor = false;
   /** A successor was started for it: it is never recycled twice. */
   recycled = false;
+  /** In the tenants' shared group: calls running (not waiting on a host call) by service; a service with any is a busy isolate, a thread (fair.ts). */
+  readonly busy = new Map<string, number>();
 
   constructor(
     readonly slot: number | undefined,

@@ -87,12 +87,15 @@ const sandboxMessage = z.discriminatedUnion('t', [
   z.object({ t: z.literal('deployed'), did: wireId, ok: z.boolean(), meta: serviceMeta.optional(), error: z.string().optional() }),
   z.object({ t: z.literal('overrun'), name: z.string().max(256) }),
   z.object({ t: z.literal('rebuilt'), name: z.string().max(256) }),
+  /** CPU time service isolates used since the last report, µs by service (sent only with `SandboxCaps.reportCpu`). */
+  z.object({ t: z.literal('cpu'), use: z.array(z.tuple([z.string().max(256), z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)])).max(10_000) }),
 ]);
 export type SandboxMessage = z.infer<typeof sandboxMessage>;
 
 export type KernelMessage =
   | { t: 'init'; caps: SandboxCaps }
-  | { t: 'deploy'; did: number; name: string; file: string; memoryMb?: number }
+  /** `capMb`: a ceiling on the isolate's memory limit below the process's (a tenant's `memory_mb` quota). */
+  | { t: 'deploy'; did: number; name: string; file: string; memoryMb?: number; capMb?: number }
   | { t: 'undeploy'; name: string }
   /** `d`: how deep in an invoke chain the call is (absent: 0); `ms`: its own time limit when below its service's. */
   | { t: 'call'; id: number; svc: string; d?: number; ms?: number }
@@ -111,6 +114,8 @@ export interface SandboxCaps {
   idleMs: number;
   /** Calls one isolate holds at once at each invoke depth, parked ones included (default 2,048); more wait outside it. */
   maxCallsPerIsolate?: number;
+  /** Report the CPU time service isolates use (`cpu` messages): tenants' processes do, the platform's need not. */
+  reportCpu?: boolean;
 }
 
 function isWireId(v: unknown): v is number {

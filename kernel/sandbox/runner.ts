@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../platform/clock.ts';
 import type { TenantConfig } from '../../sdk/plugin/config.ts';
-import { SandboxPool, type CallInFlight, type DeployOutcome, type HostCallHandler, type HostCaller, type NestedCall, type PoolCaps } from './pool.ts';
+import type { Clock } from '../platform/clock.ts';
+import { GroupedRunner } from './groups.ts';
+import type { CallInFlight, DeployOutcome, HostCallHandler, HostCaller, NestedCall, PoolCaps } from './pool.ts';
 import type { InvokeRequest, InvokeResult, SandboxStats } from './protocol.ts';
 
 export type { SandboxStats } from './protocol.ts';
@@ -32,19 +33,26 @@ export interface ServiceRunner {
   inFlight(): CallInFlight[];
   /** The sandbox processes' ids (diagnostics, benchmarks). */
   pids(): number[];
-  /**
-   * The tenants as the config declares them, on every config apply, before their services deploy
-   * (docs/tenants.md): their sandbox processes (shared, or their own) and quotas.
-   */
-  setTenants?(tenants: readonly TenantConfig[]): Promise<void>;
   /** Counters since start and gauges of now, read whenever asked (KernelApi.sandboxStats). */
   stats(): SandboxStats;
+  /**
+   * The tenants as the config declares them, given on every config apply and before the kernel
+   * deploys tenants' services: starts and stops their sandbox processes (the shared ones, a
+   * tenant's own), moves a tenant's services when its `processes` changes, and takes its weight
+   * and quotas. A removed tenant's own processes stop; its services are undeployed by the kernel.
+   */
+  setTenants(tenants: readonly TenantConfig[]): Promise<void>;
   close(): Promise<void>;
 }
 
 
 export interface RunnerOptions {
+  /** The platform's sandbox processes (`server.sandbox.workers`). */
   processes: number;
+  /** The processes tenants share (`server.sandbox.tenant_workers`), started with the first tenant that runs there; default 2. */
+  tenantProcesses?: number;
+  /** Cores the tenants' shared processes divide by fair shares (fair.ts); default the machine's (os.availableParallelism()). */
+  fairCores?: number;
   caps: PoolCaps;
   log: Logger;
   /** Answers host calls services make (publish, outgoing calls); never rejects. */
@@ -55,9 +63,10 @@ export interface RunnerOptions {
   clock?: Clock;
 }
 
-/** Starts the sandbox processes with the services' SDK compiled in. */
+/** Starts the platform's sandbox processes with the services' SDK compiled in; tenants' start with setTenants. */
 export async function startServiceRunner(options: RunnerOptions, sdkCode: string): Promise<ServiceRunner> {
-  const pool = new SandboxPool(options.processes, options.caps, options.log, options.hostCall, options.hostCallsDone, options.clock);
-  await pool.start(sdkCode);
-  return pool;
+  const ids = { next: 1 };
+  const platform = GroupedRunner.platformGroup(options, ids);
+  await platform.start(sdkCode);
+  return new GroupedRunner(platform, options, sdkCode, ids);
 }

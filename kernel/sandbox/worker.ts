@@ -15,6 +15,8 @@ import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
 import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
 
 interface Instance {
+  /** The service it runs (CPU reports name it). */
+  service: string;
   isolate: ivm.Isolate;
   dispatchMany: ivm.Reference<(json: string, raws: string) => void>;
   resolveHostCall: ivm.Reference<(seq: number, json: string) => void>;
@@ -38,6 +40,8 @@ interface Instance {
   idleCpu: bigint | undefined;
   /** When it was built or last handed a batch of calls: one idle for `caps.idleMs` is dropped. */
   lastUsed: number;
+  /** Its running-time clock (isolate.wallTime, ns) when last sampled for the kernel's CPU reports. */
+  cpuSeen: bigint;
 }
 
 interface Deployed {
@@ -101,6 +105,8 @@ const EVALUATE_MS = 2000;
 /** Building an isolate as a whole: the SDK, the service's top-level code and its description. */
 export const BUILD_MS = 2 * EVALUATE_MS + 1000;
 const WATCHDOG_MS = 20;
+/** How often the CPU services used is reported while any of their isolates has work (`caps.reportCpu`). */
+const CPU_REPORT_MS = 100;
 const IDLE_SWEEP_MS = 250;
 /** CPU an isolate with no call may use in one watchdog period past its deadline (GC and the like) before it counts as still running code. */
 const BUSY_CPU_NS = 2_000_000n;
@@ -181,11 +187,16 @@ async function createInstance(svc: Deployed): Promise<{ instance: Instance; meta
     const definition = mod.namespace.getSync('default', { reference: true }) as ivm.Reference<unknown>;
     if (definition.typeof === 'undefined') throw new Error('the service file must `export default service({...})`');
     const metaJson = await register.apply(undefined, [definition.derefInto(), caps.maxOutputBytes], { timeout: EVALUATE_MS });
-    const instance: Instance = { isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], nested: [], held: [], parked: 0, flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined, lastUsed: monotonicNow() };
+    const instance: Instance = { service: svc.name, isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], nested: [], held: [], parked: 0, flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined, lastUsed: monotonicNow(), cpuSeen: 0n };
     holder.instance = instance;
+    // The build ran the service's top-level code: its CPU counts as the service's.
+    watchCpu(instance);
     return { instance, meta: JSON.parse(metaJson) as Record<string, unknown> };
   } catch (err) {
-    if (!isolate.isDisposed) isolate.dispose();
+    if (!isolate.isDisposed) {
+      if (caps.reportCpu) oweCpu(svc.name, isolate, 0n);
+      isolate.dispose();
+    }
     if (overran) throw new Error(`the service's top-level code and description did not finish within ${BUILD_MS} ms`);
     throw err;
   } finally {
@@ -200,18 +211,21 @@ function clamp(value: unknown, fallback: number, max: number): number {
 /** Deploys and undeploys run one at a time, in the order the kernel sent them. */
 let deployQueue: Promise<void> = Promise.resolve();
 
-async function deploy(did: number, name: string, file: string, code: string, declaredMemoryMb: number | undefined): Promise<void> {
+async function deploy(did: number, name: string, file: string, code: string, declaredMemoryMb: number | undefined, capMb: number | undefined): Promise<void> {
+  // A tenant's memory quota lowers the ceiling, and the default with it.
+  const maxMb = capMb === undefined ? caps.maxMemoryMb : Math.min(caps.maxMemoryMb, capMb);
+  const defaultMb = Math.min(caps.defaultMemoryMb, maxMb);
   // The kernel passes the memory limit a version declared when another process built it already.
-  const startMb = Math.max(8, clamp(declaredMemoryMb, caps.defaultMemoryMb, caps.maxMemoryMb));
+  const startMb = Math.max(8, clamp(declaredMemoryMb, defaultMb, maxMb));
   const svc: Deployed = { name, file, code, memoryMb: startMb, timeoutMs: caps.defaultTimeoutMs, instance: undefined, building: true, queued: [] };
   try {
     let { instance, meta } = await createInstance(svc);
     const limits = (meta.limits ?? {}) as { timeoutMs?: number; memoryMb?: number };
     svc.timeoutMs = clamp(limits.timeoutMs, caps.defaultTimeoutMs, caps.maxTimeoutMs);
-    const memoryMb = Math.max(8, clamp(limits.memoryMb, caps.defaultMemoryMb, caps.maxMemoryMb));
+    const memoryMb = Math.max(8, clamp(limits.memoryMb, defaultMb, maxMb));
     if (memoryMb !== svc.memoryMb) {
       // The memory limit is fixed when an isolate is made, and the service declares it inside: make it again.
-      instance.isolate.dispose();
+      dispose(instance);
       svc.memoryMb = memoryMb;
       ({ instance, meta } = await createInstance(svc));
     }
@@ -261,7 +275,11 @@ function dispose(instance: Instance, reason?: 'timeout'): void {
   instance.disposed = true;
   cooling.delete(instance);
   if (reason) instance.disposedFor = reason;
-  if (!instance.isolate.isDisposed) instance.isolate.dispose();
+  if (!instance.isolate.isDisposed) {
+    // Read while it can be: a disposed isolate has no CPU time to read.
+    if (cpuWatched.delete(instance)) oweCpu(instance.service, instance.isolate, instance.cpuSeen);
+    instance.isolate.dispose();
+  }
 }
 
 function usable(instance: Instance | undefined): instance is Instance {
@@ -372,6 +390,7 @@ function startWaiting(instance: Instance): void {
   if (started) instance.waiting.splice(0, started);
   if (first) return;
   instance.lastUsed = now;
+  watchCpu(instance);
   instance.dispatchMany.applyIgnored(undefined, [json + ']', raws]);
 }
 
@@ -455,6 +474,8 @@ function answerHostCall(instance: Instance | undefined, seq: number, reply: unkn
 
 function answerHostCallJson(instance: Instance | undefined, seq: number, replyJson: string): void {
   if (!instance || instance.isolate.isDisposed) return;
+  // The reply resumes the call's code.
+  watchCpu(instance);
   instance.resolveHostCall.applyIgnored(undefined, [seq, replyJson]);
 }
 
@@ -487,7 +508,7 @@ function onMessage(message: KernelMessage, body: string, raw: string | undefined
     }
     case 'deploy': {
       const code = JSON.parse(body) as string;
-      deployQueue = deployQueue.then(() => deploy(message.did, message.name, message.file, code, message.memoryMb));
+      deployQueue = deployQueue.then(() => deploy(message.did, message.name, message.file, code, message.memoryMb, message.capMb));
       break;
     }
     case 'undeploy':
@@ -528,7 +549,7 @@ setInterval(() => {
     if (now <= instance.busyUntil) continue;
     const cpu = instance.isolate.cpuTime;
     if (instance.idleCpu !== undefined && cpu - instance.idleCpu > BUSY_CPU_NS) {
-      wire.send({ t: 'overrun', name: serviceOf(instance) });
+      wire.send({ t: 'overrun', name: instance.service });
       dispose(instance);
     } else if (instance.idleCpu === undefined) instance.idleCpu = cpu;
     else {
@@ -557,9 +578,82 @@ setInterval(() => {
   }
 }, IDLE_SWEEP_MS).unref();
 
-function serviceOf(instance: Instance): string {
-  for (const svc of services.values()) if (svc.instance === instance) return svc.name;
-  return '';
+// ---------------------------------------------------------------------------------------------
+// CPU reports (caps.reportCpu): the CPU this process used while service isolates had work,
+// divided among their services by how long each one's isolate ran their code. The process's own
+// clock (process.cpuUsage: every thread, so what the main thread and V8's helper threads spend on
+// a service's calls is that service's too) is exact: a tenant with processes of its own is
+// charged what they used, as /proc counts it. The divider is the isolates' clock of running time
+// (isolate.wallTime), not isolate.cpuTime: cpuTime counts the stretch of code an isolate is
+// running in wall time, and falls back to its thread's CPU time when the stretch ends, so its
+// readings jump back (under steady load a stretch lasts as long as the load; on a busy machine
+// readings were twice the CPU), and the report in which one jumps back gives all of that
+// report's CPU to the other services. Isolates running side by side get the cores in turn, so
+// their running times divide the CPU as it was used. Batched: one message per CPU_REPORT_MS
+// while any isolate has work, none while idle. An isolate disposed by the memory limit cannot be
+// read: the process's CPU of that stretch goes to the services that could be.
+
+/** Isolates that ran code since their last sample. */
+const cpuWatched = new Set<Instance>();
+/** How long each service's isolates ran code since the last report (ns): the shares of the process's CPU. */
+const ranFor = new Map<string, bigint>();
+let cpuTimer: NodeJS.Timeout | undefined;
+/** The process's CPU clock when the last report was made (or the reports started). */
+let cpuMark = process.cpuUsage();
+
+function watchCpu(instance: Instance): void {
+  if (!caps.reportCpu) return;
+  cpuWatched.add(instance);
+  if (!cpuTimer) {
+    cpuMark = process.cpuUsage();
+    cpuTimer = setInterval(reportCpu, CPU_REPORT_MS);
+    cpuTimer.unref();
+  }
+}
+
+/** Adds how long an isolate ran code since `seen` (its running-time clock, ns) to its service's share; returns the new mark. */
+function oweCpu(service: string, isolate: ivm.Isolate, seen: bigint): bigint {
+  let now: bigint;
+  try {
+    now = isolate.wallTime;
+  } catch {
+    return seen;
+  }
+  if (now <= seen) return seen;
+  ranFor.set(service, (ranFor.get(service) ?? 0n) + (now - seen));
+  return now;
+}
+
+function reportCpu(): void {
+  /** Services with calls in their isolates: an isolate only cooling down after its calls (its clock still) is charged nothing. */
+  const working = new Set<string>();
+  for (const instance of cpuWatched) {
+    if (instance.running.size || hasQueued(instance)) working.add(instance.service);
+    if (instance.isolate.isDisposed) {
+      cpuWatched.delete(instance);
+      continue;
+    }
+    instance.cpuSeen = oweCpu(instance.service, instance.isolate, instance.cpuSeen);
+    // Sampled once more after its work is over, then left alone until it runs code again.
+    if (!instance.running.size && !hasQueued(instance) && !cooling.has(instance)) cpuWatched.delete(instance);
+  }
+  const now = process.cpuUsage();
+  const usedUs = now.user - cpuMark.user + (now.system - cpuMark.system);
+  cpuMark = now;
+  // No isolate ran code since the last report: the services with calls share what the process used alike.
+  const shares = ranFor.size ? ranFor : new Map([...working].map((service) => [service, 1n]));
+  let total = 0n;
+  for (const share of shares.values()) total += share;
+  if (usedUs > 0 && total > 0n) {
+    const use: Array<[string, number]> = [];
+    for (const [service, share] of shares) use.push([service, Math.round((usedUs * Number(share)) / Number(total))]);
+    wire.send({ t: 'cpu', use });
+  }
+  ranFor.clear();
+  if (!cpuWatched.size) {
+    clearInterval(cpuTimer);
+    cpuTimer = undefined;
+  }
 }
 
 process.on('SIGTERM', leave);

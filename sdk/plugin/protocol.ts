@@ -74,4 +74,18 @@ export interface SandboxStats {
   processes: number;
   /** Services quarantined now. */
   quarantined: string[];
+  /**
+   * Per tenant (docs/tenants.md): every declared tenant, and any other whose services ran. CPU
+   * its service isolates used on this node (ms since start, a counter; and in the last minute, what
+   * `cpu_ms_per_minute` is checked against), its calls in flight as `concurrent_calls` counts them
+   * (calls from channels, queues and schedules; the calls they invoke are not counted), and calls
+   * refused by each quota (TENANT_QUOTA). Empty without tenants.
+   */
+  tenants: Array<{
+    tenant: string;
+    cpuMs: number;
+    cpuMsLastMinute: number;
+    inFlight: number;
+    throttled: { cpu_ms_per_minute: number; concurrent_calls: number };
+  }>;
 }

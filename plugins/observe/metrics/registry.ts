@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { LATENCY_BOUNDS_S, type ConnectionReport, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { tenantOf } from '../../../sdk/plugin/tenants.ts';
 import type { CacheStats, OutgoingStats, PubSubStats, RateLimitStats, ResponseCacheStats, SchedulerStatsView, TokenStats, UseQueueStats } from '../../capabilities.ts';
 import type { RequestMeters } from './requests.ts';
 
@@ -19,6 +20,15 @@ interface Snapshot {
 
 /** The background queue (invokeAsync) has no channel: its `queue` label. */
 export const BACKGROUND_QUEUE = '@background';
+
+/**
+ * The `tenant` label of a service's series: its tenant, or empty for the platform's own. Empty,
+ * not a word: any word could be a tenant's name, and Prometheus reads an empty label as none, so
+ * `{tenant=""}` selects the platform's series and `sum by (tenant)` keeps them apart.
+ */
+export function tenantLabel(service: string): string {
+  return tenantOf(service) ?? '';
+}
 
 type Labels = Record<string, string | number>;
 type Row = { labels: Labels; value: number };
@@ -44,11 +54,24 @@ export class SvcMetrics {
       [...requests.all()].flatMap((m) => [...m.statuses].map(([status, value]) => ({ labels: { channel: m.channel, status }, value }))),
     );
     r.registerMetric(requestDurations(requests) as unknown as Metric);
-    this.counter('svc_sandbox_calls_total', 'Service calls by service and outcome (ok, error, timeout, memory_limit, crashed, quarantined, unavailable, ...).', ['service', 'outcome'], (s) =>
-      s.sandbox.calls.map((c) => ({ labels: { service: c.service, outcome: c.outcome }, value: c.count })),
+    this.counter(
+      'svc_sandbox_calls_total',
+      'Service calls by service (its tenant; empty for the platform) and outcome (ok, error, timeout, memory_limit, crashed, quarantined, unavailable, tenant_quota, ...).',
+      ['service', 'tenant', 'outcome'],
+      (s) => s.sandbox.calls.map((c) => ({ labels: { service: c.service, tenant: tenantLabel(c.service), outcome: c.outcome }, value: c.count })),
     );
-    this.counter('svc_sandbox_isolate_rebuilds_total', 'Isolates rebuilt after a time or memory limit disposed them, by service.', ['service'], (s) =>
-      s.sandbox.isolateRebuilds.map((c) => ({ labels: { service: c.service }, value: c.count })),
+    this.counter('svc_sandbox_isolate_rebuilds_total', 'Isolates rebuilt after a time or memory limit disposed them, by service (and its tenant).', ['service', 'tenant'], (s) =>
+      s.sandbox.isolateRebuilds.map((c) => ({ labels: { service: c.service, tenant: tenantLabel(c.service) }, value: c.count })),
+    );
+    const tenants = (s: Snapshot) => s.sandbox.tenants;
+    this.counter("svc_tenant_cpu_seconds_total", "CPU the tenant's services used in the sandbox processes of this node (their processes' CPU, divided by the time each service's isolates ran).", ['tenant'], (s) =>
+      tenants(s).map((t) => ({ labels: { tenant: t.tenant }, value: t.cpuMs / 1000 })),
+    );
+    this.gauge('svc_tenant_calls_in_flight', "The tenant's calls running or waiting for a sandbox now, as its concurrent_calls quota counts them (the calls they invoke are not counted).", ['tenant'], (s) =>
+      tenants(s).map((t) => ({ labels: { tenant: t.tenant }, value: t.inFlight })),
+    );
+    this.counter('svc_tenant_throttled_total', "The tenant's calls refused 429 TENANT_QUOTA by the sandbox runner, by quota (cpu_ms_per_minute, concurrent_calls).", ['tenant', 'quota'], (s) =>
+      tenants(s).flatMap((t) => Object.entries(t.throttled).map(([quota, value]) => ({ labels: { tenant: t.tenant, quota }, value }))),
     );
     this.counter('svc_sandbox_process_restarts_total', 'Sandbox processes started again after dying.', [], (s) => [{ labels: {}, value: s.sandbox.processRestarts }]);
     this.gauge('svc_sandbox_processes', 'Sandbox processes alive.', [], (s) => [{ labels: {}, value: s.sandbox.processes }]);

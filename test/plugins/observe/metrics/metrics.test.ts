@@ -145,14 +145,14 @@ describe('GET /metrics on the admin listener', () => {
     expect(delta('svc_rate_limit_denials_total', { channel: 'limited' })).toBe(1);
     expect(delta('svc_rate_limit_drops_total', { channel: 'closed' })).toBe(1);
 
-    expect(delta('svc_sandbox_calls_total', { service: 'ok', outcome: 'ok' })).toBe(4);
-    expect(delta('svc_sandbox_calls_total', { service: 'absent', outcome: 'error' })).toBe(1);
-    expect(delta('svc_sandbox_calls_total', { service: 'spin', outcome: 'timeout' })).toBe(1);
-    expect(delta('svc_sandbox_calls_total', { service: 'spin', outcome: 'ok' })).toBe(1);
-    expect(delta('svc_sandbox_calls_total', { service: 'crash', outcome: 'crashed' })).toBe(3);
-    expect(delta('svc_sandbox_calls_total', { service: 'crash', outcome: 'quarantined' })).toBe(1);
-    expect(delta('svc_sandbox_calls_total', { service: 'refuse', outcome: 'error' })).toBe(1);
-    expect(delta('svc_sandbox_isolate_rebuilds_total', { service: 'spin' })).toBe(1);
+    expect(delta('svc_sandbox_calls_total', { service: 'ok', tenant: '', outcome: 'ok' })).toBe(4);
+    expect(delta('svc_sandbox_calls_total', { service: 'absent', tenant: '', outcome: 'error' })).toBe(1);
+    expect(delta('svc_sandbox_calls_total', { service: 'spin', tenant: '', outcome: 'timeout' })).toBe(1);
+    expect(delta('svc_sandbox_calls_total', { service: 'spin', tenant: '', outcome: 'ok' })).toBe(1);
+    expect(delta('svc_sandbox_calls_total', { service: 'crash', tenant: '', outcome: 'crashed' })).toBe(3);
+    expect(delta('svc_sandbox_calls_total', { service: 'crash', tenant: '', outcome: 'quarantined' })).toBe(1);
+    expect(delta('svc_sandbox_calls_total', { service: 'refuse', tenant: '', outcome: 'error' })).toBe(1);
+    expect(delta('svc_sandbox_isolate_rebuilds_total', { service: 'spin', tenant: '' })).toBe(1);
     expect(delta('svc_sandbox_process_restarts_total')).toBe(3);
     expect(sampleValue(after, 'svc_sandbox_quarantined_services')).toBe(1);
     expect(sampleValue(after, 'svc_sandbox_processes')).toBe(1);

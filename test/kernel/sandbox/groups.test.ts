@@ -1,0 +1,151 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ServiceRunner } from '../../../kernel/sandbox/runner.ts';
+import { SvcError } from '../../../kernel/errors.ts';
+import { waitFor } from '../../helpers/wait.ts';
+import { CRASH, deploy, ECHO, request, startRunner, tenant } from './tenant-runner.ts';
+
+/**
+ * Trust levels (kernel/sandbox/README.md, "Tenants"): the platform's services, the tenants'
+ * shared processes and a tenant's own processes are separate groups of sandbox processes. Which
+ * process ran a call is shown by what its crash takes down.
+ */
+
+/** Waits on a host call (any) until the test opens the gate: a call that is surely in flight. */
+const GATED = `import { service, outgoing } from 'svc/sdk';
+export default service({ async handle(ctx) {
+  try { await outgoing('gate').post(ctx.cid, { payload: {} }); } catch {}
+  return { done: true };
+} });
+`;
+
+class Gate {
+  readonly waiting: string[] = [];
+  private readonly open: Array<() => void> = [];
+  readonly hostCall = (_op: string, _args: string, invocation: { service: string }) =>
+    new Promise<string>((resolve) => {
+      this.waiting.push(invocation.service);
+      this.open.push(() => resolve(JSON.stringify({ ok: true, value: { status: 200, headers: {}, body: null } })));
+    });
+  release(): void {
+    for (const open of this.open.splice(0)) open();
+  }
+}
+
+let runner: ServiceRunner | undefined;
+afterEach(async () => {
+  await runner?.close();
+  runner = undefined;
+});
+
+const code = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof SvcError ? e.code : String(e)));
+
+describe('process groups', () => {
+  it('without tenants only the platform processes run; the shared ones start with the first tenant, a tenant with processes gets its own', async () => {
+    runner = await startRunner({ workers: 2, tenantWorkers: 1 });
+    expect(runner.pids()).toHaveLength(2);
+    await runner.setTenants([]);
+    expect(runner.pids()).toHaveLength(2);
+    expect(runner.stats().tenants).toEqual([]);
+    await runner.setTenants([tenant('acme')]);
+    expect(runner.pids()).toHaveLength(3);
+    await runner.setTenants([tenant('acme'), tenant('own', { processes: 2 })]);
+    expect(runner.pids()).toHaveLength(5);
+    expect(runner.stats().processes).toBe(5);
+    expect(runner.stats().tenants.map((t) => t.tenant)).toEqual(['acme', 'own']);
+  });
+
+  it("a tenant's crash takes down only its group's process, never the platform's; the platform's crash never a tenant's", async () => {
+    runner = await startRunner({ workers: 1, tenantWorkers: 1 });
+    const [platformPid] = runner.pids();
+    await runner.setTenants([tenant('acme')]);
+    const [, sharedPid] = runner.pids();
+    await deploy(runner, { crash: CRASH, 'acme/crash': CRASH, 'acme/echo': ECHO, echo: ECHO });
+    expect(await code(runner.invoke(request('acme/crash')))).toBe('SANDBOX_CRASHED');
+    await waitFor('the shared process to be replaced', () => runner!.pids().length === 2 && !runner!.pids().includes(sharedPid!));
+    expect(runner.pids()).toContain(platformPid);
+    const replaced = runner.pids().find((p) => p !== platformPid)!;
+    expect(await code(runner.invoke(request('crash')))).toBe('SANDBOX_CRASHED');
+    await waitFor('the platform process to be replaced', () => runner!.pids().length === 2 && !runner!.pids().includes(platformPid!));
+    expect(runner.pids()).toContain(replaced);
+    expect(await code(runner.invoke(request('acme/echo')))).toBe('ok');
+    expect(await code(runner.invoke(request('echo')))).toBe('ok');
+  });
+
+  it("a crash in one tenant's own process costs no other tenant, nor the platform, a request in flight", async () => {
+    const gate = new Gate();
+    runner = await startRunner({ workers: 1, tenantWorkers: 1, hostCall: gate.hostCall });
+    await runner.setTenants([tenant('bad', { processes: 1 }), tenant('good', { processes: 1 }), tenant('shared')]);
+    await deploy(runner, { 'bad/crash': CRASH, 'bad/gated': GATED, 'good/gated': GATED, 'shared/gated': GATED, gated: GATED });
+    const before = runner.pids();
+    expect(before).toHaveLength(4);
+    const inFlight = ['good/gated', 'shared/gated', 'gated', 'bad/gated'].map((s) => runner!.invoke(request(s)));
+    await waitFor('four calls waiting on the host', () => gate.waiting.length === 4);
+    expect(await code(runner.invoke(request('bad/crash')))).toBe('SANDBOX_CRASHED');
+    gate.release();
+    const outcomes = await Promise.all(inFlight.map(code));
+    // bad's own call in flight died with its process; nobody else's did.
+    expect(outcomes).toEqual(['ok', 'ok', 'ok', 'SANDBOX_CRASHED']);
+    // Only bad's process died (its two services, both in flight, now run on probation beside its restarted one).
+    expect(before.filter((p) => !runner!.pids().includes(p))).toHaveLength(1);
+  });
+
+  it('in the shared processes a service that keeps crashing is quarantined as before; the other tenants go on', async () => {
+    runner = await startRunner({ workers: 1, tenantWorkers: 1 });
+    await runner.setTenants([tenant('a'), tenant('b')]);
+    await deploy(runner, { 'a/crash': CRASH, 'b/echo': ECHO });
+    for (let i = 0; i < 3; i++) {
+      expect(await code(runner.invoke(request('a/crash')))).toBe('SANDBOX_CRASHED');
+      await waitFor('the shared process to serve again', async () => (await code(runner!.invoke(request('b/echo')))) === 'ok');
+    }
+    expect(runner.quarantineOf('a/crash')).toMatch(/crashed its sandbox process 3 times/);
+    expect(await code(runner.invoke(request('a/crash')))).toBe('SERVICE_QUARANTINED');
+    expect(runner.stats().quarantined).toEqual(['a/crash']);
+    expect(runner.stats().calls).toContainEqual({ service: 'a/crash', outcome: 'crashed', count: 3 });
+  });
+
+  it("a tenant that changes `processes` moves with its services; groups nobody needs stop", async () => {
+    runner = await startRunner({ workers: 1, tenantWorkers: 1 });
+    await runner.setTenants([tenant('acme')]);
+    await deploy(runner, { 'acme/echo': ECHO, echo: ECHO });
+    expect(runner.pids()).toHaveLength(2);
+    await runner.setTenants([tenant('acme', { processes: 2 })]);
+    // Its services moved before setTenants resolved; the shared process stops once it has no call.
+    expect(await code(runner.invoke(request('acme/echo')))).toBe('ok');
+    await waitFor('the shared process to stop', () => runner!.pids().length === 3);
+    await runner.setTenants([tenant('acme')]);
+    expect(await code(runner.invoke(request('acme/echo')))).toBe('ok');
+    await waitFor('its own processes to stop', () => runner!.pids().length === 2);
+    // A removed tenant's services are undeployed by the kernel; the shared process goes with the last.
+    await runner.setTenants([]);
+    expect(runner.pids()).toHaveLength(2);
+    runner.undeploy('acme/echo');
+    await waitFor('the shared process to stop', () => runner!.pids().length === 1);
+    expect(await code(runner.invoke(request('acme/echo')))).toBe('SERVICE_NOT_DEPLOYED');
+    expect(await code(runner.invoke(request('echo')))).toBe('ok');
+    expect(runner.stats().calls).toContainEqual({ service: 'acme/echo', outcome: 'ok', count: 2 });
+  });
+
+  it('a call in flight in a group a tenant leaves is answered there', async () => {
+    const gate = new Gate();
+    runner = await startRunner({ workers: 1, tenantWorkers: 1, hostCall: gate.hostCall });
+    await runner.setTenants([tenant('acme', { processes: 1 })]);
+    await deploy(runner, { 'acme/gated': GATED });
+    const running = runner.invoke(request('acme/gated'));
+    await waitFor('the call to wait on the host', () => gate.waiting.length === 1);
+    await runner.setTenants([tenant('acme', { processes: 0 })]);
+    expect(runner.pids()).toHaveLength(3);
+    gate.release();
+    expect(await code(running)).toBe('ok');
+    await waitFor('the old process to stop', () => runner!.pids().length === 2);
+  });
+
+  it('a service of a tenant not declared (yet) runs in the shared processes, never in the platform’s', async () => {
+    runner = await startRunner({ workers: 1, tenantWorkers: 1 });
+    await deploy(runner, { 'later/echo': ECHO });
+    expect(runner.pids()).toHaveLength(2);
+    expect(await code(runner.invoke(request('later/echo')))).toBe('ok');
+    await runner.setTenants([tenant('later', { processes: 1 })]);
+    await waitFor('the shared process to stop', () => runner!.pids().length === 2 && runner!.inFlight().length === 0);
+    expect(await code(runner.invoke(request('later/echo')))).toBe('ok');
+  });
+});
