@@ -2,7 +2,7 @@ import { SvcError, type ControlOp, type KernelApi } from '../../../sdk/plugin/in
 import { tenantOf, walkRefs } from '../../../sdk/plugin/tenants.ts';
 import { jsonSchemaOf, redactSecrets, type Json } from './catalogue.ts';
 import { IssuesError } from './errors.ts';
-import { canChange, type Principal } from './roles.ts';
+import { canChange, refuseRole, type Principal } from './roles.ts';
 import type { TenantScope } from './scope.ts';
 import { writeAudit } from './store.ts';
 
@@ -27,9 +27,7 @@ export function listOps(kernel: KernelApi, p?: Principal): Array<{ op: string; a
 export async function runOp(kernel: KernelApi, scope: TenantScope, op: string, args: unknown, p: Principal): Promise<unknown> {
   const entry = kernel.controlOps().find((o) => o.op === op);
   if (!entry) throw new SvcError('NOT_FOUND', `No control op '${op}'`);
-  if (!runs(p, entry)) {
-    throw new SvcError('FORBIDDEN', entry.tenantScoped ? `Your role (${p.role}) may run only the ops that read` : `Op '${op}' is the platform's: it cannot be limited to one tenant`);
-  }
+  if (p.tenant !== undefined && !entry.tenantScoped) throw new SvcError('FORBIDDEN', `Op '${op}' is the platform's: it cannot be limited to one tenant`);
   const parsed = entry.args.safeParse(args ?? {});
   if (!parsed.success) {
     throw new IssuesError(
@@ -41,6 +39,8 @@ export async function runOp(kernel: KernelApi, scope: TenantScope, op: string, a
   // A tenant's administrator names things in its tenant: each marked argument is resolved as in a URL (404 for another tenant's).
   const tenant = p.tenant;
   const data = tenant === undefined ? parsed.data : walkRefs(entry.args, parsed.data, (ref) => scope.resolve(p, ref.value, (name) => `No such ${String(ref.path.at(-1) ?? 'name')}: '${name}'`)).value;
+  // After the names: another tenant's is a 404 whatever the role, as in a URL.
+  if (!runs(p, entry)) refuseRole(p, 'run ops that change something');
   let result: unknown;
   let failure: string | undefined;
   try {
