@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { ConfigError, hashSecret, isScryptHash, readConfigSource, type CliCommand, type CliEnv, type ControlOp, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { ConfigError, controlOrStore, hashSecret, isScryptHash, readConfigSource, type CliCommand, type CliEnv, type ControlOp, type DataStore, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { AdminAuth } from './auth.ts';
 import { addUser, deleteKey, deleteUser, newKey, storeKey, storePasswordHash, type Grant } from './credential.ts';
 import { IssuesError } from './errors.ts';
@@ -152,9 +152,7 @@ const setPassword: CliCommand = {
     const password = await readPassword(env, SET_PASSWORD);
     if (typeof password === 'number') return password;
     const hash = await hashSecret(password);
-    const reply = await env.control('admin.set-password', { hash, user: user.data });
-    if (reply) return done(env, reply, `password of '${user.data}' changed; the running server uses it now`);
-    return offline(env, (store) => storePasswordHash(store, hash, Date.now(), user.data), `password of '${user.data}' stored`);
+    return applyChange(env, 'admin.set-password', { hash, user: user.data }, (store) => storePasswordHash(store, hash, Date.now(), user.data), `password of '${user.data}' changed`);
   },
 };
 
@@ -171,10 +169,7 @@ const addUserCommand: CliCommand = {
     const password = await readPassword(env, ADD_USER);
     if (typeof password === 'number') return password;
     const user = { ...grant, hash: await hashSecret(password) };
-    const reply = await env.control('admin.add-user', user);
-    const message = `account '${grant.name}' (${grant.role}${grant.tenant ? ` of ${grant.tenant}` : ''}) created`;
-    if (reply) return done(env, reply, message);
-    return offline(env, (store) => addUser(store, user, Date.now()), message);
+    return applyChange(env, 'admin.add-user', user, (store) => addUser(store, user, Date.now()), `account '${grant.name}' (${grant.role}${grant.tenant ? ` of ${grant.tenant}` : ''}) created`);
   },
 };
 
@@ -186,11 +181,10 @@ const deleteUserCommand: CliCommand = {
   async run(args, env) {
     const name = accountNameSchema.safeParse(args[0]);
     if (args.length !== 1 || !name.success) return usage(env, 'NAME is required', DELETE_USER);
-    const reply = await env.control('admin.delete-user', { name: name.data });
-    if (reply) return done(env, reply, `account '${name.data}' deleted`);
-    return offline(env, async (store) => {
+    const change = async (store: DataStore) => {
       if (!(await deleteUser(store, name.data))) throw new Error(`no account named '${name.data}'`);
-    }, `account '${name.data}' deleted`);
+    };
+    return applyChange(env, 'admin.delete-user', { name: name.data }, change, `account '${name.data}' deleted`);
   },
 };
 
@@ -207,12 +201,8 @@ const createKey: CliCommand = {
     if (typeof grant === 'string') return usage(env, grant, CREATE_KEY);
     const key = newKey();
     const record = { ...grant, id: key.id, digest: key.digest };
-    const reply = await env.control('admin.create-key', record);
-    if (reply && !reply.ok) return done(env, reply, '');
-    if (!reply) {
-      const code = await offline(env, (store) => storeKey(store, record, Date.now()), '');
-      if (code !== 0) return code;
-    }
+    const code = await applyChange(env, 'admin.create-key', record, (store) => storeKey(store, record, Date.now()));
+    if (code !== 0) return code;
     env.out(`API key '${grant.name}' (${grant.role}${grant.tenant ? ` of ${grant.tenant}` : ''}; shown once; send it as Authorization: Bearer KEY):`);
     env.out(key.key);
     return 0;
@@ -226,27 +216,32 @@ const deleteKeyCommand: CliCommand = {
   async run(args, env) {
     const name = accountNameSchema.safeParse(args[0]);
     if (args.length !== 1 || !name.success) return usage(env, 'NAME is required', 'admin delete-key NAME');
-    const reply = await env.control('admin.delete-key', { name: name.data });
-    if (reply) return done(env, reply, `API key '${name.data}' deleted`);
-    return offline(env, async (store) => {
+    const change = async (store: DataStore) => {
       if (!(await deleteKey(store, name.data))) throw new Error(`no API key named '${name.data}'`);
-    }, `API key '${name.data}' deleted`);
+    };
+    return applyChange(env, 'admin.delete-key', { name: name.data }, change, `API key '${name.data}' deleted`);
   },
 };
 
-/** With no server running: the change goes to the data store directly. */
-async function offline(env: CliEnv, change: (store: Awaited<ReturnType<CliEnv['openStore']>>) => Promise<void>, message: string): Promise<number> {
-  const store = await env.openStore();
-  try {
-    await migrateAdmin(store);
-    await change(store);
-  } catch (err) {
-    env.err((err as Error).message);
-    return 1;
-  } finally {
-    await store.close();
-  }
-  if (message) env.out(`${message}; no server is running, it applies when one starts`);
+/**
+ * Sends the op to the running server; with none running, makes the change in the data store,
+ * where a server reads it when it starts. Says which happened after `message` (none: says nothing).
+ */
+async function applyChange(env: CliEnv, op: string, args: unknown, change: (store: DataStore) => Promise<void>, message?: string): Promise<number> {
+  let offline = false;
+  const outcome = await controlOrStore(
+    env,
+    op,
+    args,
+    async (store) => {
+      offline = true;
+      await migrateAdmin(store);
+      await change(store);
+    },
+    '',
+  );
+  if (typeof outcome === 'number') return outcome;
+  if (message) env.out(`${message}; ${offline ? 'no server is running, it applies when one starts' : 'the running server uses it now'}`);
   return 0;
 }
 

@@ -77,7 +77,8 @@ describe('svc admin, export and import', () => {
     expect(refused.stderr).toContain("no tenant 'nobody' in the config");
     expect(runCli(['admin', 'create-key', 'x', '--tenant', 'acme'], dir).status).toBe(2);
     expect(server.output()).not.toContain('a-tenant-password');
-  });
+    // Four CLI processes, each a few seconds on a loaded machine.
+  }, 60_000);
 
   it('import merges a file (all or nothing) and export writes the running config without secrets', async () => {
     const file = join(dir, 'import.yaml');
