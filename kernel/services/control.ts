@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { DataStore } from '../../sdk/plugin/store.ts';
 import type { SvcConfig } from '../config/schema.ts';
+import { scopedRef, tenantOf } from '../../sdk/plugin/tenants.ts';
 import { IssuesError, SvcError } from '../errors.ts';
 import type { ControlOp } from '../plugin.ts';
 import { isServiceFile, serviceName, type ServiceRegistry } from './registry.ts';
@@ -25,9 +26,15 @@ const FILE_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}\.(ts|js)$/;
 const NAME_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}$/;
 
 const nameField = z.string().regex(NAME_RE, 'a service name: letters, digits, _ and -, at most 100').describe('Service name: its file name without the extension.');
+/** A service to read: a tenant's by its qualified name (`acme/orders`), which its administrators may write short. */
+const QUALIFIED_NAME_RE = /^([a-z][a-z0-9_-]{0,31}\/)?[A-Za-z0-9_][A-Za-z0-9_-]{0,99}$/;
+const readNameField = scopedRef(z.string().regex(QUALIFIED_NAME_RE, "a service name: letters, digits, _ and -, at most 100; a tenant's as <tenant>/<name>")).describe(
+  "Service name: its file name without the extension; a tenant's `<tenant>/<name>`.",
+);
 
 export const listArgs = z.object({}).strict();
 export const nameArgs = z.object({ name: nameField }).strict();
+const readArgs = z.object({ name: readNameField }).strict();
 export const uploadArgs = z
   .object({
     file: z
@@ -77,22 +84,28 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     };
   }
 
+  // A tenant's administrators (admin API) see their tenant's services only; another's is not found.
   const list: ControlOp<z.infer<typeof listArgs>> = {
     op: 'services.list',
     readOnly: true,
+    tenantScoped: true,
     args: listArgs,
-    handler: async () => {
+    handler: async (_args, caller) => {
       const names = new Set([...registry.names(), ...registry.errors.keys(), ...files().map(serviceName)]);
-      return [...names].sort().map(describe);
+      return [...names]
+        .filter((name) => caller === undefined || tenantOf(name) === caller.tenant)
+        .sort()
+        .map(describe);
     },
   };
 
-  const source: ControlOp<z.infer<typeof nameArgs>> = {
+  const source: ControlOp<z.infer<typeof readArgs>> = {
     op: 'services.source',
     readOnly: true,
-    args: nameArgs,
-    handler: async ({ name }) => {
-      const file = fileOf(name);
+    tenantScoped: true,
+    args: readArgs,
+    handler: async ({ name }, caller) => {
+      const file = caller === undefined || tenantOf(name) === caller.tenant ? fileOf(name) : undefined;
       if (!file || !existsSync(join(registry.dir, file))) throw new SvcError('NOT_FOUND', `no service file named '${name}' in ${registry.dir}`);
       // The file as it is now: when its last deploy failed, not the version that serves.
       return { name, file, source: readFileSync(join(registry.dir, file), 'utf8') };

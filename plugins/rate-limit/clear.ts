@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { CliCommand, CliEnv, ControlOp } from '../../sdk/plugin/index.ts';
+import { SvcError, type CliCommand, type CliEnv, type ControlOp } from '../../sdk/plugin/index.ts';
+import { scopedRef, tenantOf } from '../../sdk/plugin/tenants.ts';
 import { ZoneTime } from './calendar.ts';
 import { RedisCounterStore } from './policies/redis.ts';
 import type { RateLimitState } from './state.ts';
@@ -14,7 +15,7 @@ import { optionsOf, type Rule } from './schema.ts';
 export const clearArgsSchema = z
   .object({
     kind: z.enum(['security', 'channel']).describe('Level of the owner.'),
-    name: z.string().min(1).describe('Security definition or channel name.'),
+    name: scopedRef(z.string().min(1)).describe("Security definition or channel name (a tenant's administrator writes its own short)."),
     rule: z.number().int().min(1).optional().describe('1-based rule position; all rules when absent.'),
   })
   .strict();
@@ -48,8 +49,11 @@ const CLEARED = 'limits.clear';
 export function clearControl(state: RateLimitState): ControlOp<ClearArgs> {
   return {
     op: 'limits.clear',
+    tenantScoped: true,
     args: clearArgsSchema,
-    handler: async (args) => {
+    handler: async (args, caller) => {
+      // A tenant's administrators (admin API) clear their tenant's counters only.
+      if (caller !== undefined && tenantOf(args.name) !== caller.tenant) throw new SvcError('NOT_FOUND', `No ${args.kind} named '${args.name}'`);
       const result = await clearCounters(state, args);
       await state.kernel.store.notify(CLEARED, JSON.stringify(args));
       return result;

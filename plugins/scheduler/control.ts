@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { formatDuration, SvcError, type ControlOp } from '../../sdk/plugin/index.ts';
+import { formatDuration, SvcError, type ControlOp, type OpCaller } from '../../sdk/plugin/index.ts';
+import { scopedRef, tenantOf } from '../../sdk/plugin/tenants.ts';
 import { upcoming, type JobScheduler } from './runtime.ts';
 import { scheduleOf } from './schedule.ts';
 import type { Job } from './schema.ts';
@@ -7,10 +8,12 @@ import type { RunRow, SchedulerTables } from './store.ts';
 
 /** The control ops behind `svc job ...`, the admin API and the Dashboard's Jobs page. */
 
-export const nameArgs = z.object({ name: z.string().min(1).max(200).describe('The job name.') }).strict();
+/** A job's name; a tenant's administrator writes its own jobs' names short (sdk/plugin/tenants.ts). */
+const jobName = scopedRef(z.string().min(1).max(200)).describe('The job name.');
+export const nameArgs = z.object({ name: jobName }).strict();
 export const showArgs = z
   .object({
-    name: z.string().min(1).max(200).describe('The job name.'),
+    name: jobName,
     limit: z.number().int().min(1).max(1_000).default(50).describe('Runs of its history, newest first.'),
     before: z.string().optional().describe('Only runs of ticks before this one (ISO 8601): the next page.'),
   })
@@ -119,34 +122,51 @@ export interface JobControlDeps {
 }
 
 export function jobControls(d: JobControlDeps): ControlOp[] {
-  const known = (name: string) => {
-    if (!d.jobs().some((j) => j.name === name)) throw new SvcError('NOT_FOUND', `No job named '${name}' in scheduler_job`);
+  // A tenant's administrators (admin API) reach their tenant's jobs only; another's is not found.
+  const jobsOf = (caller: OpCaller | undefined) => (caller === undefined ? d.jobs() : d.jobs().filter((j) => tenantOf(j.name) === caller.tenant));
+  const known = (name: string, caller: OpCaller | undefined) => {
+    if (!jobsOf(caller).some((j) => j.name === name)) throw new SvcError('NOT_FOUND', `No job named '${name}' in scheduler_job`);
   };
-  const list: ControlOp<Record<string, never>> = { op: 'job.list', readOnly: true, args: z.object({}).strict(), handler: () => listJobs(d.jobs(), d.tables, d.serverZone(), d.now()) };
-  const show: ControlOp<z.infer<typeof showArgs>> = { op: 'job.show', readOnly: true, args: showArgs, handler: (args) => showJob(d.jobs(), d.tables, d.serverZone(), d.now(), args) };
+  const list: ControlOp<Record<string, never>> = {
+    op: 'job.list',
+    readOnly: true,
+    tenantScoped: true,
+    args: z.object({}).strict(),
+    handler: (_args, caller) => listJobs(jobsOf(caller), d.tables, d.serverZone(), d.now()),
+  };
+  const show: ControlOp<z.infer<typeof showArgs>> = {
+    op: 'job.show',
+    readOnly: true,
+    tenantScoped: true,
+    args: showArgs,
+    handler: (args, caller) => showJob(jobsOf(caller), d.tables, d.serverZone(), d.now(), args),
+  };
   const run: ControlOp<z.infer<typeof nameArgs>> = {
     op: 'job.run',
+    tenantScoped: true,
     args: nameArgs,
-    handler: async ({ name }) => {
-      known(name);
+    handler: async ({ name }, caller) => {
+      known(name, caller);
       const { tick, state, cid } = await d.runtime.runNow(name);
       return { name, tick: new Date(tick).toISOString(), state, cid };
     },
   };
   const pause: ControlOp<z.infer<typeof nameArgs>> = {
     op: 'job.pause',
+    tenantScoped: true,
     args: nameArgs,
-    handler: async ({ name }) => {
-      known(name);
+    handler: async ({ name }, caller) => {
+      known(name, caller);
       await d.tables.setPaused(name, true, d.now());
       return { name, paused: true };
     },
   };
   const resume: ControlOp<z.infer<typeof nameArgs>> = {
     op: 'job.resume',
+    tenantScoped: true,
     args: nameArgs,
-    handler: async ({ name }) => {
-      known(name);
+    handler: async ({ name }, caller) => {
+      known(name, caller);
       await d.tables.setPaused(name, false, d.now());
       // Its plan moves past the ticks declined while paused.
       await d.runtime.replan();

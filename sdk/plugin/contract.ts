@@ -193,13 +193,30 @@ export interface Plugin<O = unknown, S = unknown> {
 export interface ControlOp<A = unknown> {
   op: string;
   args: z.ZodType<A>;
-  /** A method, so that an op of any argument type is a `ControlOp`; it runs with what `args` parsed. */
-  handler(args: A): Promise<unknown>;
+  /**
+   * A method, so that an op of any argument type is a `ControlOp`; it runs with what `args` parsed.
+   * `caller` is given when a tenant's administrator runs it (admin API, `tenantScoped` ops only).
+   */
+  handler(args: A, caller?: OpCaller): Promise<unknown>;
   /**
    * It only reads (lists, shows, exports): the admin API then leaves it out of the audit log,
    * which the Dashboard's polling pages would otherwise fill. SDK 1.2.
    */
   readOnly?: boolean;
+  /**
+   * A tenant's administrators may run it (SDK 1.10; docs/tenants.md). Its arguments that name
+   * resources carry `scopedRef` marks (sdk/plugin/tenants.ts): the admin API qualifies them with
+   * the caller's tenant, so they can only name its own. The handler, given `caller.tenant`, lists
+   * and acts on that tenant's things only, and answers a thing of another as not found. Without
+   * it, only platform administrators (and the control socket) run the op.
+   */
+  tenantScoped?: boolean;
+}
+
+/** Who runs a control op, when it is not the platform. */
+export interface OpCaller {
+  /** The tenant whose administrator runs it: the op shows and touches only that tenant's things. */
+  tenant: string;
 }
 
 export interface CliEnv {

@@ -26,6 +26,7 @@ export type {
   HostCallLog,
   KernelApi,
   Lifecycle,
+  OpCaller,
   OpenApiFragment,
   Plugin,
   PluginKind,

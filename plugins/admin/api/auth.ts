@@ -1,12 +1,11 @@
 import { hashSecret, randomSecret, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
-import { checkPassword, keyOwner } from './credential.ts';
-import { ADMIN_USER, type AdminOptions } from './schema.ts';
+import { checkLogin, keyOwner } from './credential.ts';
+import type { Principal } from './roles.ts';
+import type { AdminOptions } from './schema.ts';
 import { cookieValue, csrfMatches, LoginThrottle, SESSION_COOKIE, Sessions, type Session } from './sessions.ts';
 
-/** Who made a request: the admin account through a session, or an API key by name. */
-export interface Actor {
-  /** As audit rows name it: `admin` or `key:NAME`. */
-  who: string;
+/** Who made a request: an account through a session, or an API key; with the reach of its role. */
+export interface Actor extends Principal {
   session: Session | undefined;
 }
 
@@ -34,18 +33,19 @@ export class AdminAuth {
     this.throttle = new LoginThrottle(kernel.clock, () => options().login_failures_per_minute);
   }
 
-  async login(address: string, password: string): Promise<{ token: string; session: Session }> {
+  async login(address: string, username: string, password: string): Promise<{ token: string; session: Session }> {
     const wait = this.throttle.retryAfter(address);
     if (wait > 0) throw new SvcError('TOO_MANY_REQUESTS', 'Too many failed logins; try again later', { headers: { 'Retry-After': String(wait) } });
-    const ok = await checkPassword(this.kernel.store, password, () => (this.dummy ??= hashSecret(randomSecret())));
-    if (!ok) {
+    const grant = await checkLogin(this.kernel.store, username, password, () => (this.dummy ??= hashSecret(randomSecret())));
+    if (!grant) {
       this.throttle.failed(address);
-      this.kernel.log.warn({ address }, 'admin login refused');
+      // The name tried is no secret, and tells an operator which account is under attack.
+      this.kernel.log.warn({ address, user: username }, 'admin login refused');
       throw new SvcError('UNAUTHORIZED', 'Wrong username or password');
     }
     this.throttle.succeeded(address);
-    this.kernel.log.info({ address, user: ADMIN_USER }, 'admin login');
-    return this.sessions.create(ADMIN_USER);
+    this.kernel.log.info({ address, user: grant.name, role: grant.role, tenant: grant.tenant }, 'admin login');
+    return this.sessions.create(grant);
   }
 
   logout(cookie: string | undefined): void {
@@ -56,14 +56,14 @@ export class AdminAuth {
   async identify(req: RequestAuth): Promise<Actor> {
     if (req.authorization !== undefined) {
       const m = /^Bearer\s+(\S+)$/i.exec(req.authorization);
-      const name = m ? await keyOwner(this.kernel.store, m[1]!) : undefined;
-      if (name === undefined) throw new SvcError('UNAUTHORIZED', 'Unknown or malformed API key', { headers: { 'WWW-Authenticate': 'Bearer realm="svc admin"' } });
-      return { who: `key:${name}`, session: undefined };
+      const key = m ? await keyOwner(this.kernel.store, m[1]!) : undefined;
+      if (key === undefined) throw new SvcError('UNAUTHORIZED', 'Unknown or malformed API key', { headers: { 'WWW-Authenticate': 'Bearer realm="svc admin"' } });
+      return { who: `key:${key.name}`, role: key.role, tenant: key.tenant, session: undefined };
     }
     const session = this.sessions.get(cookieValue(req.cookie, SESSION_COOKIE));
     if (session === undefined) throw new SvcError('UNAUTHORIZED', 'Log in first (POST /admin/api/login), or send an API key');
     // SameSite=Strict already keeps other sites' requests from carrying the cookie; the token is the second lock.
     if (!SAFE_METHODS.has(req.method) && !csrfMatches(session, req.csrf)) throw new SvcError('FORBIDDEN', 'Missing or wrong X-CSRF-Token header (the token login returned)');
-    return { who: session.user, session };
+    return { who: session.user, role: session.role, tenant: session.tenant, session };
   }
 }

@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { clientErrorReply, listenerTimeouts, ERRORS, errorBody, openApiDocument, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
+import type { AdminAccounts } from './accounts.ts';
 import type { Actor, AdminAuth } from './auth.ts';
 import type { EndpointRegistry } from './endpoints.ts';
 import { IssuesError } from './errors.ts';
@@ -7,10 +8,13 @@ import { adminOpenApi } from './openapi.ts';
 import { listOps, runOp } from './ops.ts';
 import { PAGE_HEADERS, type PageRegistry } from './pages.ts';
 import type { AdminResources } from './resources.ts';
-import { auditQuerySchema, importSchema, loginSchema } from './schema.ts';
+import { ADMIN_ROUTES, checkAccess, fastifyPath, routeKey, type AdminRoute } from './routes.ts';
+import { auditQuerySchema, importSchema, loginSchema, newKeySchema, newUserSchema } from './schema.ts';
 import { clearedCookie, sessionCookie } from './sessions.ts';
+import { specUnder } from './spec.ts';
 import { readAudit } from './store.ts';
 import { exportConfig } from './transfer.ts';
+import { tenantUsage } from './usage.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,16 +27,21 @@ export interface AdminHttpDeps {
   kernel: KernelApi;
   auth: AdminAuth;
   resources: AdminResources;
+  accounts: AdminAccounts;
   pages: PageRegistry;
   endpoints: EndpointRegistry;
   version: string;
 }
 
 const API = '/admin/api';
-const PUBLIC = new Set([`${API}/login`]);
+const PUBLIC = new Set(ADMIN_ROUTES.filter((r) => r.access === 'public').map((r) => `${API}${r.path}`));
+
+type Params = { section: string; name: string; op: string };
+type Handler = (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => Promise<unknown>;
 
 /** The admin listener's app: its own Fastify, apart from the channel listener. Every answer carries X-Svc-CID; errors are svc's body. */
-export function buildAdminApp({ kernel, auth, resources, pages, endpoints, version }: AdminHttpDeps): FastifyInstance {
+export function buildAdminApp(deps: AdminHttpDeps): FastifyInstance {
+  const { kernel, auth, pages, endpoints } = deps;
   const requestTimeout = kernel.server().request_timeout_ms;
   const app = Fastify({
     logger: false,
@@ -58,65 +67,14 @@ export function buildAdminApp({ kernel, auth, resources, pages, endpoints, versi
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => sendError(kernel, req, reply, err));
   app.setNotFoundHandler((req, reply) => sendError(kernel, req, reply, new SvcError('NO_SUCH_URL')));
 
-  app.post(`${API}/login`, async (req, reply) => {
-    const body = parse(loginSchema, req.body);
-    const { token, session } = await auth.login(addressOf(req), body.password);
-    void reply.header('Set-Cookie', sessionCookie(token, Math.floor((session.expiresAt - kernel.clock.now()) / 1000)));
-    return { user: session.user, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() };
-  });
-  app.post(`${API}/logout`, async (req, reply) => {
-    auth.logout(req.headers.cookie);
-    void reply.header('Set-Cookie', clearedCookie());
-    return reply.code(204).send();
-  });
-  app.get(`${API}/session`, async (req) => {
-    const s = req.actor.session;
-    if (!s) return { user: req.actor.who };
-    return { user: s.user, csrfToken: s.csrfToken, expiresAt: new Date(s.expiresAt).toISOString() };
-  });
-
-  app.get(`${API}/resources`, async () => ({
-    sections: resources.catalogue().map((s) => ({ ...s, count: resources.list(s.name).length, href: `${API}/resources/${s.name}` })),
-  }));
-  app.get<{ Params: { section: string } }>(`${API}/resources/:section`, async (req) => ({ items: resources.list(req.params.section) }));
-  app.post<{ Params: { section: string } }>(`${API}/resources/:section`, async (req, reply) => {
-    const { view } = await resources.upsert(req.params.section, undefined, req.body, req.actor.who, 'create');
-    return reply.code(201).send(view);
-  });
-  app.get<{ Params: { section: string; name: string } }>(`${API}/resources/:section/:name`, async (req) => resources.get(req.params.section, req.params.name));
-  app.put<{ Params: { section: string; name: string } }>(`${API}/resources/:section/:name`, async (req, reply) => {
-    const { created, view } = await resources.upsert(req.params.section, req.params.name, req.body, req.actor.who, 'put');
-    return reply.code(created ? 201 : 200).send(view);
-  });
-  app.delete<{ Params: { section: string; name: string } }>(`${API}/resources/:section/:name`, async (req, reply) => {
-    await resources.remove(req.params.section, req.params.name, req.actor.who);
-    return reply.code(204).send();
-  });
-  app.get(`${API}/overrides`, async () => ({ items: resources.overrides() }));
-  app.delete<{ Params: { section: string; name: string } }>(`${API}/overrides/:section/:name`, async (req, reply) => {
-    await resources.removeOverride(req.params.section, req.params.name, req.actor.who);
-    return reply.code(204).send();
-  });
-
-  app.get(`${API}/ops`, async () => ({ items: listOps(kernel) }));
-  app.post<{ Params: { op: string } }>(`${API}/ops/:op`, async (req) => ({ result: (await runOp(kernel, req.params.op, req.body, req.actor.who)) ?? null }));
-
-  app.get(`${API}/audit`, async (req) => ({ items: await readAudit(kernel.store, parse(auditQuerySchema, req.query)) }));
-  app.get(`${API}/export`, async (_req, reply) => reply.type('application/yaml; charset=utf-8').send(exportConfig(kernel, resources.catalogue()).yaml));
-  app.post(`${API}/import`, async (req) => resources.importSections(parse(importSchema, req.body), req.actor.who));
-  app.get(`${API}/openapi.json`, async () => adminOpenApi(kernel, resources.catalogue(), version));
-  // The Dashboard's "interface specification" download: what the channel listener serves, its channels (when
-  // the channels-openapi plugin is on) and the enabled plugins' routes.
-  app.get(`${API}/spec/openapi.json`, async () => {
-    const channels = kernel.lookup('openapi.channels')?.fragment();
-    const description = 'The HTTP interface this server offers its clients: its channels, the pub/sub REST APIs and other plugin routes.';
-    return openApiDocument({ title: 'svc interface specification', version, description }, [...(channels ? [channels] : []), ...kernel.openApiFragments()], { basicAuth: { type: 'http', scheme: 'basic' } });
-  });
-  app.get(`${API}/spec/channels.json`, async () => {
-    const channels = kernel.lookup('openapi.channels');
-    if (!channels) throw new SvcError('NO_SUCH_URL', 'The channels-openapi plugin is not enabled');
-    return channels.document();
-  });
+  const handlers = apiHandlers(deps);
+  for (const route of ADMIN_ROUTES) {
+    const handler = handlers.get(routeKey(route));
+    if (!handler) throw new Error(`admin API: no handler for ${routeKey(route)}`);
+    handlers.delete(routeKey(route));
+    app.route<{ Params: Params }>({ method: route.method, url: `${API}${fastifyPath(route.path)}`, preHandler: async (req) => guard(deps, route, req), handler });
+  }
+  if (handlers.size) throw new Error(`admin API: handlers without a route in ADMIN_ROUTES: ${[...handlers.keys()].join(', ')}`);
 
   // Pages (the Dashboard): public markup and code; what they show comes from the API above.
   app.get('/admin', async (_req, reply) => reply.redirect('/admin/'));
@@ -134,6 +92,112 @@ export function buildAdminApp({ kernel, auth, resources, pages, endpoints, versi
     return reply.code(answer.status).type(answer.contentType).send(answer.body);
   });
   return app;
+}
+
+/** Before a handler: the section and name the path gives, resolved for the caller (404 for another tenant's), then the role's access (403). */
+async function guard({ resources, accounts }: AdminHttpDeps, route: AdminRoute, req: FastifyRequest<{ Params: Params }>): Promise<void> {
+  if (route.access === 'public') return;
+  const p = req.actor;
+  const params = req.params;
+  // An override may outlive its plugin's section: the platform can still remove it.
+  if (params.section !== undefined && (p.tenant !== undefined || route.path.startsWith('/resources/'))) resources.requireSection(params.section, p);
+  if (params.name !== undefined) {
+    if (route.path.startsWith('/users/')) params.name = accounts.resolve(p, 'user', params.name);
+    else if (route.path.startsWith('/keys/')) params.name = accounts.resolve(p, 'key', params.name);
+    else params.name = resources.resolve(p, params.section, params.name);
+  }
+  checkAccess(route, p);
+}
+
+/** One handler per row of ADMIN_ROUTES, by `METHOD /path`. */
+function apiHandlers({ kernel, auth, resources, accounts, version }: AdminHttpDeps): Map<string, Handler> {
+  const handlers = new Map<string, Handler>();
+  const on = (key: string, handler: Handler) => void handlers.set(key, handler);
+  const grantView = <T extends { tenant: string | undefined }>(g: T) => ({ ...g, tenant: g.tenant ?? null });
+
+  on('POST /login', async (req, reply) => {
+    const body = parse(loginSchema, req.body);
+    const { token, session } = await auth.login(addressOf(req), body.username, body.password);
+    void reply.header('Set-Cookie', sessionCookie(token, Math.floor((session.expiresAt - kernel.clock.now()) / 1000)));
+    return { user: session.user, role: session.role, tenant: session.tenant ?? null, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() };
+  });
+  on('POST /logout', async (req, reply) => {
+    auth.logout(req.headers.cookie);
+    void reply.header('Set-Cookie', clearedCookie());
+    return reply.code(204).send();
+  });
+  on('GET /session', async (req) => {
+    const { who, role, tenant, session } = req.actor;
+    if (!session) return { user: who, role, tenant: tenant ?? null };
+    return { user: session.user, role, tenant: tenant ?? null, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() };
+  });
+
+  on('GET /resources', async (req) => ({
+    sections: resources.catalogue(req.actor).map((s) => ({ ...s, count: resources.list(s.name, req.actor).length, href: `${API}/resources/${s.name}` })),
+  }));
+  on('GET /resources/{section}', async (req) => ({ items: resources.list(req.params.section, req.actor) }));
+  on('POST /resources/{section}', async (req, reply) => {
+    const { view } = await resources.upsert(req.params.section, undefined, req.body, req.actor, 'create');
+    return reply.code(201).send(view);
+  });
+  on('GET /resources/{section}/{name}', async (req) => resources.get(req.params.section, req.params.name, req.actor));
+  on('PUT /resources/{section}/{name}', async (req, reply) => {
+    const { created, view } = await resources.upsert(req.params.section, req.params.name, req.body, req.actor, 'put');
+    return reply.code(created ? 201 : 200).send(view);
+  });
+  on('DELETE /resources/{section}/{name}', async (req, reply) => {
+    await resources.remove(req.params.section, req.params.name, req.actor);
+    return reply.code(204).send();
+  });
+  on('GET /overrides', async (req) => ({ items: resources.overrides(req.actor) }));
+  on('DELETE /overrides/{section}/{name}', async (req, reply) => {
+    await resources.removeOverride(req.params.section, req.params.name, req.actor);
+    return reply.code(204).send();
+  });
+
+  on('GET /ops', async (req) => ({ items: listOps(kernel, req.actor) }));
+  on('POST /ops/{op}', async (req) => ({ result: (await runOp(kernel, resources.scope, req.params.op, req.body, req.actor)) ?? null }));
+
+  on('GET /audit', async (req) => {
+    const query = parse(auditQuerySchema, req.query);
+    const own = req.actor.tenant;
+    if (own !== undefined && query.tenant !== undefined && query.tenant !== own) return { items: [] };
+    return { items: await readAudit(kernel.store, { ...query, tenant: own ?? query.tenant }) };
+  });
+  on('GET /usage', async (req) => tenantUsage(kernel, req.actor));
+  on('GET /export', async (req, reply) => {
+    const { raw, sections } = resources.exportable(req.actor);
+    return reply.type('application/yaml; charset=utf-8').send(exportConfig(raw, sections).yaml);
+  });
+  on('POST /import', async (req) => resources.importSections(parse(importSchema, req.body), req.actor));
+  on('GET /openapi.json', async (req) => adminOpenApi(kernel, resources.catalogue(req.actor), version, req.actor));
+  // The Dashboard's "interface specification" download: what the channel listener serves, its channels (when
+  // the channels-openapi plugin is on) and the enabled plugins' routes; for a tenant, its channels only.
+  const forCaller = (req: FastifyRequest, doc: Record<string, unknown>) => (req.actor.tenant === undefined ? doc : specUnder(doc, resources.scope.urlPrefix(req.actor.tenant)));
+  on('GET /spec/openapi.json', async (req) => {
+    const channels = kernel.lookup('openapi.channels')?.fragment();
+    const description = 'The HTTP interface this server offers its clients: its channels, the pub/sub REST APIs and other plugin routes.';
+    return forCaller(req, openApiDocument({ title: 'svc interface specification', version, description }, [...(channels ? [channels] : []), ...kernel.openApiFragments()], { basicAuth: { type: 'http', scheme: 'basic' } }));
+  });
+  on('GET /spec/channels.json', async (req) => {
+    const channels = kernel.lookup('openapi.channels');
+    if (!channels) throw new SvcError('NO_SUCH_URL', 'The channels-openapi plugin is not enabled');
+    return forCaller(req, channels.document() as Record<string, unknown>);
+  });
+
+  on('GET /users', async (req) => ({ items: (await accounts.users(req.actor)).map(grantView) }));
+  on('POST /users', async (req, reply) => reply.code(201).send(grantView(await accounts.addUser(req.actor, parse(newUserSchema, req.body)))));
+  on('DELETE /users/{name}', async (req, reply) => {
+    await accounts.deleteUser(req.actor, req.params.name);
+    return reply.code(204).send();
+  });
+  on('GET /keys', async (req) => ({ items: (await accounts.keys(req.actor)).map(grantView) }));
+  on('POST /keys', async (req, reply) => reply.code(201).send(grantView(await accounts.addKey(req.actor, parse(newKeySchema, req.body)))));
+  on('DELETE /keys/{name}', async (req, reply) => {
+    await accounts.deleteKey(req.actor, req.params.name);
+    return reply.code(204).send();
+  });
+  return handlers;
 }
 
 function parse<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } } }, value: unknown): T {

@@ -1,7 +1,8 @@
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
 import { jsonSchemaOf, type Json, type ResourceSection } from './catalogue.ts';
 import { listOps } from './ops.ts';
-import { auditQuerySchema, importSchema, loginReplySchema, loginSchema } from './schema.ts';
+import type { Principal } from './roles.ts';
+import { auditQuerySchema, importSchema, loginReplySchema, loginSchema, newKeySchema, newUserSchema } from './schema.ts';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const jsonBody = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
@@ -11,7 +12,7 @@ const AUTHED = errors(401, 403);
 const nameParam = { name: 'name', in: 'path', required: true, description: 'The entry name (percent-encode `/`).', schema: { type: 'string' } };
 
 /** The admin API's OpenAPI 3.1 document, from the same zod schemas that validate config and requests. */
-export function adminOpenApi(kernel: KernelApi, sections: readonly ResourceSection[], version: string): Json {
+export function adminOpenApi(kernel: KernelApi, sections: readonly ResourceSection[], version: string, p?: Principal): Json {
   const schemas: Record<string, unknown> = {
     Error: {
       type: 'object',
@@ -37,7 +38,10 @@ export function adminOpenApi(kernel: KernelApi, sections: readonly ResourceSecti
     Login: jsonSchemaOf(loginSchema),
     LoginReply: jsonSchemaOf(loginReplySchema, 'output'),
     Import: jsonSchemaOf(importSchema),
+    NewUser: jsonSchemaOf(newUserSchema),
+    NewKey: jsonSchemaOf(newKeySchema),
   };
+  const accountName = { name: 'name', in: 'path', required: true, description: "The account's or key's name (a tenant's `<tenant>/<name>`; percent-encode `/`).", schema: { type: 'string' } };
   const paths: Record<string, unknown> = {
     '/admin/api/login': { post: { tags: ['session'], summary: 'Log in: sets the session cookie, returns the CSRF token', security: [], requestBody: jsonBody(ref('Login'), 'Credentials'), responses: { 200: jsonBody(ref('LoginReply'), 'Logged in'), ...errors(400, 401, 429) } } },
     '/admin/api/logout': { post: { tags: ['session'], summary: 'Ends the session', responses: { 204: { description: 'Logged out' }, ...AUTHED } } },
@@ -61,6 +65,17 @@ export function adminOpenApi(kernel: KernelApi, sections: readonly ResourceSecti
         responses: { 200: jsonBody({ type: 'object' }, 'Rows'), ...AUTHED },
       },
     },
+    '/admin/api/usage': { get: { tags: ['tenants'], summary: 'Per tenant: calls, errors, throttled calls and CPU against its quota (a tenant\'s administrators: their tenant)', responses: { 200: jsonBody({ type: 'object' }, 'Usage'), ...AUTHED } } },
+    '/admin/api/users': {
+      get: { tags: ['accounts'], summary: "Accounts with role and tenant (a tenant owner: its tenant's)", responses: { 200: jsonBody({ type: 'object' }, 'Accounts'), ...AUTHED } },
+      post: { tags: ['accounts'], summary: 'Creates an account (a tenant owner: in its tenant, with a tenant role)', requestBody: jsonBody(ref('NewUser'), 'The account'), responses: { 201: jsonBody({ type: 'object' }, 'Created'), ...errors(400, 401, 403, 404, 409) } },
+    },
+    '/admin/api/users/{name}': { delete: { tags: ['accounts'], summary: 'Deletes an account and ends its sessions', parameters: [accountName], responses: { 204: { description: 'Deleted' }, ...errors(401, 403, 404, 409) } } },
+    '/admin/api/keys': {
+      get: { tags: ['accounts'], summary: "API keys with role and tenant (a tenant owner: its tenant's)", responses: { 200: jsonBody({ type: 'object' }, 'Keys'), ...AUTHED } },
+      post: { tags: ['accounts'], summary: 'Creates an API key; the key is in this answer only', requestBody: jsonBody(ref('NewKey'), 'The key'), responses: { 201: jsonBody({ type: 'object' }, 'Created, with `key`'), ...errors(400, 401, 403, 404, 409) } },
+    },
+    '/admin/api/keys/{name}': { delete: { tags: ['accounts'], summary: 'Revokes an API key at once', parameters: [accountName], responses: { 204: { description: 'Deleted' }, ...errors(401, 403, 404) } } },
     '/admin/api/export': { get: { tags: ['transfer'], summary: 'The running config as YAML (secrets as ${VARIABLE} references)', responses: { 200: { description: 'YAML', content: { 'application/yaml': { schema: { type: 'string' } } } }, ...AUTHED } } },
     '/admin/api/import': { post: { tags: ['transfer'], summary: 'Creates or replaces entries of several sections, checked whole: all or nothing', requestBody: jsonBody(ref('Import'), 'Sections'), responses: { 200: jsonBody({ type: 'object' }, 'Imported'), ...errors(400, 401, 403) } } },
     '/admin/api/openapi.json': { get: { tags: ['transfer'], summary: 'This document', responses: { 200: jsonBody({ type: 'object' }, 'OpenAPI 3.1') } } },
@@ -87,7 +102,7 @@ export function adminOpenApi(kernel: KernelApi, sections: readonly ResourceSecti
       delete: { tags: [s.name], summary: `Deletes a ${s.name} entry (one from the config file stays deleted while the override exists)`, responses: { 204: { description: 'Deleted' }, ...errors(400, 401, 403, 404) } },
     };
   }
-  for (const op of listOps(kernel)) {
+  for (const op of listOps(kernel, p)) {
     schemas[`op.${op.op}`] = op.args;
     paths[`/admin/api/ops/${op.op}`] = { post: { tags: ['ops'], summary: `Runs control op ${op.op}`, requestBody: jsonBody(ref(`op.${op.op}`), 'Arguments'), responses: { 200: jsonBody({ type: 'object', properties: { result: {} } }, 'Its result'), ...errors(400, 401, 403, 404) } } };
   }

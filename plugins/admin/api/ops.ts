@@ -1,19 +1,33 @@
-import { SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { SvcError, type ControlOp, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { tenantOf, walkRefs } from '../../../sdk/plugin/tenants.ts';
 import { jsonSchemaOf, redactSecrets, type Json } from './catalogue.ts';
 import { IssuesError } from './errors.ts';
+import { canChange, refuseRole, type Principal } from './roles.ts';
+import type { TenantScope } from './scope.ts';
 import { writeAudit } from './store.ts';
 
-/** The running server's control ops (queue replay, secret rotation, counters...), listed and run through the admin API. */
-export function listOps(kernel: KernelApi): Array<{ op: string; args: Json; readOnly?: true }> {
+/**
+ * Whether the principal may run the op: platform administrators any; a tenant's only those that
+ * declare `tenantScoped` (they can be limited to one tenant), and a viewer only those that read.
+ */
+function runs(p: Principal | undefined, op: ControlOp): boolean {
+  if (p === undefined || p.tenant === undefined) return true;
+  return op.tenantScoped === true && (op.readOnly === true || canChange(p));
+}
+
+/** The running server's control ops (queue replay, secret rotation, counters...) the principal may run, listed and run through the admin API. */
+export function listOps(kernel: KernelApi, p?: Principal): Array<{ op: string; args: Json; readOnly?: true; tenantScoped?: true }> {
   return kernel
     .controlOps()
-    .map((o) => ({ op: o.op, args: jsonSchemaOf(o.args), ...(o.readOnly ? { readOnly: true as const } : {}) }))
+    .filter((o) => runs(p, o))
+    .map((o) => ({ op: o.op, args: jsonSchemaOf(o.args), ...(o.readOnly ? { readOnly: true as const } : {}), ...(o.tenantScoped ? { tenantScoped: true as const } : {}) }))
     .sort((a, b) => a.op.localeCompare(b.op));
 }
 
-export async function runOp(kernel: KernelApi, op: string, args: unknown, actor: string): Promise<unknown> {
+export async function runOp(kernel: KernelApi, scope: TenantScope, op: string, args: unknown, p: Principal): Promise<unknown> {
   const entry = kernel.controlOps().find((o) => o.op === op);
   if (!entry) throw new SvcError('NOT_FOUND', `No control op '${op}'`);
+  if (p.tenant !== undefined && !entry.tenantScoped) throw new SvcError('FORBIDDEN', `Op '${op}' is the platform's: it cannot be limited to one tenant`);
   const parsed = entry.args.safeParse(args ?? {});
   if (!parsed.success) {
     throw new IssuesError(
@@ -22,16 +36,25 @@ export async function runOp(kernel: KernelApi, op: string, args: unknown, actor:
       parsed.error.issues.map((i) => ({ path: i.path as (string | number)[], message: i.message })),
     );
   }
+  // A tenant's administrator names things in its tenant: each marked argument is resolved as in a URL (404 for another tenant's).
+  const tenant = p.tenant;
+  const data = tenant === undefined ? parsed.data : walkRefs(entry.args, parsed.data, (ref) => scope.resolve(p, ref.value, (name) => `No such ${String(ref.path.at(-1) ?? 'name')}: '${name}'`)).value;
+  // After the names: another tenant's is a 404 whatever the role, as in a URL.
+  if (!runs(p, entry)) refuseRole(p, 'run ops that change something');
   let result: unknown;
   let failure: string | undefined;
   try {
-    result = await entry.handler(parsed.data);
+    result = await entry.handler(data, tenant === undefined ? undefined : { tenant });
   } catch (err) {
     if (err instanceof SvcError) throw err;
     failure = (err as Error).message;
   }
   if (entry.readOnly && failure === undefined) return result;
-  await kernel.store.transaction((tx) => writeAudit(tx, { at: kernel.clock.now(), actor, action: failure === undefined ? 'op' : 'op (failed)', name: op, detail: { args: redactSecrets(parsed.data) } }), { durable: true });
+  const auditTenant = tenant ?? walkRefs(entry.args, data).refs.map((r) => tenantOf(r.value)).find((t) => t !== undefined);
+  await kernel.store.transaction(
+    (tx) => writeAudit(tx, { at: kernel.clock.now(), actor: p.who, tenant: auditTenant, action: failure === undefined ? 'op' : 'op (failed)', name: op, detail: { args: redactSecrets(data) } }),
+    { durable: true },
+  );
   // Ops report refusals as plain errors whose messages are written for operators (no secrets).
   if (failure !== undefined) throw new SvcError('BAD_REQUEST', failure);
   return result;

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { definePlugin } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
+import { AdminAccounts } from './accounts.ts';
 import { AdminAuth } from './auth.ts';
 import { adminCommands, adminControls } from './cli.ts';
 import { ensurePassword } from './credential.ts';
@@ -52,7 +53,8 @@ export default definePlugin<AdminOptions, AdminState>({
       const created = await ensurePassword(kernel.store, kernel.env, kernel.clock.now());
       // Printed, not logged: log lines are kept and shipped; this line is for the one who started the server.
       if (created !== undefined) process.stdout.write(`svc admin: first start, the admin password is ${created} (shown once; change it with \`svc admin set-password\`)\n`);
-      const app = buildAdminApp({ kernel, auth, resources, pages, endpoints, version: VERSION });
+      const accounts = new AdminAccounts(kernel, auth, resources.scope);
+      const app = buildAdminApp({ kernel, auth, resources, accounts, pages, endpoints, version: VERSION });
       state.app = app;
       const address = await app.listen({ host: settings.host, port: adminPort(kernel.env, settings.port) });
       kernel.log.info({ address }, 'svc admin listening');

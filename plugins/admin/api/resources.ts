@@ -1,9 +1,12 @@
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
 import type { Vault } from '../../capabilities.ts';
 import { SvcError, type ConfigIssue, type RawConfig } from '../../../sdk/plugin/index.ts';
+import { tenantOf } from '../../../sdk/plugin/tenants.ts';
 import { resourceSections, type ResourceSection } from './catalogue.ts';
 import { IssuesError, type ResourceIssue } from './errors.ts';
 import { adminLayer, keyOf, LAYER_NAME, nameOf, type Entry, type Records } from './layer.ts';
+import { reaches, type Principal } from './roles.ts';
+import { entrySchemaOf, PLATFORM_SECTIONS, TenantScope } from './scope.ts';
 import { deleteOverride, readOverrides, writeAudit, writeOverride, type OverrideRecord } from './store.ts';
 
 const VAULT_OWNER = 'admin';
@@ -38,7 +41,11 @@ export class AdminResources {
   private queue: Promise<unknown> = Promise.resolve();
   private loaded = false;
 
-  constructor(private readonly kernel: KernelApi) {}
+  readonly scope: TenantScope;
+
+  constructor(private readonly kernel: KernelApi) {
+    this.scope = new TenantScope(kernel);
+  }
 
   /**
    * Follows edits made through another node's admin API: reload the overrides (write-only values
@@ -98,34 +105,53 @@ export class AdminResources {
     this.loaded = true;
   }
 
-  catalogue(): ResourceSection[] {
-    return (this.sections ??= resourceSections(this.kernel));
+  /** Every resource section; `p` given: those it sees (a tenant's administrators do not see `tenants`). */
+  catalogue(p?: Principal): ResourceSection[] {
+    const all = (this.sections ??= resourceSections(this.kernel));
+    return p?.tenant === undefined ? all : all.filter((s) => !PLATFORM_SECTIONS.has(s.name));
   }
 
-  section(name: string): ResourceSection | undefined {
-    return this.catalogue().find((s) => s.name === name);
+  section(name: string, p?: Principal): ResourceSection | undefined {
+    return this.catalogue(p).find((s) => s.name === name);
   }
 
-  requireSection(name: string): ResourceSection {
-    const section = this.section(name);
+  requireSection(name: string, p?: Principal): ResourceSection {
+    const section = this.section(name, p);
     if (!section) throw new SvcError('NOT_FOUND', `No resource section '${name}'`);
     return section;
   }
 
-  list(section: string): ResourceView[] {
-    const s = this.requireSection(section);
+  /** A section's entries, those of the principal's tenant for a tenant's administrator. */
+  list(section: string, p?: Principal): ResourceView[] {
+    const s = this.requireSection(section, p);
     const entries = this.kernel.rawConfig()[section];
-    return (Array.isArray(entries) ? entries : []).filter((e) => nameOf(e) !== undefined).map((e) => this.view(s, e as Entry));
+    return (Array.isArray(entries) ? entries : [])
+      .filter((e) => nameOf(e) !== undefined && (p === undefined || reaches(p, nameOf(e)!)))
+      .map((e) => this.view(s, e as Entry));
   }
 
-  get(section: string, name: string): ResourceView {
-    const found = this.list(section).find((v) => v.name === name);
-    if (!found) throw new SvcError('NOT_FOUND', `No ${section} entry named '${name}'`);
+  get(section: string, name: string, p?: Principal): ResourceView {
+    const found = this.list(section, p).find((v) => v.name === name);
+    if (!found) throw new SvcError('NOT_FOUND', notFound(section)(name));
     return found;
   }
 
-  overrides(): Array<Omit<OverrideRecord, 'entry' | 'updatedAt'> & { updatedAt: string }> {
-    return [...this.records.values()].map((r) => ({ section: r.section, name: r.name, action: r.action, updatedAt: new Date(r.updatedAt).toISOString(), updatedBy: r.updatedBy }));
+  overrides(p?: Principal): Array<Omit<OverrideRecord, 'entry' | 'updatedAt'> & { updatedAt: string }> {
+    return [...this.records.values()]
+      .filter((r) => p === undefined || (this.section(r.section, p) !== undefined && reaches(p, r.name)))
+      .map((r) => ({ section: r.section, name: r.name, action: r.action, updatedAt: new Date(r.updatedAt).toISOString(), updatedBy: r.updatedBy }));
+  }
+
+  /** The stored name a request's `{name}` means for the principal (404 for another tenant's). */
+  resolve(p: Principal, section: string, name: string): string {
+    return this.scope.resolve(p, name, notFound(section));
+  }
+
+  /** An entry a tenant's administrator sent, qualified into its tenant; a platform administrator's as sent. */
+  private scoped(p: Principal, section: string, entry: Entry): Entry {
+    if (p.tenant === undefined) return { ...entry };
+    const sectionSchema = this.kernel.configSections()[section];
+    return this.scope.entry(p, sectionSchema && entrySchemaOf(sectionSchema), entry, notFound(section));
   }
 
   private view(section: ResourceSection, entry: Entry): ResourceView {
@@ -141,11 +167,12 @@ export class AdminResources {
   }
 
   /** Creates (`create`: 409 when it exists) or replaces an entry. Write-only keys left out keep their value; null clears one. */
-  upsert(sectionName: string, name: string | undefined, body: unknown, actor: string, mode: 'create' | 'put'): Promise<{ created: boolean; view: ResourceView }> {
+  upsert(sectionName: string, name: string | undefined, body: unknown, p: Principal, mode: 'create' | 'put'): Promise<{ created: boolean; view: ResourceView }> {
     return this.serial(async () => {
-      const section = this.requireSection(sectionName);
+      const section = this.requireSection(sectionName, p);
       if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new SvcError('BAD_REQUEST', 'The body must be a JSON object: the entry');
-      const entry = { ...(body as Entry) };
+      const written = name !== undefined && (body as Entry).name === undefined ? { ...(body as Entry), name } : (body as Entry);
+      const entry = this.scoped(p, sectionName, written);
       if (name === undefined) {
         if (typeof entry.name !== 'string' || entry.name === '') throw new IssuesError('INVALID_INPUT', 'Invalid entry', [{ path: ['name'], field: ['name'], message: 'required' }]);
         name = entry.name;
@@ -154,40 +181,50 @@ export class AdminResources {
       const existing = this.currentEntry(sectionName, name);
       if (mode === 'create' && existing) throw new SvcError('CONFLICT', `A ${sectionName} entry named '${name}' exists already`);
       const full = withKeptSecrets(section, entry, existing);
-      await this.commit([{ section: sectionName, name, action: 'upsert', entry: full }], actor, mode === 'create' || !existing ? 'create' : 'update', { keys: Object.keys(body).filter((k) => !section.writeOnly.includes(k)), secretsChanged: section.writeOnly.filter((k) => k in entry) });
-      return { created: !existing, view: this.get(sectionName, name) };
+      await this.commit([{ section: sectionName, name, action: 'upsert', entry: full }], p.who, mode === 'create' || !existing ? 'create' : 'update', { keys: Object.keys(body).filter((k) => !section.writeOnly.includes(k)), secretsChanged: section.writeOnly.filter((k) => k in entry) });
+      return { created: !existing, view: this.get(sectionName, name, p) };
     });
   }
 
-  remove(section: string, name: string, actor: string): Promise<void> {
+  remove(section: string, name: string, p: Principal): Promise<void> {
     return this.serial(async () => {
-      this.requireSection(section);
-      if (!this.currentEntry(section, name)) throw new SvcError('NOT_FOUND', `No ${section} entry named '${name}'`);
-      await this.commit([{ section, name, action: 'delete' }], actor, 'delete');
+      this.requireSection(section, p);
+      if (!reaches(p, name) || !this.currentEntry(section, name)) throw new SvcError('NOT_FOUND', notFound(section)(name));
+      await this.commit([{ section, name, action: 'delete' }], p.who, 'delete');
     });
   }
 
   /** Drops the admin edit of a resource: the config file's version (or none) applies again. */
-  removeOverride(section: string, name: string, actor: string): Promise<void> {
+  removeOverride(section: string, name: string, p: Principal): Promise<void> {
     return this.serial(async () => {
-      if (!this.records.has(keyOf(section, name))) throw new SvcError('NOT_FOUND', `No admin override of ${section} '${name}'`);
-      await this.commit([{ section, name, action: 'unoverride' }], actor, 'remove-override');
+      if (!reaches(p, name) || this.section(section, p) === undefined || !this.records.has(keyOf(section, name))) throw new SvcError('NOT_FOUND', `No admin override of ${section} '${name}'`);
+      await this.commit([{ section, name, action: 'unoverride' }], p.who, 'remove-override');
     });
   }
 
+  /** The sections in the config file's shape (export): a tenant's administrator gets its own entries. */
+  exportable(p: Principal): { sections: ResourceSection[]; raw: RawConfig } {
+    const raw = this.kernel.rawConfig();
+    if (p.tenant === undefined) return { sections: this.catalogue(), raw };
+    const mine: RawConfig = {};
+    for (const s of this.catalogue(p)) mine[s.name] = this.list(s.name, p).map((v) => this.currentEntry(s.name, v.name));
+    return { sections: this.catalogue(p), raw: mine };
+  }
+
   /** Every entry of every section, created or replaced by name, checked whole: all or nothing. */
-  importSections(data: Record<string, Entry[]>, actor: string): Promise<{ created: number; replaced: number }> {
+  importSections(data: Record<string, Entry[]>, p: Principal): Promise<{ created: number; replaced: number }> {
     return this.serial(async () => {
       const issues: ResourceIssue[] = [];
       const changes: Change[] = [];
       let created = 0;
       for (const [sectionName, entries] of Object.entries(data)) {
-        const section = this.section(sectionName);
+        const section = this.section(sectionName, p);
         if (!section) {
           issues.push({ path: [sectionName], message: 'not a section of named entries the admin API manages' });
           continue;
         }
-        entries.forEach((entry, i) => {
+        entries.forEach((written, i) => {
+          const entry = this.scoped(p, sectionName, written);
           const name = nameOf(entry);
           if (name === undefined) return void issues.push({ path: [sectionName, i, 'name'], message: 'required' });
           const existing = this.currentEntry(sectionName, name);
@@ -196,7 +233,7 @@ export class AdminResources {
         });
       }
       if (issues.length) throw new IssuesError('INVALID_INPUT', 'Nothing was imported', issues);
-      await this.commit(changes, actor, 'import');
+      await this.commit(changes, p.who, 'import');
       return { created, replaced: changes.length - created };
     });
   }
@@ -257,7 +294,7 @@ export class AdminResources {
           const record = records.get(keyOf(c.section, c.name));
           if (!record) await deleteOverride(tx, c.section, c.name);
           else await writeOverride(tx, { ...record, entry: record.entry && withoutKeys(record.entry, this.section(c.section)?.writeOnly ?? []) });
-          await writeAudit(tx, { at: now, actor, action, section: c.section, name: c.name, detail });
+          await writeAudit(tx, { at: now, actor, tenant: tenantOf(c.name), action, section: c.section, name: c.name, detail });
         }
       },
       { durable: true },
@@ -302,3 +339,5 @@ function withoutKeys(entry: Entry, keys: readonly string[]): Entry {
   for (const [k, v] of Object.entries(entry)) if (!keys.includes(k)) out[k] = v;
   return out;
 }
+
+const notFound = (section: string) => (name: string) => `No ${section} entry named '${name}'`;

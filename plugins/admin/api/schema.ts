@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ADMIN_USER, localAccountSchema, ROLES, tenantNameSchema } from './roles.ts';
 
 /** `server.admin`: the admin listener, apart from the channel listener. */
 export const adminServerSchema = z
@@ -36,24 +37,50 @@ export const adminOptionsSchema = z
 
 export type AdminOptions = z.infer<typeof adminOptionsSchema>;
 
-/** The one admin account's name (one account today; API keys name automation). */
-export const ADMIN_USER = 'admin';
-
 export const loginSchema = z
   .object({
-    username: z.literal(ADMIN_USER).default(ADMIN_USER).describe('The admin account: `admin`.'),
-    password: z.string().min(1).max(1024).describe('Its password (created at first start and printed once, or set with `svc admin set-password`).').meta({ writeOnly: true }),
+    username: z
+      .string()
+      .min(1)
+      .max(200)
+      .default(ADMIN_USER)
+      .describe("The account: `admin` (the default), another platform administrator's name, or a tenant's account as `<tenant>/<name>`."),
+    password: z.string().min(1).max(1024).describe('Its password (for `admin`: created at first start and printed once, or set with `svc admin set-password`).').meta({ writeOnly: true }),
   })
   .strict();
 
 export const loginReplySchema = z.object({
   user: z.string().describe('Who is logged in.'),
+  role: z.enum(ROLES).describe('Its role: platform, or owner, developer or viewer of its tenant.'),
+  tenant: z.string().nullable().describe('The tenant of a tenant role; null for a platform administrator.'),
   csrfToken: z.string().describe('Send it in the X-CSRF-Token header with every request that changes something.'),
   expiresAt: z.string().describe('When the session ends (ISO 8601).'),
 });
 
-/** Key names appear in audit rows and CLI output. */
-export const keyNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits, `.`, `_` and `-`, starting with a letter or digit, at most 64 characters');
+/** Key names appear in audit rows and CLI output (a tenant's as `<tenant>/<name>`). */
+export const keyNameSchema = localAccountSchema;
+
+const grantFields = {
+  role: z.enum(ROLES).describe("platform (everything), or owner, developer or viewer of one tenant. A tenant's owner gives tenant roles only."),
+  tenant: tenantNameSchema
+    .optional()
+    .describe("The tenant of a tenant role (declared in `tenants`). A tenant's owner leaves it out: its own tenant."),
+};
+
+export const newUserSchema = z
+  .object({
+    name: localAccountSchema.describe("The account's name; a tenant's account logs in as `<tenant>/<name>`."),
+    password: z.string().min(8).max(1024).describe('Its password, 8 to 1024 characters; stored as a scrypt hash.').meta({ writeOnly: true }),
+    ...grantFields,
+  })
+  .strict();
+
+export const newKeySchema = z
+  .object({
+    name: keyNameSchema.describe("The key's name (a tenant's is stored as `<tenant>/<name>`)."),
+    ...grantFields,
+  })
+  .strict();
 
 export const importSchema = z
   .record(z.string(), z.array(z.record(z.string(), z.unknown())))
@@ -63,5 +90,6 @@ export const auditQuerySchema = z
   .object({
     limit: z.coerce.number().int().min(1).max(1000).default(100).describe('Most rows, newest first.'),
     before: z.coerce.number().int().min(1).optional().describe('Only rows with a smaller id (paging).'),
+    tenant: tenantNameSchema.optional().describe("Only this tenant's rows (a tenant's administrators see their own only)."),
   })
   .strict();

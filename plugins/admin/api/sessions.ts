@@ -1,10 +1,13 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../../sdk/plugin/index.ts';
+import type { Role } from './roles.ts';
 
 export const SESSION_COOKIE = 'svc_admin_session';
 
 export interface Session {
   user: string;
+  role: Role;
+  tenant: string | undefined;
   csrfToken: string;
   /** On the wall clock: what the login answer shows. */
   expiresAt: number;
@@ -32,11 +35,11 @@ export class Sessions {
     private readonly elapsed: () => number = monotonic,
   ) {}
 
-  create(user: string): { token: string; session: Session } {
+  create(grant: { name: string; role: Role; tenant: string | undefined }): { token: string; session: Session } {
     this.sweep();
     const token = randomBytes(32).toString('base64url');
     const ttl = this.ttlMs();
-    const session = { user, csrfToken: randomBytes(24).toString('base64url'), expiresAt: this.clock.now() + ttl, expiresAtElapsed: this.elapsed() + ttl };
+    const session = { user: grant.name, role: grant.role, tenant: grant.tenant, csrfToken: randomBytes(24).toString('base64url'), expiresAt: this.clock.now() + ttl, expiresAtElapsed: this.elapsed() + ttl };
     this.byDigest.set(digest(token), session);
     return { token, session };
   }
@@ -61,9 +64,9 @@ export class Sessions {
     if (token !== undefined) this.byDigest.delete(digest(token));
   }
 
-  /** A new password ends every session. */
-  endAll(): void {
-    this.byDigest.clear();
+  /** A new password, a deleted account: that account's sessions end. */
+  endUser(user: string): void {
+    for (const [key, s] of this.byDigest) if (s.user === user) this.byDigest.delete(key);
   }
 
   private sweep(): void {

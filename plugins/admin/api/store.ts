@@ -36,6 +36,16 @@ function migrations(dialect: Dialect): Migration[] {
         detail TEXT
       )`,
     },
+    {
+      // Roles and tenants (docs/tenants.md): accounts and keys made before are platform admins.
+      version: 2,
+      up: `ALTER TABLE admin_user ADD COLUMN role TEXT NOT NULL DEFAULT 'platform';
+      ALTER TABLE admin_user ADD COLUMN tenant TEXT;
+      ALTER TABLE admin_key ADD COLUMN role TEXT NOT NULL DEFAULT 'platform';
+      ALTER TABLE admin_key ADD COLUMN tenant TEXT;
+      ALTER TABLE admin_audit ADD COLUMN tenant TEXT;
+      CREATE INDEX admin_audit_tenant ON admin_audit (tenant, id)`,
+    },
   ];
 }
 
@@ -93,17 +103,31 @@ export async function deleteOverride(tx: Queryable, section: string, name: strin
 export interface AuditRow {
   id: number;
   at: string;
+  /** Who: an account (`admin`, `acme/dev`), an API key (`key:NAME`) or `cli`. */
   actor: string;
+  /** The tenant the row concerns (its resource's, account's or caller's); null: the platform. */
+  tenant: string | null;
   action: string;
   section: string | null;
   name: string | null;
   detail: unknown;
 }
 
-export async function writeAudit(tx: Queryable, row: { at: number; actor: string; action: string; section?: string; name?: string; detail?: unknown }): Promise<void> {
-  await tx.run('INSERT INTO admin_audit (at, actor, action, section, name, detail) VALUES (?, ?, ?, ?, ?, ?)', [
+export interface AuditEntry {
+  at: number;
+  actor: string;
+  action: string;
+  tenant?: string | undefined;
+  section?: string | undefined;
+  name?: string | undefined;
+  detail?: unknown;
+}
+
+export async function writeAudit(tx: Queryable, row: AuditEntry): Promise<void> {
+  await tx.run('INSERT INTO admin_audit (at, actor, tenant, action, section, name, detail) VALUES (?, ?, ?, ?, ?, ?, ?)', [
     row.at,
     row.actor,
+    row.tenant ?? null,
     row.action,
     row.section ?? null,
     row.name ?? null,
@@ -111,10 +135,16 @@ export async function writeAudit(tx: Queryable, row: { at: number; actor: string
   ]);
 }
 
-export async function readAudit(store: Queryable, query: { limit: number; before?: number | undefined }): Promise<AuditRow[]> {
-  const rows = await store.all<{ id: number; at: number; actor: string; action: string; section: string | null; name: string | null; detail: string | null }>(
-    `SELECT id, at, actor, action, section, name, detail FROM admin_audit ${query.before === undefined ? '' : 'WHERE id < ?'} ORDER BY id DESC LIMIT ?`,
-    query.before === undefined ? [query.limit] : [query.before, query.limit],
+/** Newest first; `tenant` given: that tenant's rows only. */
+export async function readAudit(store: Queryable, query: { limit: number; before?: number | undefined; tenant?: string | undefined }): Promise<AuditRow[]> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (query.tenant !== undefined) (where.push('tenant = ?'), params.push(query.tenant));
+  if (query.before !== undefined) (where.push('id < ?'), params.push(query.before));
+  params.push(query.limit);
+  const rows = await store.all<{ id: number; at: number; actor: string; tenant: string | null; action: string; section: string | null; name: string | null; detail: string | null }>(
+    `SELECT id, at, actor, tenant, action, section, name, detail FROM admin_audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`,
+    params,
   );
   return rows.map((r) => ({ ...r, id: Number(r.id), at: new Date(Number(r.at)).toISOString(), detail: r.detail === null ? null : (JSON.parse(r.detail) as unknown) }));
 }

@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import type { RawConfig } from '../../../sdk/plugin/index.ts';
 import { nameOf, type Entry } from './layer.ts';
 import type { ResourceSection } from './catalogue.ts';
 
@@ -8,8 +8,7 @@ import type { ResourceSection } from './catalogue.ts';
  * output is a valid svc.yaml, and an import file). Write-only values are never exported: each
  * becomes a `${VARIABLE}` reference, filled from the environment where the file is imported.
  */
-export function exportConfig(kernel: KernelApi, sections: readonly ResourceSection[]): { yaml: string; variables: string[] } {
-  const raw = kernel.rawConfig();
+export function exportConfig(raw: RawConfig, sections: readonly ResourceSection[]): { yaml: string; variables: string[] } {
   const out: Record<string, Entry[]> = {};
   const variables: string[] = [];
   for (const section of sections) {

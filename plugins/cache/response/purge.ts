@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SvcError, type Channel, type CliCommand, type CliEnv, type ControlOp, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { scopedRef, tenantOf } from '../../../sdk/plugin/tenants.ts';
 import type { CacheBackend } from '../shared/backend.ts';
 import { clearRedisOffline } from '../shared/open.ts';
 import type { NamedCache } from '../shared/schema.ts';
@@ -13,7 +14,7 @@ import { answerPrefix } from './entry.ts';
 
 export const purgeArgs = z
   .object({
-    channel: z.string().min(1).describe('The channel whose stored answers go.'),
+    channel: scopedRef(z.string().min(1)).describe("The channel whose stored answers go (a tenant's administrator writes its own short)."),
     path: z.string().startsWith('/').optional().describe('Only the answers to this path, as the request line spells it (every query string and caller of it).'),
   })
   .strict();
@@ -42,8 +43,11 @@ async function purge(kernel: KernelApi, backendOf: BackendOf, args: PurgeArgs): 
 export function purgeControl(kernel: KernelApi, backendOf: BackendOf): ControlOp<PurgeArgs> {
   return {
     op: 'cache.purge',
+    tenantScoped: true,
     args: purgeArgs,
-    handler: async (args) => {
+    handler: async (args, caller) => {
+      // A tenant's administrators (admin API) purge their tenant's channels only.
+      if (caller !== undefined && tenantOf(args.channel) !== caller.tenant) throw new SvcError('NOT_FOUND', `No channel named '${args.channel}'`);
       const { purged } = await purge(kernel, backendOf, args);
       await kernel.store.notify(PURGED, JSON.stringify(args));
       return { channel: args.channel, ...(args.path === undefined ? {} : { path: args.path }), purged };

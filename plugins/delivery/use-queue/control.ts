@@ -1,15 +1,17 @@
 import { z } from 'zod';
-import type { ControlOp, DataStore, ReplayCheck } from '../../../sdk/plugin/index.ts';
+import { SvcError, type ControlOp, type DataStore, type ReplayCheck } from '../../../sdk/plugin/index.ts';
+import { scopedRef, tenantOf } from '../../../sdk/plugin/tenants.ts';
 import type { Scheduler } from './scheduler.ts';
 import { selectEvents, type EventView, type QueueTable, type Selector } from './store.ts';
 
 /**
  * The operators' actions on queues, as control ops of the running server (`svc queue ...` is a
  * thin client; an admin API can offer the same ops). Events are named by id; a channel filter
- * is a channel name, null for background work, absent for every queue.
+ * is a channel name, null for background work, absent for every queue. A tenant's administrators
+ * (admin API) see and touch the events of their tenant's services only.
  */
 
-const channelFilter = z.string().min(1).max(200).nullable().optional().describe("A channel's events; null: background work (invokeAsync); absent: every queue.");
+const channelFilter = scopedRef(z.string().min(1).max(200)).nullable().optional().describe("A channel's events; null: background work (invokeAsync); absent: every queue.");
 
 export const listArgs = z
   .object({
@@ -41,13 +43,14 @@ export function summaryOf(e: EventView): EventSummary {
   return { ...rest, lastError: errors.at(-1) ?? null, errorCount: errors.length };
 }
 
-export async function listEvents(table: QueueTable, args: z.infer<typeof listArgs>): Promise<EventSummary[]> {
-  return (await table.list(args)).map(summaryOf);
+export async function listEvents(table: QueueTable, args: z.infer<typeof listArgs>, tenant?: string): Promise<EventSummary[]> {
+  return (await table.list({ ...args, tenant })).map(summaryOf);
 }
 
-export async function showEvent(table: QueueTable, id: number): Promise<unknown> {
+/** One event with its request; another tenant's is not found, like a missing one. */
+export async function showEvent(table: QueueTable, id: number, tenant?: string): Promise<unknown> {
   const event = await table.get(id);
-  if (!event) throw new Error(`no event ${id}`);
+  if (!event || (tenant !== undefined && tenantOf(event.service) !== tenant)) throw new SvcError('NOT_FOUND', `no event ${id}`);
   return event;
 }
 
@@ -68,13 +71,14 @@ async function refusedReplays(table: QueueTable, chosen: ReadonlyArray<{ id: num
 }
 
 export function queueControls(store: DataStore, table: QueueTable, scheduler: Scheduler, now: () => number, replayChecks: ReplayChecks = []): ControlOp[] {
-  const list: ControlOp<z.infer<typeof listArgs>> = { op: 'queue.list', readOnly: true, args: listArgs, handler: (args) => listEvents(table, args) };
-  const show: ControlOp<z.infer<typeof showArgs>> = { op: 'queue.show', readOnly: true, args: showArgs, handler: ({ id }) => showEvent(table, id) };
+  const list: ControlOp<z.infer<typeof listArgs>> = { op: 'queue.list', readOnly: true, tenantScoped: true, args: listArgs, handler: (args, caller) => listEvents(table, args, caller?.tenant) };
+  const show: ControlOp<z.infer<typeof showArgs>> = { op: 'queue.show', readOnly: true, tenantScoped: true, args: showArgs, handler: ({ id }, caller) => showEvent(table, id, caller?.tenant) };
   const replay: ControlOp<Selector> = {
     op: 'queue.replay',
+    tenantScoped: true,
     args: selectorArgs,
-    handler: async (selector) => {
-      const selected = scheduler.notRunning(await selectEvents(store, selector));
+    handler: async (selector, caller) => {
+      const selected = scheduler.notRunning(await selectEvents(store, selector, caller?.tenant));
       const refused = await refusedReplays(table, selected, replayChecks);
       const chosen = selected.filter((e) => !refused.has(e.id));
       const done = new Set(await table.replay(chosen.map((e) => e.id), now(), scheduler.node));
@@ -87,9 +91,10 @@ export function queueControls(store: DataStore, table: QueueTable, scheduler: Sc
   };
   const remove: ControlOp<Selector> = {
     op: 'queue.delete',
+    tenantScoped: true,
     args: selectorArgs,
-    handler: async (selector) => {
-      const chosen = scheduler.notRunning(await selectEvents(store, selector));
+    handler: async (selector, caller) => {
+      const chosen = scheduler.notRunning(await selectEvents(store, selector, caller?.tenant));
       const done = new Set(await table.remove(chosen.map((e) => e.id)));
       const events = chosen.filter((e) => done.has(e.id));
       scheduler.removed(events);

@@ -278,9 +278,11 @@ export class QueueTable {
   }
 
   /** Events for operators, newest last; channel null selects background events, undefined every queue. */
-  async list(filter: { channel?: string | null; state?: EventState; limit: number; afterId?: number }): Promise<EventView[]> {
+  /** `tenant` given: the events of that tenant's services only. */
+  async list(filter: { channel?: string | null; state?: EventState; limit: number; afterId?: number; tenant?: string | undefined }): Promise<EventView[]> {
     const where: string[] = ['id > ?'];
     const params: unknown[] = [filter.afterId ?? 0];
+    if (filter.tenant !== undefined) (where.push(OF_TENANT), params.push(...tenantParams(filter.tenant)));
     if (filter.channel === null) where.push('channel IS NULL');
     else if (filter.channel !== undefined) (where.push('channel = ?'), params.push(filter.channel));
     if (filter.state) (where.push('state = ?'), params.push(filter.state));
@@ -334,9 +336,17 @@ export interface Selector {
 }
 
 /** Ids of the events a selector names, with their queue; running events are never selected. */
-export async function selectEvents(store: DataStore, s: Selector): Promise<Array<{ id: number; channel: string | null }>> {
+/**
+ * Events of one tenant's services: their names start with `<tenant>/` (sdk/plugin/tenants.ts).
+ * A prefix compare, not LIKE, whose `_` would match any character of a tenant's name.
+ */
+const OF_TENANT = 'substr(service, 1, ?) = ?';
+const tenantParams = (tenant: string) => [tenant.length + 1, `${tenant}/`];
+
+export async function selectEvents(store: DataStore, s: Selector, tenant?: string): Promise<Array<{ id: number; channel: string | null }>> {
   const where: string[] = ["state <> 'running'"];
   const params: unknown[] = [];
+  if (tenant !== undefined) (where.push(OF_TENANT), params.push(...tenantParams(tenant)));
   if (s.id !== undefined) (where.push('id = ?'), params.push(s.id));
   else (where.push('state = ?'), params.push(s.state ?? 'dead'));
   if (s.channel === null) where.push('channel IS NULL');

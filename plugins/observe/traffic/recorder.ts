@@ -1,3 +1,5 @@
+import { tenantOf } from '../../../sdk/plugin/tenants.ts';
+
 /**
  * What the traffic plugin keeps in memory: the last requests in a ring, and per channel one
  * slot per second for the last WINDOW_SECONDS. Both are preallocated arrays written in place,
@@ -56,13 +58,14 @@ export class RecentRing {
     this.times[i] = at;
   }
 
-  /** Newest first: requests with a seq above afterSeq (all held ones when 0), of one channel or all, at most limit. */
-  list(afterSeq: number, channel: string | undefined, limit: number): RecentRequest[] {
+  /** Newest first: requests with a seq above afterSeq (all held ones when 0), of one channel or all (of one tenant's channels when given), at most limit. */
+  list(afterSeq: number, channel: string | undefined, limit: number, tenant?: string): RecentRequest[] {
     const out: RecentRequest[] = [];
     const oldest = Math.max(afterSeq, this.last - this.capacity) + 1;
     for (let seq = this.last; seq >= oldest && out.length < limit; seq--) {
       const i = (seq - 1) % this.capacity;
       if (channel !== undefined && this.channels[i] !== channel) continue;
+      if (tenant !== undefined && tenantOf(this.channels[i]!) !== tenant) continue;
       out.push({
         seq,
         cid: this.cids[i]!,

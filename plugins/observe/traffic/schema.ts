@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { scopedRef } from '../../../sdk/plugin/tenants.ts';
 import { WINDOW_SECONDS } from './recorder.ts';
 
 export const DEFAULT_RECENT = 1000;
@@ -18,7 +19,8 @@ export const trafficOptionsSchema = z
 
 export type TrafficOptions = z.infer<typeof trafficOptionsSchema>;
 
-const channelName = z.string().min(1).max(200);
+/** A channel's name: a tenant's administrator writes its own channels' names short (sdk/plugin/tenants.ts). */
+const channelName = scopedRef(z.string().min(1).max(200));
 
 export const recentArgsSchema = z
   .object({

@@ -1,3 +1,4 @@
+import { tenantOf } from '../../../sdk/plugin/tenants.ts';
 import type { Clock, Exchange, HookFn } from '../../../sdk/plugin/index.ts';
 import { ChannelSeries, RecentRing, WINDOW_SECONDS, type ChannelStats, type RecentRequest } from './recorder.ts';
 import type { RecentArgs, StatsArgs } from './schema.ts';
@@ -35,14 +36,17 @@ export class TrafficRecorder {
     series.record(Math.floor(at / 1000), status, ms);
   }
 
-  recent(args: RecentArgs): { last_seq: number; requests: RecentRequest[] } {
-    return { last_seq: this.ring.last, requests: this.ring.list(args.after_seq ?? 0, args.channel, args.limit) };
+  /** `tenant` given: that tenant's channels only. */
+  recent(args: RecentArgs, tenant?: string): { last_seq: number; requests: RecentRequest[] } {
+    return { last_seq: this.ring.last, requests: this.ring.list(args.after_seq ?? 0, args.channel, args.limit, tenant) };
   }
 
-  stats(args: StatsArgs): { seconds: number; step: number; channels: ChannelStats[] } {
+  stats(args: StatsArgs, tenant?: string): { seconds: number; step: number; channels: ChannelStats[] } {
     const now = Math.floor(this.clock.now() / 1000);
     const seconds = Math.min(args.seconds, WINDOW_SECONDS);
-    const chosen = args.channel === undefined ? [...this.series.values()] : [this.series.get(args.channel) ?? new ChannelSeries(args.channel)];
+    const chosen = (args.channel === undefined ? [...this.series.values()] : [this.series.get(args.channel) ?? new ChannelSeries(args.channel)]).filter(
+      (s) => tenant === undefined || tenantOf(s.channel) === tenant,
+    );
     const channels = chosen.map((s) => s.summary(now, seconds, args.step)).filter((c) => args.channel !== undefined || c.totals.requests > 0);
     channels.sort((a, b) => a.channel.localeCompare(b.channel));
     return { seconds, step: args.step, channels };

@@ -3,11 +3,16 @@
 import { api, ApiError } from './client.js';
 import { el, field, showIssues } from './form.js';
 import { sparkline } from './chart.js';
+import { accountsView, usageView } from './tenants.js';
 
 const main = () => document.getElementById('main');
 const nav = () => document.getElementById('nav');
 let catalogue;
 let ops = new Map();
+/** Who is signed in: `{ user, role, tenant }` (tenant null for a platform administrator). */
+let me;
+/** A viewer reads only: the pages leave out what would change something. */
+const canChange = () => me?.role !== 'viewer';
 let pollTimer;
 /** Bumped by each navigation: a page still loading when the operator moved on must not draw over the new one. */
 let routeSeq = 0;
@@ -40,7 +45,7 @@ async function start() {
 
 async function ensureSession() {
   try {
-    await api.session();
+    me = await api.session();
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return false;
     throw err;
@@ -62,12 +67,19 @@ function renderNav() {
     ['#/jobs', 'Jobs', 'job.list'],
     ['#/nodes', 'Nodes', 'cluster.nodes'],
   ].filter(([, , op]) => ops.has(op));
+  const administration = [
+    ['#/usage', me.tenant ? `Tenant ${me.tenant}` : 'Tenants'],
+    ...(me.role === 'platform' || me.role === 'owner' ? [['#/accounts', 'Accounts']] : []),
+  ];
   nav().replaceChildren(
     el('h2', { text: 'Resources' }),
     el('ul', {}, sections),
     el('h2', { text: 'Runtime' }),
     el('ul', {}, runtime.map(([href, text]) => el('li', {}, link(href, text))), el('li', {}, link('#/ops', 'Operations')), el('li', {}, link('#/audit', 'Audit log')), el('li', {}, link('#/downloads', 'Downloads'))),
+    el('h2', { text: 'Administration' }),
+    el('ul', {}, administration.map(([href, text]) => el('li', {}, link(href, text)))),
   );
+  document.getElementById('who').textContent = me.tenant ? `${me.user} (${me.role} of ${me.tenant})` : `${me.user} (${me.role})`;
   document.body.classList.add('signed-in');
 }
 
@@ -105,10 +117,14 @@ async function route() {
     if (page === 'jobs') return await (rest[0] ? jobPage(rest[0]) : jobsPage());
     if (page === 'nodes') return await nodesPage();
     if (page === 'audit') return await auditPage();
+    if (page === 'usage') return await usagePage();
+    if (page === 'accounts') return await accountsPage();
     if (page === 'downloads') return downloadsPage();
     return overviewPage();
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return void (location.hash = '#/login');
+    // The page could not be drawn (a 404): the one before it must not stay, as if it were this one.
+    show(routeSeq);
     failed(err);
   }
 }
@@ -117,12 +133,23 @@ function loginPage() {
   const seq = routeSeq;
   document.body.classList.remove('signed-in');
   catalogue = undefined;
+  me = undefined;
+  const username = el('input', { type: 'text', id: 'username', name: 'username', autocomplete: 'username', value: 'admin' });
   const password = el('input', { type: 'password', id: 'password', name: 'password', autocomplete: 'current-password' });
-  const form = el('form', { class: 'login' }, h1('svc Dashboard'), el('label', { for: 'password', text: 'Admin password' }), password, el('button', { type: 'submit', text: 'Log in' }));
+  const form = el(
+    'form',
+    { class: 'login' },
+    h1('svc Dashboard'),
+    el('label', { for: 'username', text: 'Account (a tenant\'s: tenant/name)' }),
+    username,
+    el('label', { for: 'password', text: 'Password' }),
+    password,
+    el('button', { type: 'submit', text: 'Log in' }),
+  );
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     try {
-      await api.login(password.value);
+      await api.login(password.value, username.value.trim() || undefined);
       location.hash = '#/';
     } catch (err) {
       failed(err);
@@ -180,7 +207,7 @@ async function listPage(name) {
   show(seq, 
     h1(section.title ?? name),
     section.description ? el('p', { class: 'help', text: section.description }) : '',
-    el('div', { class: 'toolbar' }, search, link(`#/r/${encodeURIComponent(name)}/+new`, 'New', { class: 'button', id: 'new' })),
+    el('div', { class: 'toolbar' }, search, canChange() ? link(`#/r/${encodeURIComponent(name)}/+new`, 'New', { class: 'button', id: 'new' }) : ''),
     el('table', { class: 'list' }, el('thead', {}, el('tr', {}, el('th', { text: 'name' }), cols.map((c) => el('th', { text: c })), actions ? el('th') : '')), body),
   );
 }
@@ -208,7 +235,7 @@ async function entryPage(sectionName, entryName) {
   const form = field(schema, [], value, { required: true, secretsWriteOnly: true });
   const issues = el('div', { class: 'issues' });
   const save = el('button', { type: 'submit', text: creating ? 'Create' : 'Save' });
-  const formNode = el('form', { class: 'entry' }, form.node, issues, el('div', { class: 'toolbar' }, save));
+  const formNode = el('form', { class: 'entry' }, form.node, issues, el('div', { class: 'toolbar' }, canChange() ? save : el('p', { class: 'help', text: 'Read only: your role (viewer) changes nothing.' })));
   formNode.addEventListener('submit', async (e) => {
     e.preventDefault();
     try {
@@ -222,7 +249,7 @@ async function entryPage(sectionName, entryName) {
       failed(err);
     }
   });
-  const del = creating
+  const del = creating || !canChange()
     ? ''
     : el('button', { type: 'button', class: 'danger', text: 'Delete', id: 'delete' });
   if (del)
@@ -349,7 +376,7 @@ async function servicesPage(name) {
       s.quarantine ? el('div', { class: 'field-error', text: s.quarantine }) : '',
     );
   const row = (s) => el('tr', { 'data-name': s.name }, el('td', {}, link(`#/services/${encodeURIComponent(s.name)}`, s.name)), el('td', { text: s.file ?? '' }), stateCell(s), el('td', { text: s.channels.join(', ') }));
-  show(seq, h1('Services'), el('table', { class: 'list', id: 'services' }, el('tr', {}, ['name', 'file', 'state', 'channels'].map((t) => el('th', { text: t }))), list.map(row)), upload);
+  show(seq, h1('Services'), el('table', { class: 'list', id: 'services' }, el('tr', {}, ['name', 'file', 'state', 'channels'].map((t) => el('th', { text: t }))), list.map(row)), ops.has('services.upload') ? upload : '');
 }
 
 async function pubsubPage(id) {
@@ -399,7 +426,7 @@ async function queuePage() {
       el('td', { text: e.state }),
       el('td', { text: String(e.attempts) }),
       el('td', { text: e.lastError ? `${e.lastError.kind}: ${e.lastError.message}` : '' }),
-      el('td', {}, e.state === 'running' ? '' : [button('replay', e.id), ' ', button('delete', e.id)]),
+      el('td', {}, e.state === 'running' || !ops.has('queue.replay') ? '' : [button('replay', e.id), ' ', button('delete', e.id)]),
     );
   show(seq, 
     h1('Queued events'),
@@ -442,7 +469,7 @@ async function jobsPage() {
       el('td', { 'data-column': 'state', text: jobState(j) }),
       el('td', { 'data-column': 'next', text: when(j.nextRuns[0]) }),
       el('td', { 'data-column': 'last', class: j.lastRun?.state ?? '', text: j.lastRun ? `${j.lastRun.state} ${when(j.lastRun.tick)}` : 'never ran' }),
-      el('td', {}, j.enabled ? jobActions(j, jobsPage) : ''),
+      el('td', {}, j.enabled && ops.has('job.run') ? jobActions(j, jobsPage) : ''),
     );
   show(
     seq,
@@ -472,7 +499,7 @@ async function jobPage(name) {
     seq,
     h1(`Job ${job.name}`),
     el('p', { text: `${job.service}: ${job.schedule} (${job.timezone}), ${jobState(job)}; overlap ${job.overlap}, missed ${job.missed}` }),
-    el('p', {}, job.enabled ? jobActions(job, () => jobPage(name)) : ''),
+    el('p', {}, job.enabled && ops.has('job.run') ? jobActions(job, () => jobPage(name)) : ''),
     el('h2', { text: 'Next runs' }),
     el('ul', { id: 'next-runs' }, job.nextRuns.map((t) => el('li', { text: when(t) }))),
     el('h2', { text: 'History' }),
@@ -505,8 +532,18 @@ async function nodesPage() {
 async function auditPage() {
   const seq = routeSeq;
   const rows = await api.audit();
-  const row = (r) => el('tr', {}, el('td', { text: r.at }), el('td', { text: r.actor ?? '' }), el('td', { text: r.action }), el('td', { text: [r.section, r.name].filter(Boolean).join(' / ') }));
-  show(seq, h1('Audit log'), el('table', { class: 'list' }, el('tr', {}, ['when', 'who', 'action', 'resource'].map((t) => el('th', { text: t }))), rows.map(row)));
+  const row = (r) => el('tr', {}, el('td', { text: r.at }), el('td', { text: r.actor ?? '' }), el('td', { text: r.tenant ?? '' }), el('td', { text: r.action }), el('td', { text: [r.section, r.name].filter(Boolean).join(' / ') }));
+  show(seq, h1('Audit log'), el('table', { class: 'list', id: 'audit' }, el('tr', {}, ['when', 'who', 'tenant', 'action', 'resource'].map((t) => el('th', { text: t }))), rows.map(row)));
+}
+
+async function usagePage() {
+  const seq = routeSeq;
+  show(seq, ...(await usageView(me)));
+}
+
+async function accountsPage() {
+  const seq = routeSeq;
+  show(seq, ...(await accountsView(me, { redraw: accountsPage, flash, failed })));
 }
 
 function downloadsPage() {

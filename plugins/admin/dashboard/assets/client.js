@@ -60,4 +60,11 @@ export const api = {
   ops: () => call('GET', '/ops').then((r) => r.items),
   op: (name, args = {}) => call('POST', `/ops/${seg(name)}`, args).then((r) => r.result),
   audit: () => call('GET', '/audit').then((r) => r.items),
+  usage: () => call('GET', '/usage').then((r) => r.tenants),
+  users: () => call('GET', '/users').then((r) => r.items),
+  addUser: (user) => call('POST', '/users', user),
+  removeUser: (name) => call('DELETE', `/users/${seg(name)}`),
+  keys: () => call('GET', '/keys').then((r) => r.items),
+  addKey: (key) => call('POST', '/keys', key),
+  removeKey: (name) => call('DELETE', `/keys/${seg(name)}`),
 };

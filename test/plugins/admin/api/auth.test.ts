@@ -31,17 +31,21 @@ describe('admin authentication', () => {
     expect(cookie).toContain('HttpOnly');
     expect(cookie).toContain('SameSite=Strict');
     expect(cookie).toContain('Path=/admin');
-    expect(r.body).toEqual({ user: 'admin', csrfToken: expect.any(String), expiresAt: new Date(clock.now() + 30 * 60_000).toISOString() });
+    expect(r.body).toEqual({ user: 'admin', role: 'platform', tenant: null, csrfToken: expect.any(String), expiresAt: new Date(clock.now() + 30 * 60_000).toISOString() });
     expect((await c.get('/admin/api/session')).body).toMatchObject({ user: 'admin', csrfToken: r.body.csrfToken });
   });
 
-  it('refuses a wrong password (401) and a malformed login (400)', async () => {
+  it('refuses a wrong password and an unknown account alike (401), and a malformed login (400)', async () => {
     const c = client();
     const r = await c.login('wrong-password');
     expect(r.status).toBe(401);
     expect(r.body.result).toBe('Error');
+    const unknown = await c.post('/admin/api/login', { username: 'root', password: ADMIN_PASSWORD });
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.details).toBe(r.body.details);
     expect((await c.post('/admin/api/login', { password: '' })).status).toBe(400);
-    expect((await c.post('/admin/api/login', { username: 'root', password: 'x' })).status).toBe(400);
+    expect((await c.post('/admin/api/login', { username: '', password: 'x' })).status).toBe(400);
+    clock.advance(61_000);
   });
 
   it('refuses a change without the CSRF token (403), accepts it with the token', async () => {

@@ -11,7 +11,7 @@ let admin: string;
 let dir: string;
 
 beforeAll(async () => {
-  dir = makeProject('channel_rest:\n  - { name: a, url_path: /a, service: echo, security: none }\n', { 'echo.ts': echoService });
+  dir = makeProject('tenants:\n  - { name: acme }\nchannel_rest:\n  - { name: a, url_path: /a, service: echo, security: none }\n', { 'echo.ts': echoService });
   server = await startCli(dir);
   const m = await waitFor(() => /"address":"(http:\/\/[^"]+)"[^\n]*"msg":"svc admin listening"/.exec(server.output()));
   admin = m[1]!;
@@ -59,6 +59,26 @@ describe('svc admin, export and import', () => {
     expect(runCli(['admin', 'delete-key', 'deploy'], dir).status).toBe(0);
     expect((await c.get('/admin/api/resources')).status).toBe(401);
   });
+
+  it("add-user and create-key --tenant --role make a tenant's account and key, checked before anything is sent", async () => {
+    const added = runCli(['admin', 'add-user', 'dev', '--role', 'developer', '--tenant', 'acme'], dir, 'a-tenant-password\n');
+    expect(added.stderr).toBe('');
+    expect(added.stdout).toContain("account 'acme/dev' (developer of acme) created");
+    const dev = new AdminClient(admin);
+    const login = await dev.send('POST', '/admin/api/login', { username: 'acme/dev', password: 'a-tenant-password' });
+    expect(login.body).toMatchObject({ user: 'acme/dev', role: 'developer', tenant: 'acme' });
+    const key = runCli(['admin', 'create-key', 'ci', '--tenant=acme', '--role=viewer'], dir);
+    expect(key.status).toBe(0);
+    const c = new AdminClient(admin);
+    c.bearer = key.stdout.trim().split('\n').at(-1)!;
+    expect((await c.get('/admin/api/session')).body).toEqual({ user: 'key:acme/ci', role: 'viewer', tenant: 'acme' });
+    const refused = runCli(['admin', 'add-user', 'x', '--role', 'owner', '--tenant', 'nobody'], dir, 'a-tenant-password\n');
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain("no tenant 'nobody' in the config");
+    expect(runCli(['admin', 'create-key', 'x', '--tenant', 'acme'], dir).status).toBe(2);
+    expect(server.output()).not.toContain('a-tenant-password');
+    // Four CLI processes, each a few seconds on a loaded machine.
+  }, 60_000);
 
   it('import merges a file (all or nothing) and export writes the running config without secrets', async () => {
     const file = join(dir, 'import.yaml');

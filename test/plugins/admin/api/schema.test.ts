@@ -49,9 +49,10 @@ describe('plugin options and request bodies', () => {
     expect(adminOptionsSchema.safeParse({ other: 1 }).success).toBe(false);
   });
 
-  it('login takes the admin account only, and a password', () => {
+  it('login takes an account name (admin by default) and a password', () => {
     expect(loginSchema.parse({ password: 'x' })).toEqual({ username: 'admin', password: 'x' });
-    expect(loginSchema.safeParse({ username: 'root', password: 'x' }).success).toBe(false);
+    expect(loginSchema.parse({ username: 'acme/dev', password: 'x' })).toEqual({ username: 'acme/dev', password: 'x' });
+    expect(loginSchema.safeParse({ username: '', password: 'x' }).success).toBe(false);
     expect(loginSchema.safeParse({ password: '' }).success).toBe(false);
   });
 

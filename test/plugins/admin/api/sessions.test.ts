@@ -19,7 +19,7 @@ describe('admin sessions', () => {
   it('end after their time to live of time that passed, though the wall clock was set back', () => {
     const { wall, elapsed, pass } = clocks();
     const sessions = new Sessions(wall, () => 30 * MINUTE, elapsed);
-    const { token } = sessions.create('admin');
+    const { token } = sessions.create({ name: 'admin', role: 'platform', tenant: undefined });
     wall.set(wall.now() - 3_600_000);
     pass(30 * MINUTE - 1);
     expect(sessions.get(token)?.user).toBe('admin');
@@ -30,7 +30,7 @@ describe('admin sessions', () => {
   it('end when the wall clock says so, though little time passed here (a machine resumed from suspend)', () => {
     const { wall, elapsed } = clocks();
     const sessions = new Sessions(wall, () => 30 * MINUTE, elapsed);
-    const { token } = sessions.create('admin');
+    const { token } = sessions.create({ name: 'admin', role: 'platform', tenant: undefined });
     wall.advance(30 * MINUTE);
     expect(sessions.get(token)).toBeUndefined();
   });

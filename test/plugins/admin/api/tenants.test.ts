@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QueueTable } from '../../../../plugins/delivery/use-queue/store.ts';
+import type { InvokeRequest } from '../../../../sdk/plugin/index.ts';
+import { AdminClient, callChannel, resourcePath, startAdmin, type AdminKernel } from './support.ts';
+import { createMatrixAccounts, loginAs, TENANTS_CONFIG } from './tenants.ts';
+
+/** What a tenant's administrators see and change: names in their tenant, lists filtered, the ops limited to it. */
+
+const CONFIG = `${TENANTS_CONFIG}
+  - { name: acme/queued, url_path: /t/acme/queued, service: acme/orders, method: POST, security: none, use_queue: true, delivery: { max_attempts: 1 } }
+  - { name: beta/queued, url_path: /t/beta/queued, service: beta/orders, method: POST, security: none, use_queue: true, delivery: { max_attempts: 1 } }
+`;
+
+let k: AdminKernel;
+let admin: AdminClient;
+let dev: AdminClient;
+let viewer: AdminClient;
+beforeAll(async () => {
+  k = await startAdmin({ config: CONFIG });
+  admin = new AdminClient(k.admin);
+  expect((await admin.login()).status).toBe(200);
+  await createMatrixAccounts(admin);
+  dev = await loginAs(k, 'developer');
+  viewer = await loginAs(k, 'viewer');
+}, 60_000);
+afterAll(() => k?.close());
+
+const op = (c: AdminClient, name: string, args: unknown = {}) => c.post(`/admin/api/ops/${name}`, args);
+
+describe('resources in a tenant', () => {
+  it('a developer writes short names; they are stored and shown qualified, the url_path under the tenant prefix, and what a GET shows can be PUT back', async () => {
+    const made = await dev.post(resourcePath('channel_rest'), { name: 'shop', url_path: '/shop', service: 'orders', security: 'none' });
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({ name: 'acme/shop', source: 'admin', entry: { name: 'acme/shop', url_path: '/t/acme/shop', service: 'acme/orders', security: 'none' } });
+    expect((await admin.get(resourcePath('channel_rest', 'acme/shop'))).status).toBe(200);
+    const shown = (await dev.get(resourcePath('channel_rest', 'shop'))).body;
+    const again = await dev.put(resourcePath('channel_rest', 'acme/shop'), shown.entry);
+    expect(again.status).toBe(200);
+    expect(again.body.entry).toEqual(shown.entry);
+    // Applied: the channel answers under the tenant's prefix (its service is not deployed), not at the short path.
+    expect((await callChannel(k, '/shop')).status).toBe(404);
+    expect((await callChannel(k, '/t/acme/shop')).body.details).not.toBe('No such URL');
+  });
+
+  it("another tenant's resource answers 404 exactly as a missing one, whatever the verb", async () => {
+    const other = await dev.get(resourcePath('channel_rest', 'beta/orders'));
+    const missing = await dev.get(resourcePath('channel_rest', 'beta/no-such'));
+    expect([other.status, missing.status]).toEqual([404, 404]);
+    expect(other.body.details.replace('orders', 'X')).toBe(missing.body.details.replace('no-such', 'X'));
+    expect((await dev.put(resourcePath('channel_rest', 'beta/orders'), { url_path: '/t/beta/orders', service: 'orders', security: 'none' })).status).toBe(404);
+    expect((await dev.del(resourcePath('channel_rest', 'beta/orders'))).status).toBe(404);
+    expect((await dev.post(resourcePath('channel_rest'), { name: 'beta/stolen', url_path: '/x', service: 'orders', security: 'none' })).status).toBe(404);
+    // The platform's `ping` is not acme's: a short name means acme/ping.
+    expect((await dev.get(resourcePath('channel_rest', 'ping'))).status).toBe(404);
+    expect((await admin.get(resourcePath('channel_rest', 'beta/orders'))).body.entry.url_path).toBe('/t/beta/orders');
+  });
+
+  it('the tenants section is the platform\'s; the catalogue counts the tenant\'s entries', async () => {
+    const sections = (await dev.get('/admin/api/resources')).body.sections;
+    expect(sections.map((s: { name: string }) => s.name)).not.toContain('tenants');
+    const ownChannels = (await dev.get(resourcePath('channel_rest'))).body.items.map((i: { name: string }) => i.name);
+    expect(ownChannels.every((n: string) => n.startsWith('acme/'))).toBe(true);
+    expect(sections.find((s: { name: string }) => s.name === 'channel_rest').count).toBe(ownChannels.length);
+    expect((await dev.get(resourcePath('tenants'))).status).toBe(404);
+    expect((await admin.get(resourcePath('tenants'))).body.items.map((i: { name: string }) => i.name)).toEqual(['acme', 'beta']);
+  });
+
+  it("export gives the tenant's entries only; import takes short names into the tenant", async () => {
+    const text = (await dev.get('/admin/api/export')).text;
+    expect(text).toContain('name: acme/orders');
+    expect(text).not.toMatch(/beta|ping|tenants:/);
+    const imported = await dev.post('/admin/api/import', { channel_rest: [{ name: 'imported', url_path: '/imported', service: 'orders', security: 'none' }] });
+    expect(imported.body).toEqual({ created: 1, replaced: 0 });
+    expect((await admin.get(resourcePath('channel_rest', 'acme/imported'))).body.entry.url_path).toBe('/t/acme/imported');
+    expect((await dev.post('/admin/api/import', { tenants: [{ name: 'evil' }] })).status).toBe(400);
+  });
+
+  it("the interface specification holds the tenant's paths and nothing that names another tenant's", async () => {
+    for (const path of ['/admin/api/spec/openapi.json', '/admin/api/spec/channels.json']) {
+      const spec = (await dev.get(path)).body;
+      expect(Object.keys(spec.paths).length).toBeGreaterThan(0);
+      expect(Object.keys(spec.paths).every((p) => p.startsWith('/t/acme/'))).toBe(true);
+      expect(JSON.stringify(spec)).not.toMatch(/beta|\/ping/);
+    }
+  });
+});
+
+describe('ops limited to a tenant', () => {
+  it('GET /ops lists the ops the role may run: a viewer those that read, and never the platform\'s', async () => {
+    const names = async (c: AdminClient) => (await c.get('/admin/api/ops')).body.items.map((o: { op: string }) => o.op);
+    const mine = await names(dev);
+    expect(mine).toEqual(expect.arrayContaining(['traffic.recent', 'queue.replay', 'job.run', 'limits.clear']));
+    expect(mine).not.toContain('config.export');
+    expect(await names(viewer)).toEqual(expect.arrayContaining(['traffic.recent', 'queue.list', 'job.list']));
+    expect(await names(viewer)).not.toContain('queue.replay');
+    expect((await op(dev, 'config.export')).status).toBe(403);
+    expect((await op(viewer, 'limits.clear', { kind: 'channel', name: 'orders' })).status).toBe(403);
+    expect((await op(dev, 'limits.clear', { kind: 'channel', name: 'orders' })).body.result).toEqual({ cleared: 0 });
+    const audit = (await dev.get('/admin/api/audit')).body.items[0];
+    expect(audit).toMatchObject({ actor: 'acme/dev', tenant: 'acme', action: 'op', name: 'limits.clear', detail: { args: { kind: 'channel', name: 'acme/orders' } } });
+  });
+
+  it("traffic shows the tenant's channels only", async () => {
+    for (const path of ['/t/acme/orders', '/t/beta/orders', '/ping']) await callChannel(k, path);
+    const recent = (await op(dev, 'traffic.recent', { limit: 500 })).body.result.requests;
+    expect(recent.length).toBeGreaterThan(0);
+    expect(recent.every((r: { channel: string }) => r.channel.startsWith('acme/'))).toBe(true);
+    const stats = (await op(dev, 'traffic.stats', {})).body.result.channels;
+    expect(stats.map((c: { channel: string }) => c.channel)).toContain('acme/orders');
+    expect(stats.every((c: { channel: string }) => c.channel.startsWith('acme/'))).toBe(true);
+    expect((await op(dev, 'traffic.recent', { channel: 'beta/orders' })).status).toBe(404);
+    const platform = (await op(admin, 'traffic.recent', { limit: 500 })).body.result.requests.map((r: { channel: string }) => r.channel);
+    expect(platform).toEqual(expect.arrayContaining(['acme/orders', 'beta/orders', 'ping']));
+  });
+
+  it("queued events: the tenant lists, shows, replays and deletes its own; another's is not found", async () => {
+    // Dead events of each tenant's queue, stored as a source that gave up stores them (tenant services cannot be deployed here yet).
+    const table = await QueueTable.open(k.kernel.store);
+    const dead = { attempts: 1, errors: [{ attempt: 1, cid: 'c', at: new Date().toISOString(), kind: 'Error', message: 'down' }] };
+    for (const [id, t] of [[9001, 'acme'], [9002, 'beta']] as const) {
+      await table.insert({ id, channel: `${t}/queued`, request: { service: `${t}/orders`, cid: `cid-${id}`, input: {} } as unknown as InvokeRequest, receivedAt: Date.now(), node: 'test', dead });
+    }
+    const all: Array<{ id: number; service: string }> = (await op(admin, 'queue.list', {})).body.result;
+    const acme = all.find((e) => e.service === 'acme/orders')!;
+    const beta = all.find((e) => e.service === 'beta/orders')!;
+    const listed = (await op(dev, 'queue.list', {})).body.result;
+    expect(listed.map((e: { id: number }) => e.id)).toEqual([acme.id]);
+    expect((await op(dev, 'queue.list', { channel: 'queued' })).body.result.map((e: { id: number }) => e.id)).toEqual([acme.id]);
+    expect((await op(dev, 'queue.show', { id: beta.id })).status).toBe(404);
+    expect((await op(viewer, 'queue.show', { id: acme.id })).status).toBe(200);
+    expect((await op(dev, 'queue.delete', { all: true })).body.result).toEqual({ deleted: 1, ids: [acme.id] });
+    expect((await op(admin, 'queue.list', {})).body.result.map((e: { id: number }) => e.id)).toEqual([beta.id]);
+  });
+
+  it("services and usage: the tenant's only", async () => {
+    const services = (await op(dev, 'services.list')).body.result;
+    expect(services.every((s: { name: string }) => s.name.startsWith('acme/'))).toBe(true);
+    expect((await op(admin, 'services.list')).body.result.map((s: { name: string }) => s.name)).toContain('echo');
+    expect((await op(dev, 'services.source', { name: 'beta/orders' })).status).toBe(404);
+    const usage = (await dev.get('/admin/api/usage')).body.tenants;
+    expect(usage).toEqual([expect.objectContaining({ tenant: 'acme', cpu: { used_ms_last_minute: null, quota_ms_per_minute: 6000 }, throttled: 0 })]);
+    expect((await admin.get('/admin/api/usage')).body.tenants.map((t: { tenant: string }) => t.tenant)).toEqual(['acme', 'beta']);
+  });
+});
