@@ -99,3 +99,12 @@ function withTestServer(text: string, dir: string): string {
   doc.server = server;
   return stringify(doc);
 }
+
+/**
+ * Whether configs with tenants start on this Node: not on Node 20 (isolated-vm 5.0.4 and
+ * GHSA-864f-rcv7-6rh4; docs/tenants.md). Suites that need tenants run on Node 22 and 24; there the
+ * refusal itself is tested by test/kernel/tenants/services.test.ts.
+ */
+export { isolatedVmAdvisory } from '../../kernel/sandbox/ivm.ts';
+import { isolatedVmAdvisory as advisoryHere } from '../../kernel/sandbox/ivm.ts';
+export const TENANTS_RUN_HERE = advisoryHere() === undefined;

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeProject, runCli, startCli, type CliServer } from '../../../helpers/cli.ts';
 import { AdminClient, echoService } from './support.ts';
+import { TENANTS_RUN_HERE } from '../../../helpers/kernel.ts';
 
 /** `svc start` with the admin listener, and the admin CLI commands against it, as real processes. */
 
@@ -11,7 +12,8 @@ let admin: string;
 let dir: string;
 
 beforeAll(async () => {
-  dir = makeProject('tenants:\n  - { name: acme }\nchannel_rest:\n  - { name: a, url_path: /a, service: echo, security: none }\n', { 'echo.ts': echoService });
+  // Tenants do not start on Node 20 (docs/tenants.md): the tenant account case runs on Node 22 and 24.
+  dir = makeProject((TENANTS_RUN_HERE ? 'tenants:\n  - { name: acme }\n' : '') + 'channel_rest:\n  - { name: a, url_path: /a, service: echo, security: none }\n', { 'echo.ts': echoService });
   server = await startCli(dir);
   const m = await waitFor(() => /"address":"(http:\/\/[^"]+)"[^\n]*"msg":"svc admin listening"/.exec(server.output()));
   admin = m[1]!;
@@ -60,7 +62,7 @@ describe('svc admin, export and import', () => {
     expect((await c.get('/admin/api/resources')).status).toBe(401);
   });
 
-  it("add-user and create-key --tenant --role make a tenant's account and key, checked before anything is sent", async () => {
+  it.runIf(TENANTS_RUN_HERE)("add-user and create-key --tenant --role make a tenant's account and key, checked before anything is sent", async () => {
     const added = runCli(['admin', 'add-user', 'dev', '--role', 'developer', '--tenant', 'acme'], dir, 'a-tenant-password\n');
     expect(added.stderr).toBe('');
     expect(added.stdout).toContain("account 'acme/dev' (developer of acme) created");
