@@ -205,10 +205,6 @@ export const tenantQuotasSchema = z
     cpu_ms_per_minute: quota("CPU time the tenant's service isolates may use in any minute, in ms (the isolates' own CPU time, not wall time); past it its calls are refused 429 TENANT_QUOTA until the minute's use falls under it"),
     concurrent_calls: quota("Calls of the tenant's services running at once on this node; more are refused 429 TENANT_QUOTA"),
     memory_mb: quota("Memory limit of each of the tenant's isolates, in MB: a ceiling for what its services declare and for sandbox.memory_mb"),
-    queued_events: quota("Events of the tenant's queues (Use queue, connectors) pending or running at once; more are refused 503 QUEUE_FULL"),
-    pubsub_bytes: quota("Bytes of pub/sub messages the tenant's topics may hold stored; a publish past it is refused 503"),
-    outgoing_calls_per_minute: quota("Outgoing connection calls (REST and the connectors) the tenant's services may make per minute; past it a call fails with 429 TENANT_QUOTA"),
-    publishes_per_second: quota("Pub/sub publishes to the tenant's topics per second; past it a publish is refused 429 TENANT_QUOTA"),
   })
   .strict()
   .default({});
