@@ -8,7 +8,7 @@ import { sandboxSchema, type SvcConfig } from '../kernel/config/schema.ts';
 import { openStore } from '../kernel/store/open.ts';
 import { StoreUnavailableError } from '../sdk/plugin/store.ts';
 import { sendControl } from '../kernel/control.ts';
-import { startServiceRunner } from '../kernel/sandbox/runner.ts';
+import { startServiceRunner } from '../kernel/sandbox/groups.ts';
 import { buildSdkBundle, isServiceFile, serviceName, transpile } from '../kernel/services/registry.ts';
 import { initDirectory } from './init.ts';
 import { devLogger, type DevLog } from './dev.ts';

@@ -330,3 +330,11 @@ function addCounters(totals: { calls: Map<string, number>; rebuilds: Map<string,
   for (const c of s.calls) add(totals.calls, `${c.outcome} ${c.service}`, c.count);
   for (const r of s.isolateRebuilds) add(totals.rebuilds, r.service, r.count);
 }
+
+/** Starts the platform's sandbox processes with the services' SDK compiled in; tenants' start with setTenants. */
+export async function startServiceRunner(options: RunnerOptions, sdkCode: string): Promise<ServiceRunner> {
+  const ids = { next: 1 };
+  const platform = GroupedRunner.platformGroup(options, ids);
+  await platform.start(sdkCode);
+  return new GroupedRunner(platform, options, sdkCode, ids);
+}

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { TenantConfig } from '../../sdk/plugin/config.ts';
 import type { Clock } from '../platform/clock.ts';
-import { GroupedRunner } from './groups.ts';
 import type { CallInFlight, DeployOutcome, HostCallHandler, HostCaller, NestedCall, PoolCaps } from './pool.ts';
 import type { InvokeRequest, InvokeResult, SandboxStats } from './protocol.ts';
 
@@ -61,12 +60,4 @@ export interface RunnerOptions {
   hostCallsDone?: (request: InvokeRequest) => void;
   /** For durations and deadlines; monotonic unless a test moves it by hand. */
   clock?: Clock;
-}
-
-/** Starts the platform's sandbox processes with the services' SDK compiled in; tenants' start with setTenants. */
-export async function startServiceRunner(options: RunnerOptions, sdkCode: string): Promise<ServiceRunner> {
-  const ids = { next: 1 };
-  const platform = GroupedRunner.platformGroup(options, ids);
-  await platform.start(sdkCode);
-  return new GroupedRunner(platform, options, sdkCode, ids);
 }

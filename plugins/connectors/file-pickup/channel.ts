@@ -1,23 +1,12 @@
-import type { Logger } from 'pino';
-import { ConnectionMeter, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
-import type { FileFolder, Timing } from '../../capabilities.ts';
+import { ConnectionMeter, SvcError } from '../../../sdk/plugin/index.ts';
+import type { FileFolder } from '../../capabilities.ts';
 import { formatSettingsOf } from '../shared/fields.ts';
 import { InboundPipeline } from '../shared/inbound.ts';
-import type { ClaimTable, FileKey } from './claims.ts';
+import type { FileKey } from './claims.ts';
 import { Listing, type Found } from './listing.ts';
 import { printable } from './local-folder.ts';
-import { FileRun, type Identity } from './run.ts';
+import { FileRun, type ChannelDeps } from './run.ts';
 import type { ChannelFileEntry } from './schema.ts';
-
-export interface ChannelDeps {
-  kernel: KernelApi;
-  log: Logger;
-  claims: ClaimTable;
-  identity: () => Identity;
-  /** Opens the channel's folder for one poll (local, or a session on the SFTP server). */
-  open: () => Promise<FileFolder>;
-  timing: Timing | { error: string };
-}
 
 /** What one poll did (the `file.poll` control op answers it). */
 export interface PollSummary {

@@ -1,11 +1,22 @@
-import { MessageFormatError, SvcError, type ConnectionMeter, type SourceEvent } from '../../../sdk/plugin/index.ts';
-import type { FileFolder } from '../../capabilities.ts';
+import type { Logger } from 'pino';
+import { MessageFormatError, SvcError, type ConnectionMeter, type KernelApi, type SourceEvent } from '../../../sdk/plugin/index.ts';
+import type { FileFolder, Timing } from '../../capabilities.ts';
 import { inboundQueueName, type InboundChannel, type InboundPipeline } from '../shared/inbound.ts';
-import type { ChannelDeps } from './channel.ts';
-import type { ClaimRow, FileKey } from './claims.ts';
+import type { ClaimRow, ClaimTable, FileKey } from './claims.ts';
 import type { Found } from './listing.ts';
 import { printable } from './local-folder.ts';
 import type { ChannelFileEntry } from './schema.ts';
+
+/** What a file channel's runs need from the plugin (channel.ts builds it). */
+export interface ChannelDeps {
+  kernel: KernelApi;
+  log: Logger;
+  claims: ClaimTable;
+  identity: () => Identity;
+  /** Opens the channel's folder for one poll (local, or a session on the SFTP server). */
+  open: () => Promise<FileFolder>;
+  timing: Timing | { error: string };
+}
 
 /** Marks a dead letter stored without the file's content (too large): its replay is refused with this header's text. */
 export const NOT_READ_HEADER = 'file-not-read';
