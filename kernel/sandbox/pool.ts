@@ -756,6 +756,8 @@ export class SandboxPool {
       } else if (w.owedSince < wedgedBefore) {
         this.log.error({ pid: w.child.pid, silentMs: Math.round(now - w.owedSince), inflight: w.inflight.size }, 'sandbox process owed answers and said nothing; stopping it');
         w.child.kill('SIGKILL');
+        // Its exit may come after the next sweep (a loaded machine): it is not found wedged, and logged, twice.
+        w.owedSince = undefined;
       }
     }
     for (const [name, p] of this.probation) if (now > p.until) this.endProbation(name);
