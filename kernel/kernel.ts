@@ -156,6 +156,7 @@ export class Kernel {
     const pool = await startServiceRunner(
       {
         processes: sb.workers,
+        tenantProcesses: sb.tenant_workers,
         caps: { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes, idleMs: sb.idle_ms, maxCallsPerIsolate: sb.max_calls_per_isolate, recycle: sb.recycle_idle_ms > 0 ? { idleMs: sb.recycle_idle_ms, aboveMb: sb.recycle_above_mb } : undefined },
         log,
         hostCall: (op, argsJson, invocation, caller) => hostCalls.run(op, argsJson, invocation, caller),

@@ -78,7 +78,7 @@ export const sandboxSchema = z
       .max(64)
       .default(2)
       .describe(
-        "Sandbox processes the tenants' services share (docs/tenants.md), apart from the `workers` that run the platform's own services; started only when the config has tenants. A tenant with `processes` has processes of its own instead.",
+        "Sandbox processes the tenants' services share (docs/tenants.md), apart from the `workers` that run the platform's own services; started with the first tenant that runs there (`processes: 0`) and stopped when none does. A tenant with `processes` has processes of its own instead.",
       ),
   })
   .strict()

@@ -14,7 +14,7 @@ export interface TenantUsage {
   errors: number;
   /** Calls refused by the tenant's quotas. */
   throttled: number;
-  /** CPU of the tenant's isolates in the last minute against `cpu_ms_per_minute`; null when the sandbox does not report it. */
+  /** CPU of the tenant's isolates in the last minute (the sandbox's figure) against `cpu_ms_per_minute`; null before its services ran on this node. */
   cpu: { used_ms_last_minute: number | null; quota_ms_per_minute: number | null };
   quotas: TenantQuotas;
   services: Array<{ service: string; calls: number; errors: number; throttled: number }>;
@@ -31,6 +31,8 @@ export function tenantUsage(kernel: KernelApi, p: Principal): { tenants: TenantU
     else if (outcome !== 'ok') s.errors += count;
     byService.set(service, s);
   }
+  const stats = kernel.sandboxStats();
+  const cpuOf = new Map((stats.tenants ?? []).map((u) => [u.tenant, u.cpuMsLastMinute]));
   const tenants = declared.map((t) => {
     const services = [...byService].filter(([service]) => tenantOf(service) === t.name).map(([service, s]) => ({ service, ...s }));
     const sum = (key: 'calls' | 'errors' | 'throttled') => services.reduce((n, s) => n + s[key], 0);
@@ -39,7 +41,7 @@ export function tenantUsage(kernel: KernelApi, p: Principal): { tenants: TenantU
       calls: sum('calls'),
       errors: sum('errors'),
       throttled: sum('throttled'),
-      cpu: { used_ms_last_minute: null, quota_ms_per_minute: t.quotas.cpu_ms_per_minute ?? null },
+      cpu: { used_ms_last_minute: cpuOf.has(t.name) ? Math.round(cpuOf.get(t.name)!) : null, quota_ms_per_minute: t.quotas.cpu_ms_per_minute ?? null },
       quotas: t.quotas,
       services: services.sort((a, b) => a.service.localeCompare(b.service)),
     };

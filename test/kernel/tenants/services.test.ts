@@ -14,7 +14,7 @@ function tenantConfig(root: string, tenants: string[]): string {
   const list = tenants
     .map((t) => `  - name: ${t}\n    services_dir: ${join(root, t, 'services')}\n    config:\n      channel_rest:\n        - { name: orders, url_path: "/orders/{id}", service: orders, security: none }`)
     .join('\n');
-  return `tenants:\n${list}\nchannel_rest:\n  - { name: orders, url_path: /orders, service: orders, security: none }\n`;
+  return `server: { sandbox: { workers: 1, tenant_workers: 1 } }\ntenants:\n${list}\nchannel_rest:\n  - { name: orders, url_path: /orders, service: orders, security: none }\n`;
 }
 
 function writeTenantService(root: string, tenant: string, who: string): void {
@@ -63,6 +63,8 @@ describe.runIf(advisory === undefined)(`tenants' services on Node ${NODE_MAJOR}`
 
   it("deploys each tenant's files under qualified names, side by side with the platform's service of the same name", async () => {
     expect(k.kernel.services.names().sort()).toEqual(['acme/orders', 'globex/orders', 'orders']);
+    // One platform process and one the tenants share (sandbox.tenant_workers), never the same.
+    expect(k.kernel.pool.pids()).toHaveLength(2);
     expect((await get('/orders')).json()).toMatchObject({ who: 'platform' });
     expect((await get('/t/acme/orders/7')).json()).toEqual({ who: 'acme', id: '7' });
     expect((await get('/t/globex/orders/8')).json()).toEqual({ who: 'globex', id: '8' });

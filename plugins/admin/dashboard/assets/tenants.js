@@ -8,7 +8,7 @@ const count = (n) => String(n ?? 0);
 
 /** CPU of the last minute against the tenant's quota, or what is missing. */
 function cpuText(cpu) {
-  const used = cpu.used_ms_last_minute === null ? 'not reported yet' : `${cpu.used_ms_last_minute} ms`;
+  const used = cpu.used_ms_last_minute === null ? 'no calls yet' : `${cpu.used_ms_last_minute} ms`;
   return cpu.quota_ms_per_minute === null ? `${used} (no quota)` : `${used} of ${cpu.quota_ms_per_minute} ms per minute`;
 }
 
