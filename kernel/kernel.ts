@@ -15,6 +15,8 @@ import { accessLogVia, serverLoggers, type AccessLog } from './platform/log.ts';
 import type { DataStore } from '../sdk/plugin/store.ts';
 import type { ServiceRunner } from './sandbox/runner.ts';
 import { startServiceRunner } from './sandbox/groups.ts';
+import { TenantLedger } from './tenants/ledger.ts';
+import { UsageSharing } from './tenants/cluster.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
 import { serviceControls } from './services/control.ts';
 import { buildChain, expireStep, serviceSteps, type ActivePlugin, type ChainWatch, type ChannelRuntime } from './http/chain.ts';
@@ -82,6 +84,7 @@ export class Kernel {
   private closing = false;
   private started = false;
   private advisoryWarned = false;
+  private readonly usageSharing: UsageSharing;
 
   private constructor(
     readonly configStore: ConfigStore,
@@ -96,7 +99,9 @@ export class Kernel {
     readonly dataDir: string,
     private readonly hostCalls: HostCalls,
     env: NodeJS.ProcessEnv,
+    ledger: TenantLedger,
   ) {
+    this.usageSharing = new UsageSharing(store, ledger, log);
     // biome-ignore lint/complexity/noUselessThisAlias: the API's closures read as what they reach, the kernel
     const kernel = this;
     const newCid = cidGenerator();
@@ -107,6 +112,7 @@ export class Kernel {
       clock,
       dataDir,
       env,
+      tenantQuotas: ledger,
       server: () => kernel.configStore.current().server,
       config: () => kernel.configStore.current(),
       addRoute: (route) => void kernel.routes.push(route),
@@ -153,6 +159,7 @@ export class Kernel {
     const store = await openStore(config.server.store, dataDir, plugins, log);
     const hostCalls = new HostCalls(log);
     const sb = config.server.sandbox;
+    const ledger = new TenantLedger(opts.monotonic ?? monotonicClock);
     const pool = await startServiceRunner(
       {
         processes: sb.workers,
@@ -162,13 +169,14 @@ export class Kernel {
         hostCall: (op, argsJson, invocation, caller) => hostCalls.run(op, argsJson, invocation, caller),
         hostCallsDone: (invocation) => hostCalls.finish(invocation),
         clock: opts.monotonic,
+        ledger,
       },
       buildSdkBundle(),
     );
     const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log, dataDir);
     const env = opts.env ?? process.env;
     const configStore = new ConfigStore(configPath, plugins, log, text, config, env, raw);
-    const kernel = new Kernel(configStore, loaded, store, pool, services, log, access, opts.clock ?? systemClock, opts.monotonic ?? monotonicClock, dataDir, hostCalls, env);
+    const kernel = new Kernel(configStore, loaded, store, pool, services, log, access, opts.clock ?? systemClock, opts.monotonic ?? monotonicClock, dataDir, hostCalls, env, ledger);
     try {
       await kernel.init(opts.watch ?? false);
     } catch (err) {
@@ -192,6 +200,7 @@ export class Kernel {
     this.configStore.on('change', (next: SvcConfig) => this.applyConfig(next, false));
     if (watch) this.configStore.watch();
     this.services.on('change', () => this.warnMissingServices(this.configStore.current()));
+    this.usageSharing.start();
   }
 
   private async applyConfig(config: SvcConfig, first: boolean): Promise<void> {
@@ -280,6 +289,7 @@ export class Kernel {
 
   async close(): Promise<void> {
     this.closing = true;
+    this.usageSharing.stop();
     this.configStore.close();
     this.services.close();
     await Promise.all([this.app.close(), ...this.drains.map((drain) => drain().catch((err: unknown) => this.log.error({ err }, 'drain failed')))]);

@@ -205,6 +205,10 @@ export const tenantQuotasSchema = z
     cpu_ms_per_minute: quota("CPU time the tenant's service isolates may use in any minute, in ms (the isolates' own CPU time, not wall time); past it its calls are refused 429 TENANT_QUOTA until the minute's use falls under it"),
     concurrent_calls: quota("Calls of the tenant's services running at once on this node; more are refused 429 TENANT_QUOTA"),
     memory_mb: quota("Memory limit of each of the tenant's isolates, in MB: a ceiling for what its services declare and for sandbox.memory_mb"),
+    outgoing_calls_per_minute: quota("Calls the tenant's services may make through its outgoing connections (REST and the connectors) in any minute, across the cluster; past it a call fails with 429 TENANT_QUOTA in the service, nothing is sent"),
+    publishes_per_second: quota("Messages the tenant may publish in any second (its pub/sub endpoints and its services), across the cluster; more are refused 429 TENANT_QUOTA"),
+    queued_events: quota("Events of the tenant's services waiting in the Use queue (accepted, not yet delivered or dead-lettered); past it channels with use_queue answer 429 TENANT_QUOTA and invoke_async fails"),
+    pubsub_bytes: quota("Bytes of message data the tenant's pub/sub topics and subscriber queues may hold; a publish past it is refused 429 TENANT_QUOTA"),
   })
   .strict()
   .default({});

@@ -8,7 +8,7 @@ import { CALL_MARGIN_MS, outcomeOf, SandboxPool, type CallInFlight, type DeployO
 import type { PendingCall } from './process.ts';
 import type { InvokeRequest, InvokeResult, SandboxStats } from './protocol.ts';
 import type { RunnerOptions, ServiceRunner } from './runner.ts';
-import { TenantLedger } from './tenant-usage.ts';
+import { TenantLedger } from '../tenants/ledger.ts';
 
 /**
  * The sandbox runner as groups of processes by trust level (README.md, "Tenants"): the
@@ -49,7 +49,7 @@ export class GroupedRunner implements ServiceRunner {
     private readonly ids: { next: number },
   ) {
     const clock = options.clock ?? monotonicClock;
-    this.ledger = new TenantLedger(clock);
+    this.ledger = options.ledger ?? new TenantLedger(clock);
     this.fair = new FairShare<PendingCall>(
       options.fairCores ?? availableParallelism(),
       (t) => this.ledger.weightOf(t),

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { TenantConfig } from '../../sdk/plugin/config.ts';
 import type { Clock } from '../platform/clock.ts';
+import type { TenantLedger } from '../tenants/ledger.ts';
 import type { CallInFlight, DeployOutcome, HostCallHandler, HostCaller, NestedCall, PoolCaps } from './pool.ts';
 import type { InvokeRequest, InvokeResult, SandboxStats } from './protocol.ts';
 
@@ -60,4 +61,6 @@ export interface RunnerOptions {
   hostCallsDone?: (request: InvokeRequest) => void;
   /** For durations and deadlines; monotonic unless a test moves it by hand. */
   clock?: Clock;
+  /** Tenants' usage and quotas, shared with the kernel's plugins (kernel/tenants/ledger.ts); a new one when absent. */
+  ledger?: TenantLedger;
 }

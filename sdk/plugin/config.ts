@@ -90,6 +90,10 @@ export interface TenantQuotas {
   cpu_ms_per_minute?: number | undefined;
   concurrent_calls?: number | undefined;
   memory_mb?: number | undefined;
+  outgoing_calls_per_minute?: number | undefined;
+  publishes_per_second?: number | undefined;
+  queued_events?: number | undefined;
+  pubsub_bytes?: number | undefined;
 }
 
 /** A tenant as the config declares it (docs/tenants.md); its resources' names start with `<name>/`. */

@@ -3,9 +3,10 @@ import type { Logger } from 'pino';
 import type { Capabilities, CapabilityName } from './capabilities.ts';
 import type { Exchange } from './exchange.ts';
 import type { HookName } from './hooks.ts';
-import type { Channel, SvcConfig, ServerConfig } from './config.ts';
+import type { Channel, SvcConfig, ServerConfig, TenantQuotas } from './config.ts';
 import type { DataStore, StoreStrategy } from './store.ts';
 import type { Clock } from './clock.ts';
+import type { SvcError } from './errors.ts';
 import type { EventOutcome, SourceEvent } from './events.ts';
 import type { ConnectionReport } from './connections.ts';
 import type { DecodedMessage, MessageDecoder } from './messages.ts';
@@ -329,8 +330,31 @@ export type ConfigCheck = { ok: true; config: SvcConfig; raw: RawConfig } | { ok
  */
 export type Lifecycle = 'starting' | 'serving' | 'draining';
 
+/** Quotas counted over a sliding window, by the plugin that does what they limit. */
+export type MeteredQuota = 'outgoing_calls_per_minute' | 'publishes_per_second';
+/** Every per-tenant quota (TenantQuotas, sdk/plugin/config.ts). */
+export type TenantQuotaName = keyof TenantQuotas;
+
+/**
+ * Tenants' quotas for plugins (SDK 1.11, docs/tenants.md "Quotas"). Refusals are SvcErrors
+ * TENANT_QUOTA (429, Retry-After), counted in the tenant's figures and `svc_tenant_throttled_total`.
+ */
+export interface TenantQuotaApi {
+  /** The tenant's limit for a quota, if it has one; none for the platform (`undefined` tenant). */
+  limit(tenant: string | undefined, quota: TenantQuotaName): number | undefined;
+  /**
+   * Counts `amount` (default 1) of a metered quota in its window, summed across the cluster's
+   * nodes; when that passes the limit nothing is counted and the refusal is returned.
+   */
+  take(tenant: string | undefined, quota: MeteredQuota, amount?: number): SvcError | undefined;
+  /** The refusal for a quota the plugin measures itself (queued_events, pubsub_bytes); `reason` says what was used of what. */
+  refuse(tenant: string, quota: TenantQuotaName, reason: string, retryAfterS?: number): SvcError;
+}
+
 /** What the kernel offers plugins. */
 export interface KernelApi {
+  /** Tenants' quotas (SDK 1.11). */
+  readonly tenantQuotas: TenantQuotaApi;
   readonly log: Logger;
   readonly store: DataStore;
   readonly clock: Clock;

@@ -85,7 +85,11 @@ export interface SandboxStats {
     tenant: string;
     cpuMs: number;
     cpuMsLastMinute: number;
+    /** This node's and the other nodes' (cluster mode): what `cpu_ms_per_minute` is checked against. */
+    cpuMsLastMinuteCluster: number;
+    /** Calls through outgoing connections in the last minute on this node (`outgoing_calls_per_minute`). */
+    outgoingCallsLastMinute: number;
     inFlight: number;
-    throttled: { cpu_ms_per_minute: number; concurrent_calls: number };
+    throttled: Record<'cpu_ms_per_minute' | 'concurrent_calls' | 'outgoing_calls_per_minute' | 'publishes_per_second' | 'queued_events' | 'pubsub_bytes', number>;
   }>;
 }
