@@ -3,7 +3,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, r
 import { createRequire } from 'node:module';
 import { createServer, type AddressInfo } from 'node:net';
 import { availableParallelism, homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { stringify } from 'yaml';
@@ -265,7 +265,7 @@ export function findProcess(comm: string): number | undefined {
 }
 
 /** Busy clock ticks of the whole machine so far (first line of /proc/stat, less idle and iowait). */
-function machineBusyTicks(): number {
+export function machineBusyTicks(): number {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal (guest time is counted in user already)
   return f.slice(0, 8).reduce((a, b) => a + b, 0) - f[3]! - f[4]!;
@@ -440,9 +440,9 @@ export function freePort(): Promise<number> {
  * `node args…` with stdout and stderr appended to `log` (an operator redirecting to a file);
  * resolves once `probe` answers 2xx. stop() sends SIGTERM, SIGKILL after 10 s.
  */
-export async function spawnLogged(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string; probe: string; headers?: Record<string, string> }): Promise<Omit<Running, 'url'>> {
+export async function spawnLogged(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string; probe: string; headers?: Record<string, string>; node?: string }): Promise<Omit<Running, 'url'>> {
   const fd = openSync(opts.log, 'a');
-  const child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', fd, fd] });
+  const child = spawn(opts.node ?? process.execPath, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   let exited = false;
   const exit = new Promise<void>((r) => child.once('exit', () => ((exited = true), r())));
@@ -475,12 +475,18 @@ export const KERNEL_NODE_FLAGS = readFileSync(SVC_BIN, 'utf8').split('\n', 1)[0]
  * svc as an operator starts it: `node bin/svc.js start --config FILE` in a temp dir, output to
  * server.log there, log level and everything else from `config` (defaults when absent). Ready
  * once GET `probe` (a path) answers 2xx; stop() also removes the temp dir. `env`: more variables
- * for the kernel process (SVC_SANDBOX_PROGRAM, say).
+ * for the kernel process (SVC_SANDBOX_PROGRAM, say). `services` are files under the services
+ * directory, or elsewhere in the temp dir by a relative path (`../tenants/acme/orders.ts`).
+ * `node`: the Node binary to run it with (another Node line than the bench's).
  */
-export async function startSvcCli(config: Record<string, unknown>, services: Record<string, string>, probe: string, headers?: Record<string, string>, env: NodeJS.ProcessEnv = {}): Promise<Running & { dir: string }> {
+export async function startSvcCli(config: Record<string, unknown>, services: Record<string, string>, probe: string, headers?: Record<string, string>, env: NodeJS.ProcessEnv = {}, node?: string): Promise<Running & { dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-cli-'));
   mkdirSync(join(dir, 'services'));
-  for (const [file, code] of Object.entries(services)) writeFileSync(join(dir, 'services', file), code);
+  for (const [file, code] of Object.entries(services)) {
+    const path = join(dir, 'services', file);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, code);
+  }
   const port = await freePort();
   const server = { ...((config.server as object) ?? {}), port, data_dir: join(dir, 'data'), services_dir: join(dir, 'services') };
   writeFileSync(join(dir, 'svc.yaml'), stringify({ ...config, server }));
@@ -488,7 +494,7 @@ export async function startSvcCli(config: Record<string, unknown>, services: Rec
   try {
     // BENCH_SVC_NODE_ARGS adds Node flags to the kernel process (diagnostics, e.g. --cpu-prof).
     const nodeArgs = process.env.BENCH_SVC_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    const p = await spawnLogged([...KERNEL_NODE_FLAGS, ...nodeArgs, SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0', ...env }, log: join(dir, 'server.log'), probe: url + probe, headers });
+    const p = await spawnLogged([...KERNEL_NODE_FLAGS, ...nodeArgs, SVC_BIN, 'start', '--config', join(dir, 'svc.yaml')], { cwd: dir, env: { ...process.env, SVC_ADMIN_PORT: '0', ...env }, log: join(dir, 'server.log'), probe: url + probe, headers, node });
     return { url, pid: p.pid, dir, stop: () => p.stop().finally(() => rmSync(dir, { recursive: true, force: true })) };
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
