@@ -157,9 +157,9 @@ export class Kernel {
     // The store holds secret hashes and the control socket lives here: owner only.
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const store = await openStore(config.server.store, dataDir, plugins, log);
-    const hostCalls = new HostCalls(log);
     const sb = config.server.sandbox;
     const ledger = new TenantLedger(opts.monotonic ?? monotonicClock);
+    const hostCalls = new HostCalls(log, ledger);
     const pool = await startServiceRunner(
       {
         processes: sb.workers,

@@ -58,6 +58,12 @@ export class PayloadTooLarge extends ServiceError {
     super('PayloadTooLarge', 413, message);
   }
 }
+/** Too many requests (429): a quota reached, e.g. the tenant's `outgoing_calls_per_minute` (TENANT_QUOTA) on a host call. */
+export class TooManyRequests extends ServiceError {
+  constructor(message = 'Too many requests') {
+    super('TooManyRequests', 429, message);
+  }
+}
 /** An upstream system answered badly (502). */
 export class BadGateway extends ServiceError {
   constructor(message = 'Upstream failure') {
@@ -76,7 +82,7 @@ export class ServiceUnavailable extends ServiceError {
   }
 }
 
-const CLASSES: Record<string, new (message?: string) => ServiceError> = { BadRequest, Unauthorized, Forbidden, NotFound, Conflict, PayloadTooLarge, BadGateway, GatewayTimeout, ServiceUnavailable };
+const CLASSES: Record<string, new (message?: string) => ServiceError> = { BadRequest, Unauthorized, Forbidden, NotFound, Conflict, PayloadTooLarge, TooManyRequests, BadGateway, GatewayTimeout, ServiceUnavailable };
 
 /** The SDK error of a kind as it crossed a boundary (a host call's answer, a result): its own class when it has one. */
 export function errorOfKind(kind: string, status: number, message: string): ServiceError {

@@ -13,7 +13,7 @@ import type { ServiceDefinition } from './context.ts';
 export { t } from './model.ts';
 export type { Field, FieldType, Model, InputOf, ValueOf } from './model.ts';
 export type { Context, Delivery, Handler, Log, ResponseControl, ServiceDefinition, ServiceLimits, UploadedFile, User } from './context.ts';
-export { ServiceError, type FieldProblem, BadRequest, Unauthorized, Forbidden, NotFound, Conflict, PayloadTooLarge, BadGateway, GatewayTimeout, ServiceUnavailable } from './errors.ts';
+export { ServiceError, type FieldProblem, BadRequest, Unauthorized, Forbidden, NotFound, Conflict, PayloadTooLarge, TooManyRequests, BadGateway, GatewayTimeout, ServiceUnavailable } from './errors.ts';
 export { hmacSha256Hex, hmacSha256Base64, verifyHmacSha256Hex, verifyHmacSha256Base64, sha256Hex, sha256Base64, timingSafeEqual, type Data } from './crypto.ts';
 export { secret, type NamedSecret, type SignedHeaderOptions, type HmacAlgorithm, type SignatureEncoding } from './secrets.ts';
 export { cache, type Cache, type CacheSetOptions } from './cache.ts';

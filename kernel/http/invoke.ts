@@ -16,6 +16,7 @@ const ERROR_CODES: Record<ServiceErrorKind | (typeof RUNTIME_ERROR_KINDS)[number
   NotFound: 'NOT_FOUND',
   Conflict: 'CONFLICT',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
+  TooManyRequests: 'TOO_MANY_REQUESTS',
   ServiceUnavailable: 'SERVICE_UNAVAILABLE',
   BadGateway: 'BAD_GATEWAY',
   GatewayTimeout: 'GATEWAY_TIMEOUT',

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { HostCall, HostCallContext, HostCallLog } from '../plugin.ts';
+import type { HostCall, HostCallContext, HostCallLog, TenantQuotaApi } from '../plugin.ts';
+import { tenantOf } from '../../sdk/plugin/tenants.ts';
 import { SvcError, type ErrorCode } from '../errors.ts';
 import type { InvokeRequest, ServiceErrorKind } from '../sandbox/protocol.ts';
 import type { HostCaller } from '../sandbox/runner.ts';
@@ -35,6 +36,8 @@ const KIND_OF: Partial<Record<ErrorCode, ServiceErrorKind>> = {
   NOT_FOUND: 'NotFound',
   CONFLICT: 'Conflict',
   PAYLOAD_TOO_LARGE: 'PayloadTooLarge',
+  TOO_MANY_REQUESTS: 'TooManyRequests',
+  TENANT_QUOTA: 'TooManyRequests',
   BAD_GATEWAY: 'BadGateway',
   GATEWAY_TIMEOUT: 'GatewayTimeout',
   SERVICE_UNAVAILABLE: 'ServiceUnavailable',
@@ -106,7 +109,11 @@ export class HostCalls {
   private readonly calls = new Map<string, HostCall | KernelHostCall>();
   private readonly tallies = new Map<string, RequestTally>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    /** Tenants' metered quotas: a call marked with one takes it before its handler runs. */
+    private readonly quotas?: Pick<TenantQuotaApi, 'take'>,
+  ) {}
 
   add(call: HostCall | KernelHostCall): void {
     if (this.calls.has(call.op)) throw new Error(`host call '${call.op}' is registered twice`);
@@ -146,6 +153,11 @@ export class HostCalls {
     } catch (err) {
       const why = err instanceof z.ZodError ? err.issues.slice(0, 5).map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ') : 'not JSON';
       return fail('Error', 500, `invalid arguments for ${op}: ${why}`);
+    }
+    const quota = 'quota' in call ? call.quota : undefined;
+    if (quota !== undefined && this.quotas) {
+      const refusal = this.quotas.take(tenantOf(invocation.service), quota);
+      if (refusal) return fail('TooManyRequests', refusal.status, refusal.details);
     }
     try {
       // The signal is made only for a call that reads it (outgoing calls): an abort costs an Error and its stack.

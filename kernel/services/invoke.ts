@@ -49,7 +49,7 @@ export type InvokeReply = { value: unknown } | { bytes: string } | { failed: Inv
 type Reply = InvokeReply | EncodedValue;
 
 /** An answer the callee gave with a status of 400 or more, as the class a caller catches. */
-const KIND_OF_STATUS: Record<number, ServiceErrorKind> = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 413: 'PayloadTooLarge', 502: 'BadGateway', 503: 'ServiceUnavailable', 504: 'GatewayTimeout' };
+const KIND_OF_STATUS: Record<number, ServiceErrorKind> = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 413: 'PayloadTooLarge', 429: 'TooManyRequests', 502: 'BadGateway', 503: 'ServiceUnavailable', 504: 'GatewayTimeout' };
 
 /** A refusal or failure svc itself raised, with the status of its catalogue code unless said. */
 function failed(code: ErrorCode, kind: ServiceErrorKind, message: string, status: number = ERRORS[code].status): { failed: InvokeFailure } {
@@ -147,6 +147,8 @@ function failureOf(err: SvcError, name: string, limitMs: number): { failed: Invo
     case 'SERVICE_QUARANTINED':
     case 'SERVICE_UNAVAILABLE':
       return failed(err.code, 'ServiceUnavailable', `Service '${name}': ${err.details}`);
+    case 'TENANT_QUOTA':
+      return failed('TENANT_QUOTA', 'TooManyRequests', `Service '${name}': ${err.details}`);
     case 'SERVICE_NOT_DEPLOYED':
       return failed('INVOKE_NOT_FOUND', 'NotFound', `No service '${name}' is deployed`);
     default:

@@ -4,19 +4,22 @@ import { MAX_NOTIFY_PAYLOAD, type DataStore } from '../../sdk/plugin/store.ts';
 import type { NodeUsage, TenantLedger } from './ledger.ts';
 
 /**
- * Tenants' windowed quotas across a cluster (docs/tenants.md, "Quotas across nodes"): every half
- * second each node sends, through the store's change notifications, what each tenant used on it
- * in the quotas' windows (CPU ms and outgoing calls in the last minute, publishes in the last
- * second), and each node checks a quota against its own use plus the others' last figures. Sums,
- * not events, travel: a lost notification costs half a second of staleness, never a count twice;
- * a node that stops sending stops counting after REMOTE_TTL_MS.
+ * Tenants' windowed quotas across a cluster (docs/tenants.md, "Across nodes"): every 100 ms in
+ * which they changed, and every second regardless, each node sends through the store's change
+ * notifications what each tenant used on it in the quotas' windows (CPU ms and outgoing calls in
+ * the last minute, publishes in the last second); each node checks a quota against its own use,
+ * the others' last figures and its share of the room left (kernel/tenants/ledger.ts). Sums, not
+ * events, travel: a lost notification costs staleness, never a count twice; a node that stops
+ * sending stops counting after REMOTE_TTL_MS.
  *
  * Nothing is sent while no tenant has a windowed quota. On the SQLite store (one node) the
  * notifications reach only other stores of the same file in this process.
  */
 
 export const USAGE_TOPIC = 'tenants.usage';
-export const SHARE_EVERY_MS = 500;
+export const SHARE_EVERY_MS = 100;
+/** A node sends at least this often while tenants have windowed quotas, so the others count it among the nodes. */
+export const KEEPALIVE_MS = 1_000;
 
 interface Message {
   /** The sending node (a random id per start). */
@@ -30,6 +33,8 @@ export class UsageSharing {
   private unlisten: (() => void) | undefined;
   private sending = false;
   private failing = false;
+  private lastSent = '';
+  private lastSentAt = -Infinity;
 
   constructor(
     private readonly store: DataStore,
@@ -54,9 +59,18 @@ export class UsageSharing {
   /** Sends this node's sums, in as many notifications as their size needs. */
   async send(): Promise<void> {
     if (this.sending || !this.ledger.hasWindowedQuotas()) return;
+    const now = Date.now();
+    const usage = this.ledger.localUsage();
+    const parts = split(this.node, usage);
+    const text = parts.join('\n');
+    if (text === this.lastSent && now - this.lastSentAt < KEEPALIVE_MS) return;
     this.sending = true;
     try {
-      for (const part of split(this.node, this.ledger.localUsage())) await this.store.notify(USAGE_TOPIC, part);
+      // The shares count from what the others are about to learn.
+      this.ledger.markReported(usage);
+      for (const part of parts) await this.store.notify(USAGE_TOPIC, part);
+      this.lastSent = text;
+      this.lastSentAt = now;
       if (this.failing) this.log.info('tenant usage reaches the other nodes again');
       this.failing = false;
     } catch (err) {

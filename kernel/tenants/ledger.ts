@@ -11,7 +11,12 @@ import { SvcError } from '../errors.ts';
  * by the plugins that make them), and the calls refused by each quota, whoever measured it.
  *
  * In a cluster, what the other nodes used in their windows arrives through `remote` (sent by
- * kernel/tenants/cluster.ts every half second): the windowed quotas hold for the cluster's sum.
+ * kernel/tenants/cluster.ts every 100 ms while it changes): the windowed quotas hold for the
+ * cluster's sum. What a node used since it last reported is unknown to the others, so each node
+ * may use, until its next report, only its share of what was left at the last exchange: the
+ * room under the limit divided by the nodes sending. The nodes together then never pass the
+ * limit by more than the calls already running; the room shrinks by a share per exchange, so a
+ * tenant busy on one node only reaches its limit within about a second of exchanges.
  * `concurrent_calls` and `memory_mb` stay per node: they protect a node's capacity.
  */
 
@@ -103,6 +108,8 @@ export class TenantLedger implements TenantQuotaApi {
   private readonly usage = new Map<string, Usage>();
   private configs = new Map<string, TenantConfig>();
   private readonly remote = new Map<string, { at: number; usage: NodeUsage }>();
+  /** This node's sums as it last reported them to the others (`report`). */
+  private reported: NodeUsage = {};
 
   constructor(private readonly clock: Clock) {}
 
@@ -186,7 +193,12 @@ export class TenantLedger implements TenantQuotaApi {
     if (u && u.inFlight > 0) u.inFlight--;
   }
 
-  /** This node's windowed sums, for the other nodes: only tenants with something in a window. */
+  /** This node's windowed sums as sent to the other nodes now: its share is counted from them on. */
+  markReported(usage: NodeUsage): void {
+    this.reported = usage;
+  }
+
+  /** This node's windowed sums: only tenants with something in a window. */
   localUsage(): NodeUsage {
     const now = this.clock.now();
     const out: NodeUsage = {};
@@ -223,17 +235,22 @@ export class TenantLedger implements TenantQuotaApi {
 
   /** What the other nodes used of a windowed quota, from figures fresh enough to count. */
   remoteSum(tenant: string, quota: WindowedQuota): number {
-    if (this.remote.size === 0) return 0;
+    return this.others(tenant, quota).sum;
+  }
+
+  /** The other nodes sending figures, and their sum for a windowed quota. */
+  private others(tenant: string, quota: WindowedQuota): { sum: number; nodes: number } {
+    if (this.remote.size === 0) return { sum: 0, nodes: 0 };
     const now = this.clock.now();
-    let total = 0;
+    let sum = 0;
     for (const [node, r] of this.remote) {
       if (now - r.at > REMOTE_TTL_MS) {
         this.remote.delete(node);
         continue;
       }
-      total += r.usage[tenant]?.[quota] ?? 0;
+      sum += r.usage[tenant]?.[quota] ?? 0;
     }
-    return total;
+    return { sum, nodes: this.remote.size };
   }
 
   /** SandboxStats.tenants: every declared tenant, and any other that used something. */
@@ -258,10 +275,14 @@ export class TenantLedger implements TenantQuotaApi {
   private overWindow(tenant: string, quota: WindowedQuota, limit: number, amount: number): SvcError | undefined {
     const now = this.clock.now();
     const window = this.usage.get(tenant)?.windows[quota];
-    const remote = this.remoteSum(tenant, quota);
-    const used = (window?.sum(now) ?? 0) + remote;
-    // A call is admitted while the CPU is under the limit (amount 0); a count, while it fits.
-    if (amount === 0 ? used < limit : used + amount <= limit) return undefined;
+    const { sum: remote, nodes } = this.others(tenant, quota);
+    const local = window?.sum(now) ?? 0;
+    const used = local + remote;
+    // Alone, the limit itself; with other nodes, this node's share of the room left at the last exchange.
+    const reported = nodes === 0 ? 0 : (this.reported[tenant]?.[quota] ?? 0);
+    const room = nodes === 0 ? limit - used : (limit - reported - remote) / (nodes + 1) - (local - reported);
+    // A call is admitted while the CPU is under its room (amount 0); a count, while it fits.
+    if (amount === 0 ? room > 0 : amount <= room) return undefined;
     const spec = WINDOWED[quota];
     const retry = window ? window.secondsUntilUnder(now, Math.max(1, limit - remote)) : (spec.buckets * spec.bucketMs) / 1000;
     return this.refuse(tenant, quota, spec.what(Math.round(used), limit), retry);

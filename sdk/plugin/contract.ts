@@ -304,6 +304,12 @@ export interface HostCall<A = unknown> {
   args: z.ZodType<A>;
   /** A method, so that a call of any argument type is a `HostCall`; it runs with what `args` parsed. */
   handler(args: A, ctx: HostCallContext): Promise<unknown>;
+  /**
+   * The tenant quota each call counts against (SDK 1.11): `outgoing_calls_per_minute` for a call
+   * that reaches an outgoing connection. The kernel takes it before the handler runs; a call of a
+   * tenant's service past it fails with `TooManyRequests` (TENANT_QUOTA) and nothing is sent.
+   */
+  quota?: MeteredQuota;
 }
 
 /** Config data before validation, as YAML gives it (after `${ENV}` substitution). */

@@ -6,7 +6,7 @@
 export type { InvokeRequest, DeliveryInfo, TraceContext } from '../internal/invoke-request.ts';
 
 /** A service error the SDK raised, by its class. */
-export const SERVICE_ERROR_KINDS = ['BadRequest', 'Unauthorized', 'Forbidden', 'NotFound', 'Conflict', 'PayloadTooLarge', 'ServiceUnavailable', 'BadGateway', 'GatewayTimeout', 'Error'] as const;
+export const SERVICE_ERROR_KINDS = ['BadRequest', 'Unauthorized', 'Forbidden', 'NotFound', 'Conflict', 'PayloadTooLarge', 'TooManyRequests', 'ServiceUnavailable', 'BadGateway', 'GatewayTimeout', 'Error'] as const;
 export type ServiceErrorKind = (typeof SERVICE_ERROR_KINDS)[number];
 /** Outcomes the SDK runtime reports that are not a service's own error class. */
 export const RUNTIME_ERROR_KINDS = ['MethodNotAllowed', 'OutputTooLarge', 'OutputInvalid'] as const;

@@ -22,7 +22,7 @@ describe('kernel layout', () => {
 
   it('has only the folders docs/architecture.md describes, and the sandbox runner has its README', () => {
     const folders = readdirSync(KERNEL, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
-    expect(folders).toEqual(['config', 'http', 'platform', 'sandbox', 'services', 'store']);
+    expect(folders).toEqual(['config', 'http', 'platform', 'sandbox', 'services', 'store', 'tenants']);
     const architecture = readFileSync(join(import.meta.dirname, '../../docs/architecture.md'), 'utf8');
     for (const folder of folders) expect(architecture).toContain(`kernel/${folder}/`);
     expect(readdirSync(join(KERNEL, 'sandbox'))).toContain('README.md');

@@ -135,6 +135,7 @@ export function publishHostCall(publisherOf: (name: string) => Publisher | undef
   return {
     op: 'amqp.publish',
     args: publishArgs,
+    quota: 'outgoing_calls_per_minute',
     handler: async (args, ctx: HostCallContext) => {
       const publisher = connectionForService('AMQP', args.connection, publisherOf, (p) => p.link.entry.allowed_services, ctx);
       await publisher.publish(args, ctx.signal);

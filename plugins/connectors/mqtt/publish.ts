@@ -109,6 +109,7 @@ export function publishHostCall(connections: () => ReadonlyMap<string, PublishCo
   return {
     op: 'mqtt.publish',
     args: publishArgs,
+    quota: 'outgoing_calls_per_minute',
     handler: async (args, ctx) => {
       const conn = open(args.connection, ctx);
       await conn.link.meter.time('publish', () => publish(conn, args, ctx.signal));

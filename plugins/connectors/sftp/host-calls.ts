@@ -65,7 +65,7 @@ export function sftpHostCalls(connectionOf: (name: string) => SftpConnection | u
     return null;
   };
 
-  const call = <A>(op: string, args: z.ZodType<A>, handler: (a: A, ctx: HostCallContext) => Promise<unknown>): HostCall => ({ op, args, handler }) as HostCall<A> as HostCall;
+  const call = <A>(op: string, args: z.ZodType<A>, handler: (a: A, ctx: HostCallContext) => Promise<unknown>): HostCall => ({ op, args, handler, quota: 'outgoing_calls_per_minute' }) as HostCall<A> as HostCall;
   return [
     call('sftp.put', putArgs, put),
     call('sftp.get', getArgs, async (a, ctx) => ({ content: (await on('get', a.connection, ctx, (f, c) => f.read(a.path, c.entry.max_file_bytes))).toString(a.encoding) })),

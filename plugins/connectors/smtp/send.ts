@@ -40,6 +40,7 @@ export function sendHostCall(kernel: KernelApi, connectionOf: ConnectionLookup):
   return {
     op: 'mail.send',
     args: sendArgs,
+    quota: 'outgoing_calls_per_minute',
     async handler(args, ctx): Promise<SentMail | { queued: true; cid: string }> {
       const conn = connectionForService('SMTP', args.connection, connectionOf, (c) => c.entry.allowed_services, ctx);
       checkMail(args.message, conn.entry);

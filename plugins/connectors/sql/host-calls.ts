@@ -56,11 +56,13 @@ export function sqlHostCalls(connectionOf: (name: string) => SqlConnection | und
   const query: HostCall<QueryArgs> = {
     op: 'sql.query',
     args: queryArgs,
+    quota: 'outgoing_calls_per_minute',
     handler: async (args, ctx) => open(args.connection, ctx).query(statementOf(args)),
   };
   const transaction: HostCall<TransactionArgs> = {
     op: 'sql.transaction',
     args: transactionArgs,
+    quota: 'outgoing_calls_per_minute',
     handler: async (args, ctx) => open(args.connection, ctx).transaction(args.statements.map(statementOf)),
   };
   return [query, transaction];

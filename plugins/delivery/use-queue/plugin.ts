@@ -8,11 +8,14 @@ import { queueControls, type ReplayChecks } from './control.ts';
 import { Scheduler } from './scheduler.ts';
 import { channelFields, optionsSchema, validateUseQueue, type UseQueueOptions } from './schema.ts';
 import { QueueTable } from './store.ts';
+import { QueuedEventsQuota } from './tenant-quota.ts';
 
 /** The invoke step of a queued channel: the request is stored, then answered 200 `{cid}`; the service runs later. */
-function enqueueStep(channel: Channel, scheduler: Scheduler, kernel: KernelApi): HookFn {
+function enqueueStep(channel: Channel, scheduler: Scheduler, kernel: KernelApi, quota: QueuedEventsQuota): HookFn {
   const name = channel.name;
+  const service = channel.service;
   return async function enqueue(ex) {
+    await quota.admit(service);
     // Formats that read no body still get it stored: the service may verify a signature over it.
     await ex.readBody();
     try {
@@ -33,13 +36,15 @@ export const invokeAsyncArgs = z
   })
   .strict();
 
-function invokeAsyncCall(scheduler: Scheduler, kernel: KernelApi): HostCall<z.infer<typeof invokeAsyncArgs>> {
+function invokeAsyncCall(scheduler: Scheduler, kernel: KernelApi, quota: QueuedEventsQuota): HostCall<z.infer<typeof invokeAsyncArgs>> {
   return {
     op: 'queue.invokeAsync',
     args: invokeAsyncArgs,
     async handler(args, ctx) {
       // A tenant's service queues work for its tenant's services only (docs/tenants.md).
       const service = scopedFor(ctx.service, args.service);
+      // Past the tenant's queued_events the calling service sees TooManyRequests (TENANT_QUOTA).
+      await quota.admit(service);
       const input = args.input;
       const cid = kernel.newCid();
       try {
@@ -91,6 +96,7 @@ function durableEvents(scheduler: Scheduler, kernel: KernelApi, replayChecks: Re
 
 interface UseQueueState {
   scheduler: Scheduler;
+  quota: QueuedEventsQuota;
 }
 
 /** Depths from memory, dead letters from the table (they are not held in memory). */
@@ -163,17 +169,18 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
       await scheduler.load();
       // Shutdown stops new attempts at once, not after the channel listener has drained.
       kernel.onDrain(() => scheduler.stop());
-      kernel.addHostCall(invokeAsyncCall(scheduler, kernel));
+      const quota = new QueuedEventsQuota(kernel.tenantQuotas, (tenant) => table.queuedOf(tenant), kernel.clock);
+      kernel.addHostCall(invokeAsyncCall(scheduler, kernel, quota));
       const replayChecks: ReplayChecks = [];
       for (const op of queueControls(kernel.store, table, scheduler, () => kernel.clock.now(), replayChecks)) kernel.addControl(op);
       kernel.provide('use-queue.stats', () => queueStats(scheduler, table));
       kernel.provide('events.durable', durableEvents(scheduler, kernel, replayChecks));
-      return { scheduler };
+      return { scheduler, quota };
     },
     onConfig: (state, config) => state.scheduler.applyConfig(config),
     stop: (state) => state.scheduler.stop(),
     hooks: {
-      invoke: ({ channel, state, kernel }) => (channel.use_queue === true ? enqueueStep(channel, state.scheduler, kernel) : undefined),
+      invoke: ({ channel, state, kernel }) => (channel.use_queue === true ? enqueueStep(channel, state.scheduler, kernel, state.quota) : undefined),
     },
     cli: queueCommands,
   });

@@ -167,6 +167,12 @@ export class QueueTable {
     else await this.store.transaction(write, { durable: true });
   }
 
+  /** Events of a tenant's services waiting (pending or running) on every node: what `queued_events` bounds. */
+  async queuedOf(tenant: string): Promise<number> {
+    const rows = await this.store.all<{ count: number | string }>(`SELECT COUNT(*) AS count FROM use_queue_event WHERE state <> 'dead' AND ${OF_TENANT}`, tenantParams(tenant));
+    return Number(rows[0]?.count ?? 0);
+  }
+
   /** Events in the dead-letter queue, by queue (channel; null: background work). */
   async deadCounts(): Promise<Array<{ channel: string | null; count: number }>> {
     return this.store.all<{ channel: string | null; count: number }>("SELECT channel, COUNT(*) AS count FROM use_queue_event WHERE state = 'dead' GROUP BY channel");

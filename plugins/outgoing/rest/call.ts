@@ -183,6 +183,7 @@ export function outgoingHostCall(connections: () => ReadonlyMap<string, Connecti
   return {
     op: 'outgoing.call',
     args: callArgs,
+    quota: 'outgoing_calls_per_minute',
     async handler(args, ctx) {
       // A tenant's service reaches only its tenant's connections (docs/tenants.md).
       const conn = connections().get(scopedFor(ctx.service, args.connection));

@@ -146,23 +146,61 @@ describe('quotas across nodes', () => {
   it('adds what the other nodes last reported, until their figures grow stale', () => {
     const clock = new ManualClock(1_000_000);
     const ledger = new TenantLedger(clock);
-    ledger.configure([tenant('acme', { quotas: { cpu_ms_per_minute: 1000, outgoing_calls_per_minute: 10 } })]);
+    ledger.configure([tenant('acme', { quotas: { cpu_ms_per_minute: 1000 } })]);
     expect(ledger.hasWindowedQuotas()).toBe(true);
     ledger.addCpu('acme', 400);
-    ledger.setRemote('node-b', { acme: { cpu_ms_per_minute: 350, outgoing_calls_per_minute: 6 } });
+    ledger.markReported(ledger.localUsage());
+    ledger.setRemote('node-b', { acme: { cpu_ms_per_minute: 350 } });
     ledger.setRemote('node-c', { acme: { cpu_ms_per_minute: 300 } });
     expect(ledger.refusal('acme', false)?.code).toBe('TENANT_QUOTA');
     expect(ledger.figures()[0]!.cpuMsLastMinuteCluster).toBe(1050);
-    expect(ledger.take('acme', 'outgoing_calls_per_minute', 4)).toBeUndefined();
-    expect(ledger.take('acme', 'outgoing_calls_per_minute')?.code).toBe('TENANT_QUOTA');
-    // A newer report replaces the node's last one.
+    // A newer report replaces the node's last one: 400 + 350 + 100 leaves room.
     ledger.setRemote('node-c', { acme: { cpu_ms_per_minute: 100 } });
     expect(ledger.refusal('acme', false)).toBeUndefined();
     // A node that stops reporting stops counting.
     clock.advance(REMOTE_TTL_MS + 1);
     ledger.setRemote('node-c', {});
     expect(ledger.remoteSum('acme', 'cpu_ms_per_minute')).toBe(0);
-    expect(ledger.take('acme', 'outgoing_calls_per_minute', 6)).toBeUndefined();
+  });
+
+  it('each node uses only its share of the room left at the last exchange, so the nodes together stay under the limit', () => {
+    const clock = new ManualClock(1_000_000);
+    const cluster = () => {
+      const nodes = ['a', 'b', 'c'].map(() => new TenantLedger(clock));
+      for (const n of nodes) n.configure([tenant('acme', { quotas: { outgoing_calls_per_minute: 300 } })]);
+      const exchange = () => {
+        const sums = nodes.map((n) => n.localUsage());
+        nodes.forEach((n, i) => {
+          n.markReported(sums[i]!);
+          nodes.forEach((_, j) => j !== i && n.setRemote(`node-${j}`, sums[j]!));
+        });
+      };
+      exchange();
+      return { nodes, exchange };
+    };
+    // Every node floods between exchanges: each takes what its share allows, 100 of 300 at first.
+    const all = cluster();
+    const admitted = [0, 0, 0];
+    for (let round = 0; round < 40; round++) {
+      all.nodes.forEach((n, i) => {
+        while (n.take('acme', 'outgoing_calls_per_minute') === undefined) admitted[i]!++;
+      });
+      if (round === 0) expect(admitted).toEqual([100, 100, 100]);
+      all.exchange();
+      clock.advance(100);
+    }
+    const total = admitted.reduce((a, b) => a + b, 0);
+    expect(total).toBe(300);
+    // Busy on one node only, the tenant still reaches its limit within a second of exchanges.
+    const one = cluster();
+    let taken = 0;
+    for (let round = 0; round < 10; round++) {
+      while (one.nodes[0]!.take('acme', 'outgoing_calls_per_minute') === undefined) taken++;
+      if (round === 0) expect(taken).toBe(100);
+      one.exchange();
+    }
+    expect(taken).toBeGreaterThanOrEqual(290);
+    expect(taken).toBeLessThanOrEqual(300);
   });
 
   it('sends each node’s sums in parts under the notification limit', () => {
