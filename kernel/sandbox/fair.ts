@@ -23,6 +23,12 @@
  * one of its calls, which took 3 to 6 times as long as alone). What this costs is work left
  * undone: after a tenant's last call, the others stay within their shares for LINGER_MS.
  *
+ * One FairShare serves every group of tenants' processes, the shared ones and each tenant's own
+ * (groups.ts): the cores are the machine's whichever process a thread is in, and a tenant in
+ * processes of its own that keeps ten isolates busy leaves a neighbour's process as little of
+ * them (measured by the tenants bench: 7 to 11 threads of the attacker's own process runnable, the
+ * victim's calls waiting seconds). So a held call carries the group that starts it.
+ *
  * Held calls wait in their tenant's queue, first come first served, calls made by `invoke` first
  * (each one frees a caller). When a thread is freed, the tenant furthest below its share goes
  * next (fewest threads per weight; then least CPU per weight in the last minute, so the tenant
@@ -37,10 +43,14 @@ export const LINGER_MS = 250;
 /** What becomes of a held call offered a thread: it started, it must wait more, or it ended meanwhile. */
 export type Release = 'started' | 'held' | 'gone';
 
+/** Starts a held call offered a thread, in the group that holds it: routes it and asks `admit` whether it may enter (whether it makes a new thread busy depends on where it is routed). */
+export type Starter<C> = (call: C, admit: (newThread: boolean) => boolean) => Release;
+
 interface Entry<C> {
   call: C;
   nested: boolean;
   seq: number;
+  start: Starter<C>;
 }
 
 interface TenantState<C> {
@@ -109,10 +119,10 @@ export class FairShare<C> {
     return mine <= Math.max(1, share) || (taken <= this.cores && !othersHeld);
   }
 
-  /** Holds a call until `release` starts it; one made by invoke goes before its tenant's other calls. */
-  hold(tenant: string, call: C, nested: boolean): void {
+  /** Holds a call until `release` starts it with `start`; one made by invoke goes before its tenant's other calls. */
+  hold(tenant: string, call: C, nested: boolean, start: Starter<C>): void {
     const state = this.stateOf(tenant);
-    const entry = { call, nested, seq: this.seq++ };
+    const entry = { call, nested, seq: this.seq++, start };
     if (nested) {
       let at = 0;
       while (at < state.queue.length && state.queue[at]!.nested) at++;
@@ -145,19 +155,15 @@ export class FairShare<C> {
     this.settle(state);
   }
 
-  /**
-   * Offers threads to held calls, the tenant furthest below its share first, until none can
-   * start. `start` routes the call and asks `admit` whether it may enter (whether it makes a
-   * new thread busy depends on where it is routed).
-   */
-  release(start: (call: C, admit: (newThread: boolean) => boolean) => Release): void {
+  /** Offers threads to held calls, the tenant furthest below its share first, until none can start; each is started by the group that holds it. */
+  release(): void {
     while (this.held) {
       let started = false;
       for (const tenant of this.byNeed()) {
         const state = this.active.get(tenant);
         const head = state?.queue[0];
         if (!state || !head) continue;
-        const outcome = start(head.call, (newThread) => this.mayEnter(tenant, newThread, head.nested, true));
+        const outcome = head.start(head.call, (newThread) => this.mayEnter(tenant, newThread, head.nested, true));
         if (outcome === 'held') continue;
         // start() may have changed the tenant's state (its thread began); the head is still first.
         state.queue.shift();

@@ -222,7 +222,8 @@ export class GroupedRunner implements ServiceRunner {
         const tenant = tenantOf(service);
         return tenant === undefined ? undefined : this.ledger.memoryCapOf(tenant);
       },
-      fair: shared ? this.fair : undefined,
+      // Every tenants' group, shared or a tenant's own: the cores are shared by all of them (fair.ts).
+      fair: this.fair,
     });
     if (this.closing) throw new SvcError('SERVICE_UNAVAILABLE');
     try {

@@ -128,7 +128,7 @@ export interface GroupOptions {
   onCpu?: (service: string, ms: number) => void;
   /** A ceiling on a service's memory limit below `caps.maxMemoryMb` (its tenant's `memory_mb` quota). */
   memoryCapOf?: (service: string) => number | undefined;
-  /** The tenants' shared group: calls enter isolates by their tenants' fair shares (fair.ts). */
+  /** A group of tenants' processes: calls enter isolates by their tenants' fair shares of the machine's cores (fair.ts), one FairShare for every such group. */
   fair?: FairShare<PendingCall>;
 }
 
@@ -612,12 +612,12 @@ export class SandboxPool {
       if (!worker) this.waiting.push(call);
       else if (this.fair && !this.fair.mayEnter(call.tenant!, !worker.busy.get(request.service), call.depth > 0)) {
         call.held = true;
-        this.fair.hold(call.tenant!, call, call.depth > 0);
+        this.fair.hold(call.tenant!, call, call.depth > 0, this.startHeld);
       } else this.send(worker, call);
     });
   }
 
-  /** The tenants' shared group: a call entered or left an isolate's running calls, which may start or end a thread (fair.ts). */
+  /** A group of tenants' processes: a call entered or left an isolate's running calls, which may start or end a thread (fair.ts). */
   private busy(worker: SandboxWorker, call: PendingCall, delta: 1 | -1): void {
     const service = call.request.service;
     const n = (worker.busy.get(service) ?? 0) + delta;
@@ -630,24 +630,26 @@ export class SandboxPool {
     }
   }
 
-  /** Offers freed threads to held calls (fair.ts decides whose). */
+  /** Offers freed threads to held calls (fair.ts decides whose; those of other groups too). */
   private releaseHeld(): void {
-    if (!this.fair?.waiting) return;
-    this.fair.release((call, admit): Release => {
-      if (!this.pending.has(call.id)) return 'gone';
-      if (this.quarantined.has(call.request.service)) {
-        call.held = false;
-        this.settle(call, new SvcError('SERVICE_QUARANTINED'));
-        return 'gone';
-      }
-      const worker = this.route(call.request.service, call.avoid);
-      if (worker && !admit(!worker.busy.get(call.request.service))) return 'held';
-      call.held = false;
-      if (worker) this.send(worker, call);
-      else this.waiting.push(call);
-      return 'started';
-    });
+    if (this.fair?.waiting) this.fair.release();
   }
+
+  /** Starts a call of this group that fair shares held, when offered a thread. */
+  private readonly startHeld = (call: PendingCall, admit: (newThread: boolean) => boolean): Release => {
+    if (!this.pending.has(call.id)) return 'gone';
+    if (this.quarantined.has(call.request.service)) {
+      call.held = false;
+      this.settle(call, new SvcError('SERVICE_QUARANTINED'));
+      return 'gone';
+    }
+    const worker = this.route(call.request.service, call.avoid);
+    if (worker && !admit(!worker.busy.get(call.request.service))) return 'held';
+    call.held = false;
+    if (worker) this.send(worker, call);
+    else this.waiting.push(call);
+    return 'started';
+  };
 
   private refuse(request: InvokeRequest, code: 'SERVICE_QUARANTINED' | 'SERVICE_UNAVAILABLE'): Promise<never> {
     this.count(request.service, outcomeOf(code));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../kernel/platform/clock.ts';
-import { FairShare, LINGER_MS } from '../../../kernel/sandbox/fair.ts';
+import { FairShare, LINGER_MS, type Release } from '../../../kernel/sandbox/fair.ts';
 
 /**
  * The fair shares of the tenants' shared processes (kernel/sandbox/fair.ts), driven as the pool
@@ -17,15 +17,19 @@ class Sim {
   readonly fair: FairShare<Call>;
   private readonly busy = new Map<string, number>();
   readonly started: Call[] = [];
-  readonly clock = new ManualClock();
+  readonly clock: ManualClock;
 
-  constructor(cores: number, weights: Record<string, number> = {}, cpu: Record<string, number> = {}) {
-    this.fair = new FairShare<Call>(
-      cores,
-      (t) => weights[t] ?? 1,
-      (t) => cpu[t] ?? 0,
-      this.clock,
-    );
+  /** `sharing`: another group's Sim, whose FairShare this one shares (tenants' own processes beside the shared ones). */
+  constructor(cores: number, weights: Record<string, number> = {}, cpu: Record<string, number> = {}, sharing?: Sim) {
+    this.clock = sharing?.clock ?? new ManualClock();
+    this.fair =
+      sharing?.fair ??
+      new FairShare<Call>(
+        cores,
+        (t) => weights[t] ?? 1,
+        (t) => cpu[t] ?? 0,
+        this.clock,
+      );
   }
 
   private key(call: Call): string {
@@ -35,7 +39,7 @@ class Sim {
   submit(tenant: string, service: string, nested = false): Call {
     const call = { tenant, service, nested };
     if (this.fair.mayEnter(tenant, !this.busy.get(this.key(call)), nested)) this.start(call);
-    else this.fair.hold(tenant, call, nested);
+    else this.fair.hold(tenant, call, nested, this.startHeld);
     return call;
   }
 
@@ -57,12 +61,14 @@ class Sim {
 
   /** What the pool does when a thread ends, and on its sweep. */
   release(): void {
-    this.fair.release((held, admit) => {
-      if (!admit(!this.busy.get(this.key(held)))) return 'held';
-      this.start(held);
-      return 'started';
-    });
+    this.fair.release();
   }
+
+  private readonly startHeld = (held: Call, admit: (newThread: boolean) => boolean): Release => {
+    if (!admit(!this.busy.get(this.key(held)))) return 'held';
+    this.start(held);
+    return 'started';
+  };
 
   has(call: Call): boolean {
     return this.started.includes(call);
@@ -189,6 +195,27 @@ describe('fair shares of the shared processes', () => {
     expect(sim.started.at(-1)).toBe(nested);
     sim.finish(nested);
     expect(sim.started.at(-1)).toBe(first);
+  });
+
+  it('groups sharing one FairShare (each tenant in processes of its own) share the cores, and each starts its own held calls', () => {
+    const own = new Sim(2);
+    const neighbour = new Sim(2, {}, {}, own);
+    const a1 = own.submit('a', 's1');
+    own.submit('a', 's2');
+    // b's process is another group, but the cores are the same: b gets a thread at once, and a is over its share.
+    const b = neighbour.submit('b', 'x');
+    expect(neighbour.has(b)).toBe(true);
+    const a3 = own.submit('a', 's3');
+    expect(own.has(a3)).toBe(false);
+    own.finish(a1);
+    // Down to its share, a may not start a second thread while b has work.
+    expect(own.has(a3)).toBe(false);
+    neighbour.finish(b);
+    neighbour.clock.advance(LINGER_MS + 1);
+    // b's group offers the freed core: a's held call is started in a's group, not lost.
+    neighbour.release();
+    expect(own.has(a3)).toBe(true);
+    expect(neighbour.has(a3)).toBe(false);
   });
 
   it('a held call that ends before it starts leaves the queue', () => {
