@@ -208,7 +208,7 @@ export class GroupedRunner implements ServiceRunner {
     const o = this.options;
     const pool = new SandboxPool({
       processes,
-      caps: { ...o.caps, reportCpu: true },
+      caps: { ...o.caps, reportCpu: true, belowNormalPriority: true },
       log: o.log.child({ sandboxGroup: group }),
       hostCall: o.hostCall,
       hostCallsDone: o.hostCallsDone,

@@ -116,6 +116,11 @@ export interface SandboxCaps {
   maxCallsPerIsolate?: number;
   /** Report the CPU time service isolates use (`cpu` messages): tenants' processes do, the platform's need not. */
   reportCpu?: boolean;
+  /**
+   * Run service code below the kernel's CPU priority (nice 10): tenants' processes do, so that
+   * no tenant's busy isolates outbid the kernel, which serves every tenant's requests.
+   */
+  belowNormalPriority?: boolean;
 }
 
 function isWireId(v: unknown): v is number {

@@ -9,6 +9,7 @@
  */
 import ivm from 'isolated-vm';
 import { Socket } from 'node:net';
+import { constants, setPriority } from 'node:os';
 import { hostCallArgsLimit, Wire } from './wire.ts';
 import { monotonicNow } from '../platform/clock.ts';
 import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
@@ -516,9 +517,28 @@ function onMessage(message: KernelMessage, body: string, raw: string | undefined
       break;
     case 'init':
       caps = message.caps;
+      if (caps.belowNormalPriority) lowerPriority();
       sdkCode = JSON.parse(body) as string;
       wire.send({ t: 'ready' });
       break;
+  }
+}
+
+/**
+ * Tenants' processes run at nice 10 (`caps.belowNormalPriority`). On a node's few cores the
+ * threads of busy isolates (one each) otherwise take turns with the kernel's one thread, which
+ * serves every tenant's requests: under a tenant's infinite loops and memory bombs the kernel
+ * waited for a CPU 31–69 % of the time it was runnable, 7–32 % with this (bench/README.md,
+ * Tenants). Set on this thread before any isolate exists: isolated-vm's threads, started later
+ * from it, inherit it (Linux keeps a nice value per thread); V8's helper threads, started with
+ * the process, keep the normal one. Lowering a priority needs no privilege; where it is refused
+ * the process runs at the priority it has.
+ */
+function lowerPriority(): void {
+  try {
+    setPriority(0, constants.priority.PRIORITY_BELOW_NORMAL);
+  } catch {
+    /* refused: the priority stays as it was */
   }
 }
 

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ServiceRunner } from '../../../kernel/sandbox/runner.ts';
 import { SvcError } from '../../../kernel/errors.ts';
@@ -36,6 +37,13 @@ afterEach(async () => {
   await runner?.close();
   runner = undefined;
 });
+
+/** The nice value of each thread of a process (/proc/PID/task/TID/stat, field 19). */
+const niceOf = (pid: number) =>
+  readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    return { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) };
+  });
 
 const code = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof SvcError ? e.code : String(e)));
 
@@ -137,6 +145,23 @@ describe('process groups', () => {
     gate.release();
     expect(await code(running)).toBe('ok');
     await waitFor('the old process to stop', () => runner!.pids().length === 2);
+  });
+
+  it.runIf(process.platform === 'linux')("tenants' processes run their isolates below the kernel's CPU priority (nice 10); the platform's at the normal one", async () => {
+    runner = await startRunner({ workers: 1, tenantWorkers: 1 });
+    const [platformPid] = runner.pids();
+    await runner.setTenants([tenant('acme'), tenant('own', { processes: 1 })]);
+    await deploy(runner, { echo: ECHO, 'acme/echo': ECHO, 'own/echo': ECHO });
+    for (const name of ['echo', 'acme/echo', 'own/echo']) expect(await code(runner.invoke(request(name)))).toBe('ok');
+    const tenants = runner.pids().filter((pid) => pid !== platformPid);
+    expect(tenants).toHaveLength(2);
+    for (const pid of tenants) {
+      const threads = niceOf(pid);
+      // The main thread, and the threads isolated-vm started for the isolates (named after it).
+      expect(threads[0]!.nice).toBe(10);
+      expect(threads.filter((t) => t.name === threads[0]!.name && t.nice === 10).length).toBeGreaterThan(1);
+    }
+    expect(niceOf(platformPid!)[0]!.nice).toBe(0);
   });
 
   it('a service of a tenant not declared (yet) runs in the shared processes, never in the platform’s', async () => {
