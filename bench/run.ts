@@ -33,6 +33,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   imap: () => import('./suites/imap.ts'),
   'file-pickup': () => import('./suites/file-pickup.ts'),
   sftp: () => import('./suites/sftp.ts'),
+  tenants: () => import('./suites/tenants.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

@@ -1,0 +1,288 @@
+/**
+ * Issue 43: a well-behaved tenant's latency alone and while another tenant attacks the server
+ * (infinite loops, memory bombs, V8 crash loops, floods of calls, invokes and queued events,
+ * outgoing call storms). svc started through the CLI as an operator would, with tenant `victim`,
+ * a tenant per attack and tenant `attacker` making them all at once (bench/tenants/setup.ts); the
+ * victim's client is an open-loop generator in a process of its own (bench/tenants/open-loop.ts),
+ * the attack clients in another (bench/tenants/attacker.ts). Solo and attack rounds interleaved;
+ * goal: the victim's p99 within 1.5× its solo p99, none of its requests failed. Once with each
+ * tenant in a sandbox process of its own, once with all in the tenants' shared processes.
+ *
+ * BENCH_ROUNDS, BENCH_SECONDS (4 here), BENCH_TENANT_RATE (200 req/s), BENCH_TENANT_ATTACKS (a
+ * comma-separated subset), BENCH_TENANT_SHARED_ROUNDS (2; 0 skips the shared processes' run).
+ */
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { CLK_TCK, freePort, machineBusyTicks, median, printGrid, procStat, processTree, ROUNDS, startSvcCli, type Running } from '../lib.ts';
+import type { AttackBy, Outcomes } from '../tenants/attacker.ts';
+import type { Round } from '../tenants/open-loop.ts';
+import { ALL_ATTACKER, ATTACK_NAMES, ATTACKS, attackerOf, ORDER, serverSetup, type AttackName } from '../tenants/setup.ts';
+
+/** Seconds the victim is measured per round (4 unless BENCH_SECONDS says otherwise: 27 rounds and their cool-downs fit in the suite's 4 minutes). */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+/** The victim's arrival rate, requests per second. */
+const RATE = Number(process.env.BENCH_TENANT_RATE ?? 200);
+/** The attack runs this long before the victim's round starts, so the round meets it in full swing. */
+const ATTACK_LEAD_MS = 1_000;
+/** After an attack, the longest wait for the server to fall quiet (calls run out their time limits, queues drain). */
+const COOL_DOWN_MAX_MS = 20_000;
+
+/** A case: no attack (solo), one attack by its own tenant, or all at once by one tenant. */
+interface Case {
+  name: string;
+  attacks: AttackBy[];
+}
+
+/** One round of one case: the victim's latencies, what the attacker got, what the server used. */
+interface Measured {
+  victim: Round;
+  attacker: Outcomes;
+  /** Cores busy in the kernel process, the attacker's isolates, the victim's, and the whole server. */
+  kernelCores: number;
+  attackerCores: number;
+  victimCores: number;
+  serverCores: number;
+  /** Cores busy with neither the server nor the suite's clients: other work on the machine (noise). */
+  otherCores: number;
+  /** The share of the round the kernel's main thread and the victim client's waited for a CPU while runnable. */
+  kernelWaited: number;
+  clientWaited: number;
+  /** The kernel's longest event-loop stall in the round, ms. */
+  lagMaxMs: number;
+  /** How long the server took to fall quiet after the attack stopped, ms. */
+  coolDownMs: number;
+}
+
+/** A Node binary of a line that runs tenants (22 or 24): this one, or Node 24 from scripts/node-line.sh. */
+function tenantNode(): string | undefined {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major === 22 || major === 24) return process.execPath;
+  const script = fileURLToPath(new URL('../../scripts/node-line.sh', import.meta.url));
+  const r = spawnSync('bash', [script, '24'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return r.status === 0 && r.stdout.trim() ? `${r.stdout.trim()}/bin/node` : undefined;
+}
+
+/** The stand-in for the outgoing connection's far end: answers every call at once. */
+function startSink(): Promise<Server> {
+  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+  server.keepAliveTimeout = 60_000;
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+/** A child program of bench/tenants, with the messages it sends; ready once it says so. */
+function child(file: string, args: string[]): Promise<{ proc: ChildProcess; ask: <T>(m: unknown) => Promise<T> }> {
+  const proc = fork(fileURLToPath(new URL(`../tenants/${file}`, import.meta.url)), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ask = <T>(m: unknown) =>
+    new Promise<T>((resolve, reject) => {
+      const exited = (code: number | null) => reject(new Error(`${file} exited with ${code}`));
+      proc.once('exit', exited);
+      proc.once('message', (r) => {
+        proc.off('exit', exited);
+        resolve(r as T);
+      });
+      if (m !== undefined) proc.send(m as object);
+    });
+  return ask<{ ready: true }>(undefined).then(() => ({ proc, ask }));
+}
+
+/** `svc_tenant_cpu_seconds_total` and the other series a cool-down watches, from the admin listener's /metrics. */
+async function scrape(adminUrl: string): Promise<{ cpu: Record<string, number>; inFlight: number; queued: number; lagMaxMs: number }> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const cpu: Record<string, number> = {};
+  let inFlight = 0;
+  let queued = 0;
+  // prom-client's event-loop delay histogram of the kernel process, reset at every scrape: the longest stall since the last one.
+  const lagMaxMs = Number(/^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1] ?? NaN) * 1000;
+  for (const line of text.split('\n')) {
+    const m = /^(svc_tenant_cpu_seconds_total|svc_tenant_calls_in_flight|svc_queue_depth|svc_queue_running)\{([^}]*)\} (\S+)/.exec(line);
+    if (!m) continue;
+    const value = Number(m[3]);
+    const tenant = /tenant="([^"]*)"/.exec(m[2]!)?.[1];
+    if (m[1] === 'svc_tenant_cpu_seconds_total' && tenant) cpu[tenant] = value;
+    else if (m[1] === 'svc_tenant_calls_in_flight') inFlight += value;
+    else queued += value;
+  }
+  return { cpu, inFlight, queued, lagMaxMs };
+}
+
+/** Nanoseconds a thread has waited for a CPU while runnable so far (/proc/PID/task/TID/schedstat, second field). */
+function runQueueWaitNs(pid: number, tid = pid): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+  } catch {
+    return 0;
+  }
+}
+
+const ticks = (pids: number[]) => pids.reduce((n, pid) => n + (procStat(pid)?.ticks ?? 0), 0);
+
+/** Waits until no tenant's call is in flight, no queued event is waiting and the server's processes idle for 300 ms; how long that took, ms. */
+async function coolDown(svc: Running, adminUrl: string): Promise<number> {
+  const start = performance.now();
+  while (performance.now() - start < COOL_DOWN_MAX_MS) {
+    const pids = processTree(svc.pid);
+    const before = ticks(pids);
+    await new Promise((r) => setTimeout(r, 300));
+    const busy = (ticks(pids) - before) / CLK_TCK / 0.3;
+    const m = await scrape(adminUrl);
+    if (m.inFlight === 0 && m.queued === 0 && busy < 0.05) break;
+  }
+  return performance.now() - start;
+}
+
+async function measure(c: Case, svc: Running, adminUrl: string, victim: Awaited<ReturnType<typeof child>>, attacker: Awaited<ReturnType<typeof child>>): Promise<Measured> {
+  if (c.attacks.length) {
+    await attacker.ask({ start: c.attacks });
+    await new Promise((r) => setTimeout(r, ATTACK_LEAD_MS));
+  }
+  const pids = processTree(svc.pid);
+  const clients = [victim.proc.pid!, attacker.proc.pid!, process.pid];
+  const waits = () => ({ kernel: runQueueWaitNs(svc.pid), client: runQueueWaitNs(victim.proc.pid!) });
+  const before = { all: ticks(pids), kernel: ticks([svc.pid]), clients: ticks(clients), machine: machineBusyTicks(), waited: waits(), metrics: await scrape(adminUrl), at: performance.now() };
+  const round = await victim.ask<Round>({ run: { seconds: SECONDS } });
+  const seconds = (performance.now() - before.at) / 1000;
+  // Processes started during the round (a crashed sandbox's successor) count from zero.
+  const after = { all: ticks(processTree(svc.pid)), kernel: ticks([svc.pid]), clients: ticks(clients), machine: machineBusyTicks(), waited: waits(), metrics: await scrape(adminUrl) };
+  const outcomes = c.attacks.length ? await attacker.ask<Outcomes>({ stop: true }) : { counts: {}, cpuMs: 0, ms: 0 };
+  const coolDownMs = c.attacks.length ? await coolDown(svc, adminUrl) : 0;
+  const tenantCores = (t: string) => ((after.metrics.cpu[t] ?? 0) - (before.metrics.cpu[t] ?? 0)) / seconds;
+  const attackersCores = Object.keys(after.metrics.cpu)
+    .filter((t) => t !== 'victim')
+    .reduce((n, t) => n + tenantCores(t), 0);
+  return {
+    victim: round,
+    attacker: outcomes,
+    kernelCores: (after.kernel - before.kernel) / CLK_TCK / seconds,
+    serverCores: Math.max(0, after.all - before.all) / CLK_TCK / seconds,
+    otherCores: Math.max(0, after.machine - before.machine - (after.all - before.all) - (after.clients - before.clients)) / CLK_TCK / seconds,
+    attackerCores: attackersCores,
+    kernelWaited: (after.waited.kernel - before.waited.kernel) / 1e9 / seconds,
+    clientWaited: (after.waited.client - before.waited.client) / 1e9 / seconds,
+    victimCores: tenantCores('victim'),
+    lagMaxMs: after.metrics.lagMaxMs,
+    coolDownMs,
+  };
+}
+
+/** The value at quantile q of sorted values (nearest rank). */
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+}
+
+const failuresOf = (r: Round) => Object.values(r.statuses).reduce((a, b) => a + b, 0) + Object.values(r.errors).reduce((a, b) => a + b, 0);
+
+/** What the attacker's requests got, per second of attack over every round: `429 ×5123/s, 504 ×9.6/s`. */
+function outcomesText(ms: Measured[]): string {
+  const sum: Record<string, number> = {};
+  for (const m of ms) for (const [k, n] of Object.entries(m.attacker.counts)) sum[k] = (sum[k] ?? 0) + n;
+  const seconds = ms.reduce((t, m) => t + m.attacker.ms, 0) / 1000;
+  return Object.entries(sum)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k} ×${n / seconds >= 10 ? Math.round(n / seconds) : (n / seconds).toFixed(1)}/s`)
+    .join(', ');
+}
+
+const sortedLatencies = (m: Measured) => [...m.victim.latencies].sort((a, b) => a - b);
+
+/** The two tables of one config: the victim's latencies and failures, and where the time went. */
+function report(title: string, cases: Case[], results: Measured[][]): void {
+  const soloP99 = median(results[0]!.map((m) => quantile(sortedLatencies(m), 0.99)));
+  const latencyRows: string[][] = [];
+  const costRows: string[][] = [];
+  cases.forEach((c, i) => {
+    const ms = results[i]!;
+    const sorted = ms.map(sortedLatencies);
+    const p99s = sorted.map((s) => quantile(s, 0.99));
+    const p99 = median(p99s);
+    const failed = ms.reduce((n, m) => n + failuresOf(m.victim), 0);
+    const sent = ms.reduce((n, m) => n + m.victim.latencies.length + failuresOf(m.victim), 0);
+    const ratios = p99s.map((p) => p / soloP99);
+    const failures = ms.flatMap((m) => Object.entries({ ...m.victim.statuses, ...m.victim.errors }).map(([k, n]) => `${k} ×${n}${m.victim.bodies[k] ? ` ${m.victim.bodies[k]}` : ''}`));
+    latencyRows.push([
+      c.name,
+      median(sorted.map((s) => quantile(s, 0.5))).toFixed(2),
+      p99.toFixed(2),
+      quantile(sorted.flat().sort((a, b) => a - b), 0.999).toFixed(2),
+      `${failed} / ${sent}`,
+      i === 0 ? '1.00' : `**${(p99 / soloP99).toFixed(2)}** (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`,
+      failures.join('; '),
+    ]);
+    const cores = (f: (m: Measured) => number) => median(ms.map(f)).toFixed(2);
+    costRows.push([
+      c.name,
+      `${cores((m) => m.kernelCores)} / ${cores((m) => m.victimCores)} / ${cores((m) => m.attackerCores)}`,
+      `${cores((m) => m.serverCores)} + ${cores((m) => m.victim.cpuMs / 1000 / SECONDS)} + ${cores((m) => m.attacker.cpuMs / 1000 / SECONDS)}`,
+      cores((m) => m.otherCores),
+      median(ms.map((m) => m.lagMaxMs)).toFixed(0),
+      `${Math.round(median(ms.map((m) => m.kernelWaited)) * 100)} % / ${Math.round(median(ms.map((m) => m.clientWaited)) * 100)} %`,
+      median(ms.map((m) => quantile([...m.victim.sendLags].sort((a, b) => a - b), 0.99))).toFixed(1),
+      (median(ms.map((m) => m.coolDownMs)) / 1000).toFixed(1),
+      outcomesText(ms),
+    ]);
+  });
+  const rounds = `medians of ${results[0]!.length} interleaved rounds of ${SECONDS} s`;
+  printGrid(`${title}: the victim at ${RATE} req/s, open loop (${rounds}; p99.9 of every round's requests together)`, ['case', 'p50 ms', 'p99 ms', 'p99.9 ms', 'victim failed / sent', 'p99 vs solo (rounds)', 'failures'], latencyRows);
+  printGrid(
+    `${title}: where the time went (${rounds})`,
+    ['case', 'cores: kernel / victim isolates / attacker isolates', 'cores: server + victim client + attack clients', 'other load (cores)', 'kernel event-loop stall, max ms', 'waiting for a CPU: kernel / victim client', "victim client's send lag p99 ms", 'cool-down s', "attacker's requests got"],
+    costRows,
+  );
+}
+
+async function runConfig(title: string, processes: number, cases: Case[], node: string, rounds: number): Promise<void> {
+  const sink = await startSink();
+  const adminPort = await freePort();
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  const { config, files } = serverSetup(processes, `http://127.0.0.1:${(sink.address() as AddressInfo).port}`);
+  let svc: Running | undefined;
+  const children: ChildProcess[] = [];
+  try {
+    svc = await startSvcCli(config, files, '/t/victim/work', undefined, { SVC_ADMIN_PORT: String(adminPort) }, node);
+    const victim = await child('open-loop.ts', [svc.url, '/t/victim/work', String(RATE), ORDER]);
+    const attacker = await child('attacker.ts', [svc.url]);
+    children.push(victim.proc, attacker.proc);
+    // The attackers' services deploy beside the victim's: wait until the last tenant's answer, and the server is quiet.
+    for (let i = 0; i < 100 && (await fetch(`${svc.url}/t/${ALL_ATTACKER}/flood`, { method: 'POST', body: ORDER, headers: { 'content-type': 'application/json' } })).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+    await coolDown(svc, adminUrl);
+    await victim.ask<Round>({ run: { seconds: 2 } });
+
+    const results: Measured[][] = cases.map(() => []);
+    for (let round = 0; round < rounds; round++) {
+      for (let k = 0; k < cases.length; k++) {
+        const i = (round + k) % cases.length;
+        results[i]!.push(await measure(cases[i]!, svc, adminUrl, victim, attacker));
+      }
+    }
+    report(title, cases, results);
+  } finally {
+    for (const c of children) c.kill();
+    await svc?.stop();
+    sink.close();
+  }
+}
+
+export async function run(): Promise<void> {
+  const node = tenantNode();
+  if (!node) {
+    console.log('\n### Tenants\n\nskipped: tenants need Node 22 or 24, and scripts/node-line.sh 24 found none.');
+    return;
+  }
+  const only = process.env.BENCH_TENANT_ATTACKS?.split(',').filter(Boolean) as AttackName[] | undefined;
+  const names = only ?? ATTACK_NAMES;
+  const own: Case[] = [
+    { name: 'solo', attacks: [] },
+    ...names.map((attack) => ({ name: ATTACKS[attack].title, attacks: [{ tenant: attackerOf(attack), attack }] })),
+    ...(names.length > 1 ? [{ name: 'all attacks at once, by one tenant', attacks: names.map((attack) => ({ tenant: ALL_ATTACKER, attack })) }] : []),
+  ];
+  const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
+  await runConfig(`Tenants, each with its own sandbox process (\`processes: 1\`), Node ${version}`, 1, own, node, ROUNDS);
+  // Sharing processes, fair shares decide what the attacker's isolates take from the victim's: solo and everything at once.
+  const shared: Case[] = [own[0]!, ...(names.length > 1 ? [own.at(-1)!] : own.slice(1))];
+  // Two rounds fewer cases: the suite stays within about 4 minutes.
+  const sharedRounds = Number(process.env.BENCH_TENANT_SHARED_ROUNDS ?? Math.min(ROUNDS, 2));
+  if (sharedRounds > 0) await runConfig(`Tenants sharing the tenants' processes (\`processes: 0\`, fair shares), Node ${version}`, 0, shared, node, sharedRounds);
+}
