@@ -145,5 +145,27 @@ describe('ops limited to a tenant', () => {
     expect(usage).toEqual([expect.objectContaining({ tenant: 'acme', cpu: { used_ms_last_minute: expect.any(Number), quota_ms_per_minute: 6000 }, throttled: 0 })]);
     expect((await admin.get('/admin/api/usage')).body.tenants.map((t: { tenant: string }) => t.tenant)).toEqual(['acme', 'beta']);
   });
+
+  it("a developer uploads and deletes the tenant's services, into its own directory whatever it names; a viewer cannot; another tenant's is not found", async () => {
+    const source = `import { service } from 'svc/sdk';\nexport default service({ handle() { return { from: 'acme upload' }; } });`;
+    const up = await op(dev, 'services.upload', { file: 'orders.ts', source, tenant: 'beta' });
+    expect(up.status, up.text).toBe(200);
+    expect(up.body.result).toMatchObject({ name: 'acme/orders', deployed: true, serving: 'this version' });
+    expect(await callChannel(k, '/t/acme/orders')).toMatchObject({ status: 200, body: { from: 'acme upload' } });
+    // beta's service of the same name is untouched.
+    expect((await callChannel(k, '/t/beta/orders')).body).not.toEqual({ from: 'acme upload' });
+    expect((await op(viewer, 'services.upload', { file: 'x.ts', source })).status).toBe(403);
+    expect((await op(dev, 'services.delete', { name: 'beta/orders' })).status).toBe(404);
+    const broken = await op(dev, 'services.upload', { file: 'orders.ts', source: 'export default service({' });
+    expect(broken.status).toBe(422);
+    expect(broken.body.details).toMatch(/^not deployed: orders.ts:1:24: .*; the previous version keeps serving$/);
+    // A platform admin uploads into a tenant by naming it.
+    const platform = await op(admin, 'services.upload', { file: 'extra.ts', source, tenant: 'beta' });
+    expect(platform.body.result).toMatchObject({ name: 'beta/extra', deployed: true });
+    expect((await op(admin, 'services.upload', { file: 'extra.ts', source, tenant: 'nobody' })).status).toBe(404);
+    const del = await op(dev, 'services.delete', { name: 'orders' });
+    expect(del.body.result).toMatchObject({ name: 'acme/orders', deleted: true, deployed: false });
+    expect((await op(admin, 'services.delete', { name: 'beta/extra' })).body.result).toMatchObject({ deleted: true });
+  });
 });
 });
