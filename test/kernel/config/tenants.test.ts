@@ -146,6 +146,13 @@ channel_rest:
     expect(issues('tenants: [{ name: a }, { name: ab }]')).toEqual([]);
   });
 
+  it('refuses dot segments in a tenant channel’s path: clients resolve them away, so it could not be reached as written', () => {
+    expect(issues('tenants: [{ name: acme, config: { channel_rest: [{ name: up, url_path: /../admin, service: x, security: none }] } }]')).toEqual([
+      "tenants[acme].config.channel_rest[0].url_path: must not contain '.' or '..' segments",
+    ]);
+    expect(issues('channel_rest: [{ name: dot, url_path: /a/./b, service: x, security: none }]')).toEqual(["channel_rest[0].url_path: must not contain '.' or '..' segments"]);
+  });
+
   it("refuses a path of the server's machine in a tenant's entry; the platform's entries may name one", () => {
     expect(issues('tenants: [{ name: acme, config: { outgoing_rest: [{ name: crm, address: "https://crm.example.com", tls: { ca_file: /etc/shadow } }] } }]')).toEqual([
       expect.stringMatching(/^tenants\[acme\]\.config\.outgoing_rest\[0\]\.tls\.ca_file: a tenant's entry names no file or folder of the server/),
