@@ -26,12 +26,15 @@ export type {
   HostCallLog,
   KernelApi,
   Lifecycle,
+  MeteredQuota,
   OpCaller,
   OpenApiFragment,
   Plugin,
   PluginKind,
   PluginRoute,
   RawConfig,
+  TenantQuotaApi,
+  TenantQuotaName,
   ValidationContext,
 } from './contract.ts';
 export { HOOK_NAMES, type HookName } from './hooks.ts';

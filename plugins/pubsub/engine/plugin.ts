@@ -161,6 +161,7 @@ export default definePlugin<Options, PubSubState>({
       log: kernel.log.child({ plugin: 'pubsub' }),
       defaultMaxDepth: options.default_max_depth,
       sweepIntervalMs: options.sweep_interval_ms,
+      quotas: kernel.tenantQuotas,
     };
     // On PostgreSQL the database is authoritative, so that several nodes share the queues (README.md).
     let engine: PubSubStrategy;
