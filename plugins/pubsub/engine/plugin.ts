@@ -47,7 +47,7 @@ interface PubSubState {
 /** What a service passes to the SDK's `publish(topic, data, opts)`. */
 export const publishArgs = z
   .object({
-    topic: z.string().min(1).describe("Topic name, e.g. /orders/new; a tenant's service names its tenant's topics so, short."),
+    topic: z.string().min(1).describe("Topic name, e.g. /orders/new; a tenant's service names its own tenant's topics this way too."),
     data: messageData,
     opts: z
       .object({
