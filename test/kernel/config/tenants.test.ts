@@ -103,12 +103,6 @@ tenants:
   });
 });
 
-describe('pub/sub and tenants', () => {
-  it("is the platform's for now: a tenant's topic is refused with the reason", () => {
-    expect(issues('tenants: [{ name: acme, config: { pubsub_topic: [{ name: /orders/new }] } }]')).toEqual([expect.stringMatching(/^tenants\[acme\]\.config\.pubsub_topic\[0\]\.name: .*tenants publish through their services/)]);
-  });
-});
-
 function writeBad(): string {
   writeFileSync(join(dir, 'acme-bad.yaml'), 'channel_rest: { name: a }\n');
   return 'acme-bad.yaml';
