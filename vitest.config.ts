@@ -12,6 +12,7 @@ const POSTGRES_SUITES = [
   'test/plugins/pubsub/engine/control.test.ts',
   'test/plugins/pubsub/engine/coalesced-inserts.test.ts',
   'test/plugins/pubsub/crash.test.ts',
+  'test/plugins/pubsub/http/tenants.test.ts',
   'test/plugins/delivery/use-queue/accept.test.ts',
   'test/plugins/delivery/use-queue/control.test.ts',
   'test/plugins/delivery/use-queue/restart.test.ts',

@@ -360,6 +360,8 @@ export interface PubSubDelivery {
 
 export interface PubSubEndpointView {
   name: string;
+  /** The tenant it belongs to (its name is `<tenant>/…`): its clients name that tenant's topics, short. Undefined: the platform's. */
+  tenant: string | undefined;
   canPublish(topic: string): boolean;
   canSubscribe(topic: string): boolean;
 }

@@ -19,7 +19,8 @@ export interface PublishOptions {
 
 /**
  * Publishes a message to a topic. The service needs a `pubsub_endpoint` whose `services:` lists
- * it and whose `pub:` patterns grant the topic; otherwise this throws Forbidden.
+ * it and whose `pub:` patterns grant the topic; otherwise this throws Forbidden. A tenant's
+ * service names its tenant's topics as its config does (`/orders`), and reaches no other's.
  */
 export async function publish(topic: string, data: unknown, options: PublishOptions = {}): Promise<{ msgId: string }> {
   const opts: Record<string, unknown> = {};

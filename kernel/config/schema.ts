@@ -169,6 +169,8 @@ export const urlPathSchema = z
   .string()
   .startsWith('/', 'must start with /')
   .refine((p) => !p.includes('?') && !p.includes('#'), 'must not contain a query string or fragment')
+  // Clients resolve dot segments away before sending (RFC 3986 5.2.4): such a route is never reached as written, and a tenant's would look like it leaves its prefix.
+  .refine((p) => !p.split('/').some((s) => s === '.' || s === '..'), "must not contain '.' or '..' segments")
   .refine((p) => {
     const names = [...p.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]);
     return names.every((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n ?? '')) && new Set(names).size === names.length;

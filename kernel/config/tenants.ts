@@ -126,9 +126,10 @@ function under(path: string, prefix: string): boolean {
 }
 
 /**
- * What the schema cannot see: an entry of a declared tenant (`acme/…`) naming another tenant's or
- * the platform's resource; a tenant channel outside its URL prefix, or anyone else's inside it;
- * tenants' URL prefixes that overlap. The platform's own entries may name anything.
+ * What the schema cannot see: an entry of a declared tenant (`acme/…`; one without a name is the
+ * tenant's whose resource it names) naming another tenant's or the platform's resource; a tenant
+ * channel outside its URL prefix, or anyone else's inside it; tenants' URL prefixes that overlap.
+ * The platform's own entries may name anything.
  */
 export function tenantIssues(config: SvcConfig, sections: Record<string, z.ZodType>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -154,7 +155,10 @@ export function tenantIssues(config: SvcConfig, sections: Record<string, z.ZodTy
     if (!entrySchema || !Array.isArray(entries)) continue;
     entries.forEach((entry: unknown, i) => {
       if (!isObject(entry)) return;
-      const tenant = ownerOf(entry.name);
+      const named = typeof entry.name === 'string';
+      const found = named ? undefined : walkRefs(entrySchema, entry);
+      // An entry without a name (a pub/sub subscription) is the tenant's whose resources it names.
+      const tenant = named ? ownerOf(entry.name) : found?.refs.map((r) => ownerOf(r.value)).find((t) => t !== undefined);
       if (section === 'channel_rest' && typeof entry.url_path === 'string') {
         if (tenant && !under(entry.url_path, urlPrefixOf(tenant))) {
           issues.push({ path: [section, i, 'url_path'], message: `a channel of tenant '${tenant.name}' must be under its URL prefix ${urlPrefixOf(tenant)} (e.g. ${joinUrl(urlPrefixOf(tenant), '/orders')})` });
@@ -164,9 +168,10 @@ export function tenantIssues(config: SvcConfig, sections: Record<string, z.ZodTy
         }
       }
       if (!tenant) return;
-      const { refs, hostPaths } = walkRefs(entrySchema, entry);
+      const { refs, hostPaths } = found ?? walkRefs(entrySchema, entry);
+      const rule = named ? 'an entry of a tenant names only its own resources' : `an entry naming tenant '${tenant.name}''s resources names no other's`;
       for (const ref of refs) {
-        if (tenantOf(ref.value) !== tenant.name) issues.push({ path: [section, i, ...ref.path], message: `'${ref.value}' is not tenant '${tenant.name}''s: an entry of a tenant names only its own resources` });
+        if (tenantOf(ref.value) !== tenant.name) issues.push({ path: [section, i, ...ref.path], message: `'${ref.value}' is not tenant '${tenant.name}''s: ${rule}` });
       }
       for (const at of hostPaths) {
         issues.push({ path: [section, i, ...at.path], message: `a tenant's entry names no file or folder of the server (tenant '${tenant.name}'); the platform may set it, or use the secret/SFTP form` });

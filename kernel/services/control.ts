@@ -23,9 +23,6 @@ export const MAX_SERVICE_SOURCE = 512 * 1024;
 
 /** A plain file name in services_dir: letters, digits, `_` and `-`, then .ts or .js; no path, no dot file. */
 const FILE_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}\.(ts|js)$/;
-const NAME_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}$/;
-
-const nameField = z.string().regex(NAME_RE, 'a service name: letters, digits, _ and -, at most 100').describe('Service name: its file name without the extension.');
 /** A service to read: a tenant's by its qualified name (`acme/orders`), which its administrators may write short. */
 const QUALIFIED_NAME_RE = /^([a-z][a-z0-9_-]{0,31}\/)?[A-Za-z0-9_][A-Za-z0-9_-]{0,99}$/;
 const readNameField = scopedRef(z.string().regex(QUALIFIED_NAME_RE, "a service name: letters, digits, _ and -, at most 100; a tenant's as <tenant>/<name>")).describe(
@@ -33,14 +30,18 @@ const readNameField = scopedRef(z.string().regex(QUALIFIED_NAME_RE, "a service n
 );
 
 export const listArgs = z.object({}).strict();
-export const nameArgs = z.object({ name: nameField }).strict();
-const readArgs = z.object({ name: readNameField }).strict();
+export const nameArgs = z.object({ name: readNameField }).strict();
 export const uploadArgs = z
   .object({
     file: z
       .string()
       .regex(FILE_RE, 'a plain file name like orders.ts or orders.js: letters, digits, _ and -, no path, not starting with a dot')
       .describe('File name in services_dir, e.g. orders.ts; the service is named after it (orders).'),
+    tenant: z
+      .string()
+      .regex(/^[a-z][a-z0-9_-]{0,31}$/)
+      .optional()
+      .describe("A platform admin's upload into a tenant's services directory (the service is `<tenant>/<name>`); a tenant's administrators upload into their own tenant's, whatever this says."),
     source: z
       .string()
       .refine((s) => Buffer.byteLength(s) <= MAX_SERVICE_SOURCE, `at most ${MAX_SERVICE_SOURCE / 1024} KiB`)
@@ -99,11 +100,11 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     },
   };
 
-  const source: ControlOp<z.infer<typeof readArgs>> = {
+  const source: ControlOp<z.infer<typeof nameArgs>> = {
     op: 'services.source',
     readOnly: true,
     tenantScoped: true,
-    args: readArgs,
+    args: nameArgs,
     handler: async ({ name }, caller) => {
       const file = caller === undefined || tenantOf(name) === caller.tenant ? fileOf(name) : undefined;
       if (!file || !existsSync(join(registry.dir, file))) throw new SvcError('NOT_FOUND', `no service file named '${name}' in ${registry.dir}`);
@@ -112,34 +113,51 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     },
   };
 
+  /** The directory's registry: the platform's, or a declared tenant's (NOT_FOUND for another). */
+  const registryOf = (tenant: string | undefined): ServiceRegistry => {
+    const found = registry.forTenant(tenant);
+    if (!found) throw new SvcError('NOT_FOUND', `no tenant named '${tenant}'`);
+    return found;
+  };
+  const filesOf = (r: ServiceRegistry) => (existsSync(r.dir) ? readdirSync(r.dir).filter(isServiceFile) : []);
+
+  // A tenant's administrators upload and delete their tenant's services only (admin API, docs/tenants.md).
   const upload: ControlOp<z.infer<typeof uploadArgs>> = {
     op: 'services.upload',
+    tenantScoped: true,
     args: uploadArgs,
-    handler: async ({ file, source: text }) => {
-      const name = serviceName(file);
-      const other = files().find((f) => f !== file && serviceName(f) === name);
+    handler: async ({ file, source: text, tenant: asked }, caller) => {
+      const tenant = caller?.tenant ?? asked;
+      const target = registryOf(tenant);
+      const short = serviceName(file);
+      const name = tenant === undefined ? short : `${tenant}/${short}`;
+      const other = filesOf(target).find((f) => f !== file && serviceName(f) === short);
       if (other) throw new SvcError('CONFLICT', `service '${name}' is already the file ${other}: delete it first, or upload as ${other}`);
-      if (!existsSync(registry.dir)) throw new SvcError('NOT_FOUND', `services directory ${registry.dir} does not exist`);
-      const outcome = await registry.upload(file, text);
+      if (!existsSync(target.dir)) throw new SvcError('NOT_FOUND', `services directory ${target.dir} does not exist`);
+      const outcome = await target.upload(file, text);
       if (!outcome.ok) {
         const serving = registry.get(name) ? 'the previous version keeps serving' : 'nothing was deployed';
         throw new IssuesError('SERVICE_NOT_COMPILED', `not deployed: ${outcome.error.split('\n')[0]}; ${serving}`, [{ path: ['source'], message: outcome.error }]);
       }
       // Only a version that compiled is written, here and on the other nodes.
-      await shared?.uploaded(file, text);
+      await shared?.uploaded(file, text, tenant);
       return { ...describe(name), serving: 'this version' };
     },
   };
 
   const remove: ControlOp<z.infer<typeof nameArgs>> = {
     op: 'services.delete',
+    tenantScoped: true,
     args: nameArgs,
-    handler: async ({ name }) => {
-      const file = fileOf(name);
-      if (!file || !existsSync(join(registry.dir, file))) throw new SvcError('NOT_FOUND', `no service file named '${name}' in ${registry.dir}`);
-      rmSync(join(registry.dir, file));
-      await registry.syncNow(file);
-      await shared?.deleted(file);
+    handler: async ({ name }, caller) => {
+      const tenant = tenantOf(name);
+      const target = caller === undefined || tenant === caller.tenant ? registry.forTenant(tenant) : undefined;
+      const short = tenant === undefined ? name : name.slice(tenant.length + 1);
+      const file = target && (registry.get(name)?.file ?? filesOf(target).find((f) => serviceName(f) === short));
+      if (!target || !file || !existsSync(join(target.dir, file))) throw new SvcError('NOT_FOUND', `no service file named '${name}'`);
+      rmSync(join(target.dir, file));
+      await target.syncNow(file);
+      await shared?.deleted(file, tenant);
       return { name, file, deleted: true, deployed: registry.get(name) !== undefined };
     },
   };

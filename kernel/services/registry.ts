@@ -87,6 +87,8 @@ export class ServiceRegistry extends EventEmitter {
 
   private readonly lastGoodDir: string | undefined;
   private starting = false;
+  /** Runs before a newly declared tenant's services deploy: on PostgreSQL, writes the services uploaded for it (shared.ts). */
+  beforeTenantStart: ((tenant: string) => Promise<void>) | undefined;
 
   constructor(
     readonly dir: string,
@@ -132,6 +134,7 @@ export class ServiceRegistry extends EventEmitter {
       registry.on('change', (name: string) => this.emit('change', name));
       registry.on('error-deploy', (name: string, error: string) => this.emit('error-deploy', name, error));
       this.tenants.set(tenant, registry);
+      await this.beforeTenantStart?.(tenant);
       await registry.start(this.watching);
     }
   }

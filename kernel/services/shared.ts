@@ -3,7 +3,10 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { sqlTypes, type DataStore, type Dialect, type Migration } from '../../sdk/plugin/store.ts';
+import { tenantOf } from '../../sdk/plugin/tenants.ts';
 import { serviceName, type ServiceRegistry } from './registry.ts';
+
+const qualifiedName = (file: string, tenant: string | undefined) => (tenant === undefined ? serviceName(file) : `${tenant}/${serviceName(file)}`);
 
 const OWNER = 'services';
 /** Notification of an uploaded or deleted service (payload: its name). */
@@ -52,7 +55,8 @@ export class SharedServices {
     if (store.dialect === 'sqlite') return undefined;
     await store.migrate(OWNER, migrations(store.dialect));
     const shared = new SharedServices(store, registry, log);
-    if (existsSync(registry.dir)) for (const row of await shared.rows()) shared.write(row);
+    for (const row of await shared.rows()) shared.write(row);
+    registry.beforeTenantStart = (tenant) => shared.writeTenant(tenant);
     store.listen(
       CHANGED,
       (name) => shared.serial(() => shared.pull(name)),
@@ -61,13 +65,20 @@ export class SharedServices {
     return shared;
   }
 
-  /** An upload that compiled here: every node takes it. */
-  async uploaded(file: string, source: string): Promise<void> {
-    await this.save({ name: serviceName(file), file, source });
+  /** An upload that compiled here: every node takes it. A tenant's is stored under its qualified name. */
+  async uploaded(file: string, source: string, tenant?: string): Promise<void> {
+    await this.save({ name: qualifiedName(file, tenant), file, source });
   }
 
-  async deleted(file: string): Promise<void> {
-    await this.save({ name: serviceName(file), file, source: null });
+  async deleted(file: string, tenant?: string): Promise<void> {
+    await this.save({ name: qualifiedName(file, tenant), file, source: null });
+  }
+
+  /** A tenant just declared on this node: its stored services go into its directory before it deploys. */
+  writeTenant(tenant: string): Promise<void> {
+    return this.serial(async () => {
+      for (const row of await this.rows()) if (tenantOf(row.name) === tenant) this.write(row);
+    });
   }
 
   private async save(row: Row): Promise<void> {
@@ -86,16 +97,24 @@ export class SharedServices {
   }
 
   private async pull(name: string): Promise<void> {
-    for (const row of await this.rows(name)) if (this.write(row)) await this.registry.syncNow(row.file);
+    for (const row of await this.rows(name)) if (this.write(row)) await this.registryOf(row)?.syncNow(row.file);
   }
 
   private async pullAll(): Promise<void> {
-    for (const row of await this.rows()) if (this.write(row)) await this.registry.syncNow(row.file);
+    for (const row of await this.rows()) if (this.write(row)) await this.registryOf(row)?.syncNow(row.file);
   }
 
-  /** Puts the row's version into services_dir (atomically) or removes it; whether the file changed. */
+  /** The directory a row belongs in: the platform's, or its tenant's if the tenant is declared here. */
+  private registryOf(row: Row): ServiceRegistry | undefined {
+    return this.registry.forTenant(tenantOf(row.name));
+  }
+
+  /** Puts the row's version into its services directory (atomically) or removes it; whether the file changed. */
   private write(row: Row): boolean {
-    const path = join(this.registry.dir, row.file);
+    const dir = this.registryOf(row)?.dir;
+    // A tenant not declared (yet) on this node: written when it is (writeTenant).
+    if (dir === undefined || !existsSync(dir)) return false;
+    const path = join(dir, row.file);
     const current = existsSync(path) ? readFileSync(path, 'utf8') : null;
     if (current === row.source) return false;
     if (row.source === null) {
@@ -103,7 +122,7 @@ export class SharedServices {
       this.log.info({ service: row.name, file: row.file }, 'service deleted on another node: removed here');
       return true;
     }
-    const temp = join(this.registry.dir, `.${row.file}.${randomBytes(6).toString('hex')}.shared`);
+    const temp = join(dir, `.${row.file}.${randomBytes(6).toString('hex')}.shared`);
     try {
       writeFileSync(temp, row.source, { mode: 0o644 });
       renameSync(temp, path);

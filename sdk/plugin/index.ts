@@ -27,14 +27,14 @@ export type {
   KernelApi,
   Lifecycle,
   MeteredQuota,
-  TenantQuotaApi,
-  TenantQuotaName,
   OpCaller,
   OpenApiFragment,
   Plugin,
   PluginKind,
   PluginRoute,
   RawConfig,
+  TenantQuotaApi,
+  TenantQuotaName,
   ValidationContext,
 } from './contract.ts';
 export { HOOK_NAMES, type HookName } from './hooks.ts';

@@ -2,7 +2,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { definePlugin, SvcError } from '../../../sdk/plugin/index.ts';
 import type { AdminEndpointRequest } from '../../capabilities.ts';
+import { z } from 'zod';
 import { SvcMetrics } from './registry.ts';
+import { tenantView } from './tenant-view.ts';
 import { RequestMeters } from './requests.ts';
 import { metricsOptionsSchema, type MetricsOptions } from './schema.ts';
 
@@ -40,6 +42,17 @@ export default definePlugin<MetricsOptions, MetricsState>({
     const requests = new RequestMeters(options.buckets);
     const metrics = new SvcMetrics(kernel, requests, options.process_metrics);
     const token = options.token === undefined ? undefined : digest(options.token);
+    // The same text for the admin API, where a tenant's administrators see their tenant's series only.
+    kernel.addControl({
+      op: 'metrics.show',
+      readOnly: true,
+      tenantScoped: true,
+      args: z.object({}).strict(),
+      handler: async (_args, caller) => {
+        const text = await metrics.scrape();
+        return { text: caller === undefined ? text : tenantView(text, caller.tenant) };
+      },
+    });
     // Looked up once every plugin has set up, whatever the plugins' order.
     kernel.onListen(async () => {
       const endpoints = kernel.lookup('admin.endpoints');

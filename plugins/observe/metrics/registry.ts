@@ -70,7 +70,7 @@ export class SvcMetrics {
     this.gauge('svc_tenant_calls_in_flight', "The tenant's calls running or waiting for a sandbox now, as its concurrent_calls quota counts them (the calls they invoke are not counted).", ['tenant'], (s) =>
       tenants(s).map((t) => ({ labels: { tenant: t.tenant }, value: t.inFlight })),
     );
-    this.counter('svc_tenant_throttled_total', "The tenant's calls refused 429 TENANT_QUOTA, by quota (cpu_ms_per_minute, concurrent_calls, outgoing_calls_per_minute, queued_events, publishes_per_second, pubsub_bytes).", ['tenant', 'quota'], (s) =>
+    this.counter('svc_tenant_throttled_total', "The tenant's calls and publishes refused 429 TENANT_QUOTA, by quota (cpu_ms_per_minute, concurrent_calls, outgoing_calls_per_minute, queued_events, publishes_per_second, pubsub_bytes).", ['tenant', 'quota'], (s) =>
       tenants(s).flatMap((t) => Object.entries(t.throttled).map(([quota, value]) => ({ labels: { tenant: t.tenant, quota }, value }))),
     );
     this.counter('svc_sandbox_process_restarts_total', 'Sandbox processes started again after dying.', [], (s) => [{ labels: {}, value: s.sandbox.processRestarts }]);

@@ -55,6 +55,25 @@ export async function lockTopic(tx: Queryable, topic: string): Promise<void> {
   await tx.all("SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || ?, 0))", [topicLockKey(topic)]);
 }
 
+/** A tenant's lock for counting its stored bytes near its quota (cluster.ts heldBytesFor), taken in a fixed order. */
+export async function lockTenantBytes(tx: Queryable, tenants: readonly string[]): Promise<void> {
+  if (tenants.length === 0) return;
+  await tx.all("SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || t, 0)) FROM unnest(?::text[]) AS t ORDER BY t", [tenants.map((t) => `svc.pubsub.bytes:${t}`)]);
+}
+
+/**
+ * Bytes of message data each tenant's messages hold (every stored message, retained or queued,
+ * once). A tenant's topic is `<tenant>/…`, a platform's starts with '/': the condition is the
+ * partial index's (migration 4), which platform messages stay out of.
+ */
+export async function tenantBytes(tx: Queryable, tenants: readonly string[]): Promise<Map<string, number>> {
+  const rows = await tx.all<{ tenant: string; bytes: number }>(
+    "SELECT split_part(topic, '/', 1) AS tenant, sum(size) AS bytes FROM pubsub_message WHERE left(topic, 1) <> '/' AND split_part(topic, '/', 1) = ANY(?::text[]) GROUP BY 1",
+    [tenants],
+  );
+  return new Map(rows.map((r) => [r.tenant, Number(r.bytes)]));
+}
+
 /** Whether this transaction got the sweep's lock (one node sweeps at a time; the others skip). */
 export async function trySweepLock(tx: Queryable): Promise<boolean> {
   const row = await tx.one<{ got: number }>("SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':svc.pubsub.sweep', 0)) AS got");

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { SvcError, type Clock, type DataStore, type Queryable } from '../../../sdk/plugin/index.ts';
+import { SvcError, type Clock, type DataStore, type Queryable, type TenantQuotaApi } from '../../../sdk/plugin/index.ts';
 import type { PubSubDelivery, PubSubEndpointView, PubSubMessageView, PubSubPublishRequest } from '../../capabilities.ts';
+import { topicTenant } from '../shared/patterns.ts';
 import { toView } from '../shared/projection.ts';
 import { newMsgId, newSubKey } from './ids.ts';
 import { clampPriority, type Message, type ResourceSet, type SubscriptionSource, type TopicInfo } from './model.ts';
@@ -9,6 +10,7 @@ import { ResourceBook, subId } from './resources.ts';
 import { pubsubMigrations } from './persistence.ts';
 import type { PeekedEntry, PubSubStrategy, SubscriptionInfo } from './strategy.ts';
 import * as sql from './cluster-sql.ts';
+import { TenantPublishQuotas } from './tenant-quotas.ts';
 
 export interface ClusterEngineOptions {
   store: DataStore;
@@ -21,10 +23,14 @@ export interface ClusterEngineOptions {
   leaseMs: number;
   /** Milliseconds on a monotonic clock (default performance.now()), for how old a queue count is. */
   elapsed?: () => number;
+  /** Tenants' quotas (the kernel's); none: tenants' publishes are not limited (tests). */
+  quotas?: TenantQuotaApi | undefined;
 }
 
 interface TopicConf {
   name: string;
+  /** The tenant whose topic it is (`acme/orders`); undefined for the platform's. */
+  tenant: string | undefined;
   maxDepth: number;
   ephemeral: boolean;
 }
@@ -51,6 +57,10 @@ const ORPHAN_SWEEP_EVERY = 10;
 const DEPTH_FRESH_MS = 200;
 /** A queue this close to max_depth (a fraction of it) is counted at every publish. */
 const DEPTH_MARGIN = 0.1;
+/** How old a tenant's stored bytes may be before a publish counts them again (the count reads every message of the tenant). */
+const BYTES_FRESH_MS = 1_000;
+/** A tenant this close to pubsub_bytes (a fraction of it) is counted at every publish, under its lock. */
+const BYTES_MARGIN = 0.1;
 
 /**
  * The shared strategy: PostgreSQL holds every message, queue and subscription, so any node of a
@@ -75,12 +85,16 @@ export class ClusterEngine implements PubSubStrategy {
   private sweeps = 0;
   /** Per queue (sub_key) or topic's retained set (retainedKey): the last count, and when it was made (on `elapsed`: an age is a duration, which a wall clock set back would stretch). */
   private readonly depthSeen = new Map<string, { depth: number; at: number }>();
+  /** Per tenant with a pubsub_bytes quota: the bytes its messages held at the last count, raised by this node's publishes since. */
+  private readonly bytesSeen = new Map<string, { bytes: number; at: number }>();
   private timer: NodeJS.Timeout | undefined;
 
   private readonly elapsed: () => number;
+  private readonly tenantQuotas: TenantPublishQuotas;
 
   private constructor(private readonly opts: ClusterEngineOptions) {
     this.elapsed = opts.elapsed ?? (() => performance.now());
+    this.tenantQuotas = new TenantPublishQuotas(opts.quotas);
   }
 
   static async open(opts: ClusterEngineOptions): Promise<ClusterEngine> {
@@ -147,7 +161,8 @@ export class ClusterEngine implements PubSubStrategy {
     const topicDefs = this.book.topicDefs();
     this.topics.clear();
     this.depthSeen.clear();
-    for (const [name, { def, ephemeral }] of topicDefs) this.topics.set(name, { name, maxDepth: def.max_depth ?? this.opts.defaultMaxDepth, ephemeral });
+    this.bytesSeen.clear();
+    for (const [name, { def, ephemeral }] of topicDefs) this.topics.set(name, { name, tenant: topicTenant(name), maxDepth: def.max_depth ?? this.opts.defaultMaxDepth, ephemeral });
 
     const wanted = this.book.wantedSubscriptions();
     const wantedIds = new Set(wanted.map((w) => subId(w.endpoint, w.topic)));
@@ -176,6 +191,9 @@ export class ClusterEngine implements PubSubStrategy {
   publish(req: PubSubPublishRequest): Promise<{ msgId: string }> {
     const topic = this.topics.get(req.topic);
     if (!topic) return Promise.reject(new SvcError('NOT_FOUND', 'Topic not found'));
+    // Refused before any work: a tenant publishing past its rate costs the database nothing.
+    const overRate = topic.tenant === undefined ? undefined : this.tenantQuotas.takePublish(topic.tenant);
+    if (overRate) return Promise.reject(overRate);
     const now = this.opts.clock.now();
     const dataJson = JSON.stringify(req.data ?? null);
     const msg: Message = {
@@ -256,6 +274,7 @@ export class ClusterEngine implements PubSubStrategy {
       else subsByTopic.set(row.topic, [row.sub_key]);
     }
     const depths = await this.depthsFor(tx, batch, subsByTopic, now);
+    const held = await this.heldBytesFor(tx, batch);
     const outcome = new Map<PendingPublish, SvcError | undefined>();
     const accepted: Array<{ msg: Message; subKeys: readonly string[] }> = [];
     for (const p of batch) {
@@ -270,6 +289,17 @@ export class ClusterEngine implements PubSubStrategy {
         );
         outcome.set(p, new SvcError('QUEUE_FULL', 'Queue is full'));
         continue;
+      }
+      const tenant = p.topic.tenant;
+      const bytes = tenant === undefined ? undefined : held.get(tenant);
+      if (tenant !== undefined && bytes) {
+        const refusal = this.tenantQuotas.bytesRefusal(tenant, bytes.bytes, p.msg.size, bytes.limit);
+        if (refusal) {
+          outcome.set(p, refusal);
+          continue;
+        }
+        bytes.bytes += p.msg.size;
+        bytes.seen.bytes += p.msg.size;
       }
       for (const k of counted) {
         depths.set(k, (depths.get(k) ?? 0) + 1);
@@ -322,6 +352,44 @@ export class ClusterEngine implements PubSubStrategy {
       this.depthSeen.set(k, { depth: n, at });
     }
     return depths;
+  }
+
+  /**
+   * The bytes each tenant of the batch with a pubsub_bytes quota holds in the database. As with
+   * depths, a node keeps the last count per tenant, raised by its own publishes, and counts again
+   * when it is older than BYTES_FRESH_MS or within BYTES_MARGIN of the quota. A tenant that close
+   * is counted under its lock, held to the commit: its publishes near the quota take turns across
+   * the nodes, each counting what the one before stored, so together they never pass it.
+   */
+  private async heldBytesFor(tx: Queryable, batch: readonly PendingPublish[]): Promise<Map<string, { bytes: number; limit: number; seen: { bytes: number; at: number } }>> {
+    const held = new Map<string, { bytes: number; limit: number; seen: { bytes: number; at: number } }>();
+    const adding = new Map<string, number>();
+    for (const p of batch) if (p.topic.tenant !== undefined) adding.set(p.topic.tenant, (adding.get(p.topic.tenant) ?? 0) + p.msg.size);
+    if (adding.size === 0) return held;
+    const at = this.elapsed();
+    const recount: Array<{ tenant: string; limit: number }> = [];
+    const near: string[] = [];
+    for (const [tenant, bytes] of adding) {
+      const limit = this.tenantQuotas.bytesLimit(tenant);
+      if (limit === undefined) continue;
+      const seen = this.bytesSeen.get(tenant);
+      const close = seen === undefined || seen.bytes + bytes >= limit * (1 - BYTES_MARGIN);
+      if (seen && !close && at - seen.at < BYTES_FRESH_MS) {
+        held.set(tenant, { bytes: seen.bytes, limit, seen });
+        continue;
+      }
+      recount.push({ tenant, limit });
+      if (close) near.push(tenant);
+    }
+    if (recount.length === 0) return held;
+    await sql.lockTenantBytes(tx, near);
+    const counted = await sql.tenantBytes(tx, recount.map((r) => r.tenant));
+    for (const { tenant, limit } of recount) {
+      const seen = { bytes: counted.get(tenant) ?? 0, at };
+      this.bytesSeen.set(tenant, seen);
+      held.set(tenant, { bytes: seen.bytes, limit, seen });
+    }
+    return held;
   }
 
   // ---- subscriptions -------------------------------------------------------------------------

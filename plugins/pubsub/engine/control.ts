@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { SvcError, type ControlOp } from '../../../sdk/plugin/index.ts';
-import { isTopicName } from '../shared/patterns.ts';
+import { scopedRef, SvcError, tenantOf, type ControlOp, type OpCaller } from '../../../sdk/plugin/index.ts';
+import { isStoredTopicName, topicTenant } from '../shared/patterns.ts';
 import type { PubSubStrategy, SubscriptionInfo } from './strategy.ts';
 
 /**
@@ -9,6 +9,10 @@ import type { PubSubStrategy, SubscriptionInfo } from './strategy.ts';
  * subscriptions, a browser of queued messages that takes nothing, and subscribe/unsubscribe on
  * an endpoint's behalf. A sub_key is a secret: it never leaves here whole. Subscriptions are
  * named by an opaque id (a hash of the key) or by endpoint and topic.
+ *
+ * A tenant's administrators (admin API) run them on their tenant's pub/sub only: its topics, and
+ * the subscriptions of its endpoints (which reach its topics only). Names are shown qualified
+ * (`acme/orders`), as the admin API shows every name; another tenant's is not found.
  */
 
 /** Characters of data shown by the message browser. */
@@ -26,8 +30,9 @@ export function maskSubKey(subKey: string): string {
   return `${subKey.slice(0, shown)}…`;
 }
 
-const topicField = z.string().min(1).max(200).refine(isTopicName, 'a topic name: /segment/segment..., no wildcards').describe('Topic name, e.g. /orders/new.');
-const endpointField = z.string().min(1).max(200).describe('Pub/sub endpoint name (pubsub_endpoint[].name).');
+// Marked as references: the admin API qualifies a tenant administrator's `/orders` to its tenant's `acme/orders`.
+const topicField = scopedRef(z.string().min(1).max(240).refine(isStoredTopicName, 'a topic name: /segment/segment..., no wildcards')).describe('Topic name, e.g. /orders/new.');
+const endpointField = scopedRef(z.string().min(1).max(240)).describe('Pub/sub endpoint name (pubsub_endpoint[].name).');
 const idField = z.string().regex(/^[0-9a-f]{20}$/, 'a subscription id as pubsub.subscriptions lists it (20 hex characters)').describe('Subscription id from pubsub.subscriptions.');
 
 export const topicsArgs = z.object({}).strict();
@@ -70,8 +75,18 @@ export async function subscriptionView(engine: PubSubStrategy, sub: Subscription
   };
 }
 
-async function find(engine: PubSubStrategy, s: { id?: string | undefined; endpoint?: string | undefined; topic?: string | undefined }): Promise<SubscriptionInfo> {
-  const sub = (await engine.subscriptionList()).find((x) => (s.id !== undefined ? subscriptionId(x.subKey) === s.id : x.endpoint === s.endpoint && x.topic === s.topic));
+/** Whether the caller reaches it: a platform administrator everything, a tenant's its tenant's. */
+function reaches(caller: OpCaller | undefined, owner: string | undefined): boolean {
+  return caller === undefined || owner === caller.tenant;
+}
+
+async function subscriptionsOf(engine: PubSubStrategy, caller: OpCaller | undefined): Promise<readonly SubscriptionInfo[]> {
+  const all = await engine.subscriptionList();
+  return caller === undefined ? all : all.filter((s) => reaches(caller, tenantOf(s.endpoint)));
+}
+
+async function find(engine: PubSubStrategy, s: { id?: string | undefined; endpoint?: string | undefined; topic?: string | undefined }, caller: OpCaller | undefined): Promise<SubscriptionInfo> {
+  const sub = (await subscriptionsOf(engine, caller)).find((x) => (s.id !== undefined ? subscriptionId(x.subKey) === s.id : x.endpoint === s.endpoint && x.topic === s.topic));
   if (!sub) throw new SvcError('NOT_FOUND', s.id !== undefined ? `no subscription with id ${s.id}` : `endpoint '${s.endpoint}' has no subscription to '${s.topic}'`);
   return sub;
 }
@@ -87,19 +102,22 @@ export function pubsubControls(engine: PubSubStrategy): ControlOp[] {
     {
       op: 'pubsub.topics',
       readOnly: true,
+      tenantScoped: true,
       args: topicsArgs,
-      handler: async () =>
+      handler: async (_args, caller) =>
         (await engine.topicList())
+          .filter((t) => reaches(caller, topicTenant(t.name)))
           .sort((a, b) => a.name.localeCompare(b.name))
           .map((t) => ({ name: t.name, max_depth: t.maxDepth, in_memory_only: t.ephemeral, subscriptions: t.subscriptions, retained: t.retained, queued: t.queued })),
     },
     {
       op: 'pubsub.subscriptions',
       readOnly: true,
+      tenantScoped: true,
       args: subscriptionsArgs,
-      handler: async ({ topic, endpoint }: z.infer<typeof subscriptionsArgs>) =>
+      handler: async ({ topic, endpoint }: z.infer<typeof subscriptionsArgs>, caller) =>
         Promise.all(
-          (await engine.subscriptionList())
+          (await subscriptionsOf(engine, caller))
             .filter((s) => (topic === undefined || s.topic === topic) && (endpoint === undefined || s.endpoint === endpoint))
             .sort((a, b) => a.endpoint.localeCompare(b.endpoint) || a.topic.localeCompare(b.topic))
             .map((s) => subscriptionView(engine, s)),
@@ -108,9 +126,10 @@ export function pubsubControls(engine: PubSubStrategy): ControlOp[] {
     {
       op: 'pubsub.messages',
       readOnly: true,
+      tenantScoped: true,
       args: messagesArgs,
-      handler: async (args: z.infer<typeof messagesArgs>) => {
-        const sub = await find(engine, args);
+      handler: async (args: z.infer<typeof messagesArgs>, caller) => {
+        const sub = await find(engine, args, caller);
         const messages = (await engine.peek(sub.subKey, args.limit)).map(({ msg, deliveryCount }) => ({
           msg_id: msg.msgId,
           ...preview(typeof msg.data === 'string' ? msg.data : msg.dataJson),
@@ -130,11 +149,12 @@ export function pubsubControls(engine: PubSubStrategy): ControlOp[] {
     },
     {
       op: 'pubsub.subscribe',
+      tenantScoped: true,
       args: subscribeArgs,
-      handler: async ({ endpoint, topic }: z.infer<typeof subscribeArgs>) => {
+      handler: async ({ endpoint, topic }: z.infer<typeof subscribeArgs>, caller) => {
         // The checks of the REST subscribe (shared/http.ts requireSubscribe), with the reason spelled out.
         const ep = engine.endpointNamed(endpoint);
-        if (!ep) throw new SvcError('NOT_FOUND', `no pub/sub endpoint '${endpoint}'`);
+        if (!ep || !reaches(caller, ep.tenant)) throw new SvcError('NOT_FOUND', `no pub/sub endpoint '${endpoint}'`);
         if (!ep.canSubscribe(topic)) throw new SvcError('FORBIDDEN', `endpoint '${endpoint}' has no subscription permission for '${topic}'`);
         if (!engine.hasTopic(topic)) throw new SvcError('NOT_FOUND', `no topic '${topic}'`);
         const { subKey, created } = await engine.subscribe(endpoint, topic);
@@ -145,9 +165,10 @@ export function pubsubControls(engine: PubSubStrategy): ControlOp[] {
     },
     {
       op: 'pubsub.unsubscribe',
+      tenantScoped: true,
       args: unsubscribeArgs,
-      handler: async (args: z.infer<typeof unsubscribeArgs>) => {
-        const sub = await find(engine, args);
+      handler: async (args: z.infer<typeof unsubscribeArgs>, caller) => {
+        const sub = await find(engine, args, caller);
         const queued = await engine.queueDepth(sub.subKey);
         await engine.unsubscribe(sub.endpoint, sub.topic);
         return { unsubscribed: true, id: subscriptionId(sub.subKey), endpoint: sub.endpoint, topic: sub.topic, messages_deleted: queued };

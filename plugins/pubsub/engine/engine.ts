@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../../../sdk/plugin/index.ts';
+import type { Clock, TenantQuotaApi } from '../../../sdk/plugin/index.ts';
 import type { DataStore } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import type {
@@ -11,10 +11,12 @@ import type {
 import { GroupCommitter, type WriteOp } from './group-commit.ts';
 import { newMsgId, newSubKey } from './ids.ts';
 import { clampPriority, EntryQueue, PRIORITY_LEVELS, type Entry, type Message, type ResourceSet, type Subscription, type SubscriptionSource, type TopicInfo } from './model.ts';
+import { topicTenant } from '../shared/patterns.ts';
 import { toView } from '../shared/projection.ts';
 import * as db from './persistence.ts';
 import { ResourceBook, subId } from './resources.ts';
 import type { PubSubStrategy } from './strategy.ts';
+import { HeldBytes, TenantPublishQuotas } from './tenant-quotas.ts';
 
 // The resource types moved to model.ts (strategy.ts needs them without importing this file); kept here for importers.
 export type { EndpointDef, ResourceSet, SubscriptionDef, TopicDef, TopicInfo } from './model.ts';
@@ -27,10 +29,14 @@ export interface EngineOptions {
   defaultMaxDepth: number;
   /** How often expired messages are swept; 0 = only when sweep() is called (tests). */
   sweepIntervalMs: number;
+  /** Tenants' quotas (the kernel's); none: tenants' publishes are not limited (tests). */
+  quotas?: TenantQuotaApi | undefined;
 }
 
 interface TopicState {
   name: string;
+  /** The tenant whose topic it is (`acme/orders`); undefined for the platform's. */
+  tenant: string | undefined;
   maxDepth: number;
   /** Held in memory only (`svc demo`): nothing about it is stored. */
   ephemeral: boolean;
@@ -62,9 +68,13 @@ export class PubSubEngine implements PubSubStrategy {
   private readonly background = new Set<Promise<void>>();
   private nextSeq = 1;
   private timer: NodeJS.Timeout | undefined;
+  private readonly tenantQuotas: TenantPublishQuotas;
+  /** Memory holds every live message: what it holds of each tenant's is what pubsub_bytes counts. */
+  private readonly heldBytes = new HeldBytes();
 
   private constructor(private readonly opts: EngineOptions) {
     this.writer = new GroupCommitter(opts.store, opts.log, db.PUBLISH_INSERTS);
+    this.tenantQuotas = new TenantPublishQuotas(opts.quotas);
   }
 
   /** Migrates the tables and loads the stored state. Call applyConfig next. */
@@ -177,6 +187,8 @@ export class PubSubEngine implements PubSubStrategy {
   async publish(req: PubSubPublishRequest): Promise<{ msgId: string }> {
     const topic = this.topics.get(req.topic);
     if (!topic) throw new SvcError('NOT_FOUND', 'Topic not found');
+    const overRate = topic.tenant === undefined ? undefined : this.tenantQuotas.takePublish(topic.tenant);
+    if (overRate) throw overRate;
     this.checkDepth(topic);
     const now = this.opts.clock.now();
     const dataJson = JSON.stringify(req.data ?? null);
@@ -201,6 +213,8 @@ export class PubSubEngine implements PubSubStrategy {
       persistent: req.hasGd && !topic.ephemeral,
       refs: 0,
     };
+    // Held from here, so that publishes waiting for their commit count against the quota too.
+    if (topic.tenant !== undefined) this.holdTenantBytes(topic.tenant, msg);
     const targets = [...topic.subs.values()];
     if (!msg.persistent) {
       this.enqueue(topic, msg, targets, now);
@@ -210,11 +224,15 @@ export class PubSubEngine implements PubSubStrategy {
     try {
       const subKeys = targets.map((s) => s.subKey);
       await this.writer.write((tx) => db.insertMessage(tx, msg, subKeys, targets.length === 0), true);
+    } catch (err) {
+      this.freed(msg);
+      throw err;
     } finally {
       topic.pending--;
     }
     // Things may have changed while the commit ran: the topic or some subscribers may be gone.
     if (this.topics.get(topic.name) !== topic) {
+      this.freed(msg);
       this.write((tx) => db.deleteMessages(tx, [msg.seq]), 'drop message of a removed topic');
       return { msgId: msg.msgId };
     }
@@ -224,6 +242,22 @@ export class PubSubEngine implements PubSubStrategy {
     }
     this.enqueue(topic, msg, live, now);
     return { msgId: msg.msgId };
+  }
+
+  /** Throws the refusal when the message would take the tenant past pubsub_bytes; else its bytes are held. */
+  private holdTenantBytes(tenant: string, msg: Message): void {
+    const limit = this.tenantQuotas.bytesLimit(tenant);
+    if (limit !== undefined) {
+      const refusal = this.tenantQuotas.bytesRefusal(tenant, this.heldBytes.of(tenant), msg.size, limit);
+      if (refusal) throw refusal;
+    }
+    this.heldBytes.add(tenant, msg.size);
+  }
+
+  /** The message's last copy left memory (delivered, expired, dropped): its bytes are no longer its tenant's. */
+  private freed(msg: Message): void {
+    const tenant = topicTenant(msg.topic);
+    if (tenant !== undefined) this.heldBytes.remove(tenant, msg.size);
   }
 
   /** A full queue never drops silently: the publish is refused (docs/decisions/pubsub.md). */
@@ -320,8 +354,9 @@ export class PubSubEngine implements PubSubStrategy {
   private release(msgs: Iterable<Message>): number[] {
     const gone: number[] = [];
     for (const msg of msgs) {
-      msg.refs--;
-      if (msg.refs === 0 && msg.persistent) gone.push(msg.seq);
+      if (--msg.refs !== 0) continue;
+      this.freed(msg);
+      if (msg.persistent) gone.push(msg.seq);
     }
     return gone;
   }
@@ -446,7 +481,7 @@ export class PubSubEngine implements PubSubStrategy {
 
   private dropExpired(msgs: readonly Message[]): void {
     if (msgs.length === 0) return;
-    for (const m of msgs) m.refs--;
+    for (const m of msgs) if (--m.refs === 0) this.freed(m);
     // Every copy of an expired message is dead: delete its rows whatever other queues still hold in memory.
     const ids = [...new Set(msgs.filter((m) => m.persistent).map((m) => m.seq))];
     if (ids.length > 0) this.write((tx) => db.deleteMessages(tx, ids), 'delete expired messages');
@@ -504,6 +539,7 @@ export class PubSubEngine implements PubSubStrategy {
     if (!state) {
       state = {
         name,
+        tenant: topicTenant(name),
         maxDepth: this.opts.defaultMaxDepth,
         ephemeral,
         retained: new EntryQueue(),
@@ -568,6 +604,10 @@ export class PubSubEngine implements PubSubStrategy {
     }
     this.nextSeq = maxSeq + 1;
     const orphans = [...messages.values()].filter((m) => m.refs === 0).map((m) => m.seq);
+    for (const m of messages.values()) {
+      const tenant = m.refs > 0 ? topicTenant(m.topic) : undefined;
+      if (tenant !== undefined) this.heldBytes.add(tenant, m.size);
+    }
     if (orphans.length > 0 || stale.length > 0) await this.writer.write((tx) => db.deleteQueueRows(tx, stale, orphans), false);
     this.sweep();
     this.opts.log.info(

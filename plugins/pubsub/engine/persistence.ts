@@ -93,8 +93,8 @@ export function pubsubMigrations(dialect: Dialect): Migration[] {
       ALTER TABLE pubsub_queue_v2 RENAME TO pubsub_queue
     `,
     },
-    // Version 3 is PostgreSQL's alone (the next version is 4 on both).
-    ...(dialect === 'postgres' ? [{ version: 3, up: CLUSTER_V3 }] : []),
+    // Versions 3 and 4 are PostgreSQL's alone (the next version is 5 on both).
+    ...(dialect === 'postgres' ? [{ version: 3, up: CLUSTER_V3 }, { version: 4, up: CLUSTER_V4 }] : []),
   ];
 }
 
@@ -114,6 +114,15 @@ const CLUSTER_V3 = `
   CREATE INDEX pubsub_queue_expiry ON pubsub_queue (expires_at) WHERE expires_at IS NOT NULL;
   CREATE INDEX pubsub_message_retained ON pubsub_message (topic, seq) WHERE retained = 1;
   CREATE INDEX pubsub_message_expiry ON pubsub_message (expires_at) WHERE expires_at IS NOT NULL
+`;
+
+/**
+ * Tenants' stored bytes (pubsub_bytes, cluster-sql.ts tenantBytes) are counted from an index of
+ * tenants' messages only: a platform message (its topic starts with '/') is not in it, so the
+ * platform's publishes pay no index entry for tenants' quotas.
+ */
+const CLUSTER_V4 = `
+  CREATE INDEX pubsub_message_tenant ON pubsub_message (split_part(topic, '/', 1)) INCLUDE (size) WHERE left(topic, 1) <> '/'
 `;
 
 const V1_MESSAGE_COLUMNS =

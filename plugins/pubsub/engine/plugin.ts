@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import '../../capabilities.ts';
-import { SvcError } from '../../../sdk/plugin/index.ts';
+import { scopedFor, SvcError } from '../../../sdk/plugin/index.ts';
 import { definePlugin, type CliCommand, type HostCall, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { expirationField, messageData, textField } from '../shared/fields.ts';
 import { assembleOpenApi, OPENAPI_PATH } from '../shared/openapi.ts';
@@ -47,7 +47,7 @@ interface PubSubState {
 /** What a service passes to the SDK's `publish(topic, data, opts)`. */
 export const publishArgs = z
   .object({
-    topic: z.string().min(1).describe('Topic name, e.g. /orders/new.'),
+    topic: z.string().min(1).describe("Topic name, e.g. /orders/new; a tenant's service names its own tenant's topics this way too."),
     data: messageData,
     opts: z
       .object({
@@ -69,13 +69,15 @@ function publishHostCall(engine: PubSubStrategy): HostCall<z.infer<typeof publis
     op: 'pubsub.publish',
     args: publishArgs,
     async handler({ topic, data, opts }, ctx) {
-      const endpoint = isTopicName(topic) ? engine.endpointForService(ctx.service, topic) : undefined;
-      if (!endpoint) {
-        ctx.log.warn({ topic }, 'pubsub: service publish refused, no pubsub_endpoint grants this service the topic');
+      // A tenant's service names its tenant's topics (`/orders` from acme/billing is acme/orders), and only those.
+      const stored = isTopicName(topic) ? scopedFor(ctx.service, topic) : undefined;
+      const endpoint = stored === undefined ? undefined : engine.endpointForService(ctx.service, stored);
+      if (!endpoint || stored === undefined) {
+        ctx.log.warn({ topic: stored ?? topic }, 'pubsub: service publish refused, no pubsub_endpoint grants this service the topic');
         throw new SvcError('FORBIDDEN', `No publication permission for topic ${topic.slice(0, 200)}`);
       }
       const { msgId } = await engine.publish({
-        topic,
+        topic: stored,
         data,
         mimeType: opts.mime_type,
         priority: opts.priority,
@@ -159,6 +161,7 @@ export default definePlugin<Options, PubSubState>({
       log: kernel.log.child({ plugin: 'pubsub' }),
       defaultMaxDepth: options.default_max_depth,
       sweepIntervalMs: options.sweep_interval_ms,
+      quotas: kernel.tenantQuotas,
     };
     // On PostgreSQL the database is authoritative, so that several nodes share the queues (README.md).
     let engine: PubSubStrategy;

@@ -1,4 +1,5 @@
 import type { PubSubEndpointView } from '../../capabilities.ts';
+import { tenantOf } from '../../../sdk/plugin/index.ts';
 import { compilePatterns } from '../shared/patterns.ts';
 import type { EndpointDef, ResourceSet, TopicDef } from './model.ts';
 
@@ -18,6 +19,7 @@ export function endpointState(def: EndpointDef): EndpointState {
   const sub = compilePatterns(def.sub);
   return {
     name: def.name,
+    tenant: tenantOf(def.name),
     security: def.security,
     services: new Set(def.services ?? []),
     canPublish: (topic) => pub.matches(topic),

@@ -2,23 +2,15 @@ import { z } from 'zod';
 import { scopedRef } from '../../../sdk/plugin/index.ts';
 import { tenantOf, type ConfigIssue } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
-import { compilePatterns, isTopicName, isTopicPattern } from '../shared/patterns.ts';
+import { compilePatterns, isStoredTopicName, isStoredTopicPattern, topicTenant } from '../shared/patterns.ts';
 import { BUILTIN, BUILTIN_RESOURCES } from './builtin.ts';
 import type { ResourceSet } from './engine.ts';
 
 export const DEFAULT_MAX_DEPTH = 10_000;
 
-/** A tenant's topic reaches here qualified (`acme/orders`): pub/sub is the platform's for now (docs/tenants.md). */
-const NOT_FOR_TENANTS = "pub/sub topics and endpoints are the platform's for now: tenants publish through their services (docs/tenants.md)";
-
-function topicCheck(valid: (v: string) => boolean, message: string) {
-  return z.string().superRefine((value, ctx) => {
-    if (!valid(value)) ctx.addIssue({ code: 'custom', message: !value.startsWith('/') && tenantOf(value) !== undefined ? NOT_FOR_TENANTS : message });
-  });
-}
-
-const topicName = topicCheck(isTopicName, "must start with '/' and hold non-empty segments without '*', '%', '?', '#' or spaces (at most 200 characters)");
-const topicPattern = topicCheck(isTopicPattern, "must start with '/'; '*' matches within one segment, '**' across segments");
+// A tenant's names reach here qualified (its `/orders` is `acme/orders`, patterns.ts): both forms pass.
+const topicName = z.string().refine(isStoredTopicName, "must start with '/' and hold non-empty segments without '*', '%', '?', '#' or spaces (at most 200 characters)");
+const topicPattern = z.string().refine(isStoredTopicPattern, "must start with '/'; '*' matches within one segment, '**' across segments");
 
 export const topicEntrySchema = z
   .object({
@@ -127,6 +119,45 @@ export function validatePubsub(config: SvcConfig): ConfigIssue[] {
     s.topics.forEach((topic, j) => {
       if (!topicNames.has(topic)) issues.push({ path: ['pubsub_subscription', i, 'topics', j], message: `no topic named '${topic}'` });
       else if (!allowed.matches(topic)) issues.push({ path: ['pubsub_subscription', i, 'topics', j], message: `endpoint '${s.endpoint}' has no subscription permission for '${topic}'` });
+    });
+  });
+  return [...issues, ...ownershipIssues(config)];
+}
+
+/**
+ * Who owns what, where the kernel's check of tenants' references (kernel/config/tenants.ts)
+ * does not look: it holds a declared tenant's entries to their tenant, and lets the platform's
+ * name anything. Here a tenant-qualified topic or endpoint must be a declared tenant's (its
+ * clients' topics are qualified by that name), and a platform endpoint reaches platform topics
+ * only, and grants them to platform services only: a tenant's service publishes to its tenant's
+ * topics, through its tenant's endpoints (docs/decisions/tenants.md).
+ */
+function ownershipIssues(config: SvcConfig): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const declared = new Set(config.tenants.map((t) => t.name));
+  const undeclared = (tenant: string | undefined): tenant is string => tenant !== undefined && !declared.has(tenant);
+  config.pubsub_topic.forEach((t, i) => {
+    const tenant = topicTenant(t.name);
+    if (undeclared(tenant)) issues.push({ path: ['pubsub_topic', i, 'name'], message: `'${t.name}' is a topic of tenant '${tenant}', which is not declared (a platform topic starts with '/')` });
+  });
+  config.pubsub_endpoint.forEach((e, i) => {
+    const tenant = tenantOf(e.name);
+    if (undeclared(tenant)) {
+      issues.push({ path: ['pubsub_endpoint', i, 'name'], message: `'${e.name}' is an endpoint of tenant '${tenant}', which is not declared (a platform endpoint's name has no '${tenant}/' prefix)` });
+      return;
+    }
+    if (tenant !== undefined) return;
+    for (const field of ['pub', 'sub'] as const) {
+      e[field].forEach((pattern, j) => {
+        const owner = topicTenant(pattern);
+        if (owner !== undefined) issues.push({ path: ['pubsub_endpoint', i, field, j], message: `'${pattern}' names tenant '${owner}''s topics: a platform endpoint reaches platform topics only (starting with '/')` });
+      });
+    }
+    e.services?.forEach((service, j) => {
+      const owner = tenantOf(service);
+      if (owner !== undefined) {
+        issues.push({ path: ['pubsub_endpoint', i, 'services', j], message: `'${service}' is a service of tenant '${owner}': it publishes to its tenant's topics, through an endpoint in its tenant's config` });
+      }
     });
   });
   return issues;

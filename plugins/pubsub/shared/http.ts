@@ -2,8 +2,9 @@ import { STATUS_CODES } from 'node:http';
 import type { PubSubDelivery, PubSubEndpointView, PubSubEngineApi } from '../../capabilities.ts';
 import type { AuthInfo, Capabilities } from '../../../sdk/plugin/index.ts';
 import type { Exchange } from '../../../sdk/plugin/index.ts';
-import { SvcError } from '../../../sdk/plugin/index.ts';
+import { qualify, SvcError } from '../../../sdk/plugin/index.ts';
 import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import { shortTopic } from './patterns.ts';
 import { topicFromPath } from './topic-name.ts';
 
 export const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="svc pubsub", charset="UTF-8"' };
@@ -88,11 +89,21 @@ export class PubSubRefusal extends SvcError {
   }
 }
 
-/** The topic of the path's wildcard part; 404 when it cannot be a topic name. */
-export function topicOf(ex: Exchange): string {
+/**
+ * The topic of the path's wildcard part, in the caller's namespace: a tenant's endpoint names its
+ * tenant's topics, short (`/orders` is `acme/orders`), and no other name reaches anyone else's.
+ * 404 when it cannot be a topic name.
+ */
+export function topicOf(ex: Exchange, endpoint: PubSubEndpointView): string {
   const topic = topicFromPath(ex.pathParams['*']);
   if (topic === undefined) throw new PubSubRefusal('NOT_FOUND', `not a topic name: '${String(ex.pathParams['*']).slice(0, 200)}'`, undefined, 'Topic not found');
-  return topic;
+  return qualify(endpoint.tenant, topic);
+}
+
+/** Messages as a tenant's endpoint sees them: its topics by the short names it uses (`/orders`). */
+export function shownTo<T extends { topic_name: string }>(endpoint: PubSubEndpointView, bodies: T[]): T[] {
+  if (endpoint.tenant !== undefined) for (const body of bodies) body.topic_name = shortTopic(body.topic_name);
+  return bodies;
 }
 
 export function requirePublish(endpoint: PubSubEndpointView, topic: string, engine: PubSubEngineApi): void {
@@ -158,7 +169,7 @@ export function describeFailure(ex: Exchange, err: unknown, operation: string, i
 /** The subscribe operation both variants share (spec: Subscription state table); they shape the body. */
 export async function subscribeCaller(ctx: PubSubContext, ex: Exchange): Promise<{ subKey: string; created: boolean; queueDepth: number }> {
   const endpoint = ctx.endpointOf(ex);
-  const topic = topicOf(ex);
+  const topic = topicOf(ex, endpoint);
   requireSubscribe(endpoint, topic, ctx.engine);
   const result = await ctx.engine.subscribe(endpoint.name, topic);
   ex.log.info({ endpoint: endpoint.name, topic }, result.created ? 'pubsub: subscribed' : 'pubsub: already subscribed, no new subscription made');
@@ -168,7 +179,7 @@ export async function subscribeCaller(ctx: PubSubContext, ex: Exchange): Promise
 /** The unsubscribe operation both variants share: accepted whether or not a subscription exists. */
 export async function unsubscribeCaller(ctx: PubSubContext, ex: Exchange): Promise<void> {
   const endpoint = ctx.endpointOf(ex);
-  const topic = topicOf(ex);
+  const topic = topicOf(ex, endpoint);
   const existed = await ctx.engine.unsubscribe(endpoint.name, topic);
   ex.log.info({ endpoint: endpoint.name, topic }, existed ? 'pubsub: unsubscribed, subscription key deleted' : 'pubsub: unsubscribe without a subscription, nothing to do');
 }

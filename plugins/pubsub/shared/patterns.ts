@@ -1,6 +1,13 @@
+import { tenantOf } from '../../../sdk/plugin/index.ts';
+
 /**
  * Topic-name patterns of endpoint permissions: `*` matches within one path segment,
  * `**` across segments. Exact names are looked up first (a Set), wildcards after.
+ *
+ * A platform topic starts with `/` (`/orders/new`). A tenant's topic is stored qualified, its
+ * tenant in place of the leading slash (acme's `/orders/new` is `acme/orders/new`, the SDK's
+ * `qualify`): no platform name can equal it, and a pattern, anchored at its first character,
+ * matches either platform topics (it starts with `/`) or one tenant's (it starts with `acme/`).
  */
 export interface TopicMatcher {
   matches(topic: string): boolean;
@@ -19,6 +26,30 @@ export function isTopicName(name: string): boolean {
 
 export function isTopicPattern(pattern: string): boolean {
   return pattern.length <= 200 && TOPIC_PATTERN_RE.test(pattern) && !/\*{3,}/.test(pattern);
+}
+
+/** The tenant whose topic (or pattern) this is, by its qualified form; undefined for the platform's (`/…`). */
+export function topicTenant(topic: string): string | undefined {
+  // The platform's topics are most of the traffic: one character tells them apart.
+  return topic.charCodeAt(0) === 47 ? undefined : tenantOf(topic);
+}
+
+/** A topic name as the server stores it: the platform's (`/orders`) or a tenant's, qualified (`acme/orders`). */
+export function isStoredTopicName(name: string): boolean {
+  const tenant = topicTenant(name);
+  return isTopicName(tenant === undefined ? name : name.slice(tenant.length));
+}
+
+/** A pattern as the server stores it: the platform's (`/orders/*`) or a tenant's, qualified (`acme/orders/*`). */
+export function isStoredTopicPattern(pattern: string): boolean {
+  const tenant = topicTenant(pattern);
+  return isTopicPattern(tenant === undefined ? pattern : pattern.slice(tenant.length));
+}
+
+/** A topic as its tenant's clients and services name it: `acme/orders` → `/orders`; the platform's as it is. */
+export function shortTopic(topic: string): string {
+  const tenant = topicTenant(topic);
+  return tenant === undefined ? topic : topic.slice(tenant.length);
 }
 
 export function compilePatterns(patterns: readonly string[]): TopicMatcher {

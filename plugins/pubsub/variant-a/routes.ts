@@ -8,6 +8,7 @@ import {
   replyWithDelivery,
   routeChannel,
   requirePublish,
+  shownTo,
   topicOf,
   subscribeCaller,
   unsubscribeCaller,
@@ -42,7 +43,7 @@ export function routesA(ctx: PubSubContext, plugin: string): PluginRoute[] {
 
   async function publish(ex: Exchange): Promise<void> {
     const endpoint = ctx.endpointOf(ex);
-    const topic = topicOf(ex);
+    const topic = topicOf(ex, endpoint);
     requirePublish(endpoint, topic, ctx.engine);
     const req = quickPublishA(ex.payload ?? {}) ?? parsePublish(ex.payload ?? {}, topic);
     const { msgId } = await ctx.engine.publish({
@@ -63,7 +64,7 @@ export function routesA(ctx: PubSubContext, plugin: string): PluginRoute[] {
 
   async function getMessages(ex: Exchange): Promise<void> {
     const endpoint = ctx.endpointOf(ex);
-    const topic = topicOf(ex);
+    const topic = topicOf(ex, endpoint);
     const subKey = await ctx.engine.subscriptionKey(endpoint.name, topic);
     if (subKey === undefined) {
       ex.log.info({ endpoint: endpoint.name, topic }, 'pubsub: get messages without a subscription, returning an empty list');
@@ -71,7 +72,7 @@ export function routesA(ctx: PubSubContext, plugin: string): PluginRoute[] {
       return;
     }
     const delivery = await ctx.engine.take([subKey], { order: 'lifo', maxMessages: Infinity, maxBytes: MAX_GET_BYTES_A });
-    replyWithDelivery(ex, delivery.messages.map(toMessageA) satisfies MessageA[], delivery, { endpoint: endpoint.name, topic });
+    replyWithDelivery(ex, shownTo(endpoint, delivery.messages.map(toMessageA)) satisfies MessageA[], delivery, { endpoint: endpoint.name, topic });
   }
 
   async function subscribe(ex: Exchange): Promise<void> {

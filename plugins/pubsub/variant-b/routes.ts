@@ -6,6 +6,7 @@ import {
   replyWithDelivery,
   routeChannel,
   requirePublish,
+  shownTo,
   statusLine,
   topicOf,
   subscribeCaller,
@@ -43,7 +44,7 @@ function parsePublish(body: Record<string, unknown>, topic: string): PublishRequ
 export function routesB(ctx: PubSubContext, plugin: string, now: () => number): PluginRoute[] {
   async function publish(ex: Exchange): Promise<void> {
     const endpoint = ctx.endpointOf(ex);
-    const topic = topicOf(ex);
+    const topic = topicOf(ex, endpoint);
     requirePublish(endpoint, topic, ctx.engine);
     const req = quickPublishB(ex.payload) ?? parsePublish(objectBody(ex.payload, 'publish'), topic);
     const { msgId } = await ctx.engine.publish({
@@ -71,6 +72,7 @@ export function routesB(ctx: PubSubContext, plugin: string, now: () => number): 
     const delivery = await ctx.engine.take(subKeys, { order: 'priority', maxMessages: parsed.data.max_messages, maxBytes: parsed.data.max_len });
     const t = now();
     const messages = delivery.messages.map((m) => ({ data: m.data, meta: toMetaB(m, t) satisfies MetaB }));
+    if (endpoint.tenant !== undefined) shownTo(endpoint, messages.map((m) => m.meta));
     const body: Record<string, unknown> = { is_ok: true, cid: ex.cid, messages, message_count: messages.length, status: OK };
     if (messages.length === 1) {
       body.data = messages[0]!.data;

@@ -103,12 +103,6 @@ tenants:
   });
 });
 
-describe('pub/sub and tenants', () => {
-  it("is the platform's for now: a tenant's topic is refused with the reason", () => {
-    expect(issues('tenants: [{ name: acme, config: { pubsub_topic: [{ name: /orders/new }] } }]')).toEqual([expect.stringMatching(/^tenants\[acme\]\.config\.pubsub_topic\[0\]\.name: .*tenants publish through their services/)]);
-  });
-});
-
 function writeBad(): string {
   writeFileSync(join(dir, 'acme-bad.yaml'), 'channel_rest: { name: a }\n');
   return 'acme-bad.yaml';
@@ -144,6 +138,13 @@ channel_rest:
     ]);
     // Prefixes compare by whole segments: /t/ab is not under /t/a.
     expect(issues('tenants: [{ name: a }, { name: ab }]')).toEqual([]);
+  });
+
+  it('refuses dot segments in a tenant channel’s path: clients resolve them away, so it could not be reached as written', () => {
+    expect(issues('tenants: [{ name: acme, config: { channel_rest: [{ name: up, url_path: /../admin, service: x, security: none }] } }]')).toEqual([
+      "tenants[acme].config.channel_rest[0].url_path: must not contain '.' or '..' segments",
+    ]);
+    expect(issues('channel_rest: [{ name: dot, url_path: /a/./b, service: x, security: none }]')).toEqual(["channel_rest[0].url_path: must not contain '.' or '..' segments"]);
   });
 
   it("refuses a path of the server's machine in a tenant's entry; the platform's entries may name one", () => {

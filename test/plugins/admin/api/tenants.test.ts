@@ -13,6 +13,14 @@ describe.runIf(TENANTS_RUN_HERE)('with tenants', () => {
 const CONFIG = `${TENANTS_CONFIG}
   - { name: acme/queued, url_path: /t/acme/queued, service: acme/orders, method: POST, security: none, use_queue: true, delivery: { max_attempts: 1 } }
   - { name: beta/queued, url_path: /t/beta/queued, service: beta/orders, method: POST, security: none, use_queue: true, delivery: { max_attempts: 1 } }
+security:
+  - { name: acme/erp, type: basic_auth, username: acme-erp, password: "pw-123456" }
+  - { name: beta/erp, type: basic_auth, username: beta-erp, password: "pw-123456" }
+pubsub_topic: [{ name: /orders }, { name: acme/orders }, { name: beta/orders }]
+pubsub_endpoint:
+  - { name: acme/erp, security: acme/erp, pub: ['acme/**'], sub: ['acme/**'] }
+  - { name: beta/erp, security: beta/erp, pub: ['beta/**'], sub: ['beta/**'] }
+pubsub_subscription: [{ endpoint: beta/erp, topics: [beta/orders] }]
 `;
 
 let k: AdminKernel;
@@ -136,6 +144,31 @@ describe('ops limited to a tenant', () => {
     expect((await op(admin, 'queue.list', {})).body.result.map((e: { id: number }) => e.id)).toEqual([beta.id]);
   });
 
+  it("pub/sub: the tenant's topics and its endpoints' subscriptions only, named short or qualified; another's is not found", async () => {
+    const names = (items: Array<{ name: string }>) => items.map((t) => t.name);
+    expect(names((await op(viewer, 'pubsub.topics')).body.result)).toEqual(['acme/orders']);
+    expect(names((await op(admin, 'pubsub.topics')).body.result)).toEqual(expect.arrayContaining(['/orders', 'acme/orders', 'beta/orders']));
+    const made = await op(dev, 'pubsub.subscribe', { endpoint: 'erp', topic: '/orders' });
+    expect(made.body.result).toMatchObject({ created: true, endpoint: 'acme/erp', topic: 'acme/orders' });
+    expect((await op(viewer, 'pubsub.subscribe', { endpoint: 'erp', topic: '/orders' })).status).toBe(403);
+    const mine = (await op(dev, 'pubsub.subscriptions')).body.result;
+    expect(mine.map((s: { endpoint: string; topic: string }) => [s.endpoint, s.topic])).toEqual([['acme/erp', 'acme/orders']]);
+    expect((await op(dev, 'pubsub.messages', { endpoint: 'acme/erp', topic: 'acme/orders' })).body.result.subscription.id).toBe(mine[0].id);
+    const beta = (await op(admin, 'pubsub.subscriptions', { endpoint: 'beta/erp' })).body.result[0];
+    for (const [name, args] of [
+      ['pubsub.messages', { id: beta.id }],
+      ['pubsub.unsubscribe', { id: beta.id }],
+      ['pubsub.messages', { endpoint: 'beta/erp', topic: 'beta/orders' }],
+      ['pubsub.subscribe', { endpoint: 'beta/erp', topic: 'beta/orders' }],
+      ['pubsub.subscriptions', { topic: 'beta/orders' }],
+    ] as const) {
+      expect((await op(dev, name, args)).status, name).toBe(404);
+    }
+    // The platform's topic is not acme's: a short name means acme's own.
+    expect((await op(dev, 'pubsub.subscriptions', { topic: '/orders' })).body.result).toHaveLength(1);
+    expect((await op(admin, 'pubsub.subscriptions', { endpoint: 'beta/erp' })).body.result).toHaveLength(1);
+  });
+
   it("services and usage: the tenant's only", async () => {
     const services = (await op(dev, 'services.list')).body.result;
     expect(services.every((s: { name: string }) => s.name.startsWith('acme/'))).toBe(true);
@@ -144,6 +177,28 @@ describe('ops limited to a tenant', () => {
     const usage = (await dev.get('/admin/api/usage')).body.tenants;
     expect(usage).toEqual([expect.objectContaining({ tenant: 'acme', cpu: { used_ms_last_minute: expect.any(Number), quota_ms_per_minute: 6000 }, throttled: 0 })]);
     expect((await admin.get('/admin/api/usage')).body.tenants.map((t: { tenant: string }) => t.tenant)).toEqual(['acme', 'beta']);
+  });
+
+  it("a developer uploads and deletes the tenant's services, into its own directory whatever it names; a viewer cannot; another tenant's is not found", async () => {
+    const source = `import { service } from 'svc/sdk';\nexport default service({ handle() { return { from: 'acme upload' }; } });`;
+    const up = await op(dev, 'services.upload', { file: 'orders.ts', source, tenant: 'beta' });
+    expect(up.status, up.text).toBe(200);
+    expect(up.body.result).toMatchObject({ name: 'acme/orders', deployed: true, serving: 'this version' });
+    expect(await callChannel(k, '/t/acme/orders')).toMatchObject({ status: 200, body: { from: 'acme upload' } });
+    // beta's service of the same name is untouched.
+    expect((await callChannel(k, '/t/beta/orders')).body).not.toEqual({ from: 'acme upload' });
+    expect((await op(viewer, 'services.upload', { file: 'x.ts', source })).status).toBe(403);
+    expect((await op(dev, 'services.delete', { name: 'beta/orders' })).status).toBe(404);
+    const broken = await op(dev, 'services.upload', { file: 'orders.ts', source: 'export default service({' });
+    expect(broken.status).toBe(422);
+    expect(broken.body.details).toMatch(/^not deployed: orders.ts:1:24: .*; the previous version keeps serving$/);
+    // A platform admin uploads into a tenant by naming it.
+    const platform = await op(admin, 'services.upload', { file: 'extra.ts', source, tenant: 'beta' });
+    expect(platform.body.result).toMatchObject({ name: 'beta/extra', deployed: true });
+    expect((await op(admin, 'services.upload', { file: 'extra.ts', source, tenant: 'nobody' })).status).toBe(404);
+    const del = await op(dev, 'services.delete', { name: 'orders' });
+    expect(del.body.result).toMatchObject({ name: 'acme/orders', deleted: true, deployed: false });
+    expect((await op(admin, 'services.delete', { name: 'beta/extra' })).body.result).toMatchObject({ deleted: true });
   });
 });
 });

@@ -1,11 +1,17 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import { ADMIN_PASSWORD, AdminClient, type AdminKernel } from './support.ts';
+
+/** The tenants' services directories: out of the working directory (the default is relative to it). */
+const TENANT_DIRS = mkdtempSync(join(tmpdir(), 'svc-admin-tenants-'));
 
 /** Two tenants, each with a channel, beside a platform channel: the admin API's tenant tests. */
 export const TENANTS_CONFIG = `
 tenants:
-  - { name: acme, quotas: { cpu_ms_per_minute: 6000 } }
-  - { name: beta }
+  - { name: acme, services_dir: ${join(TENANT_DIRS, 'acme')}, quotas: { cpu_ms_per_minute: 6000 } }
+  - { name: beta, services_dir: ${join(TENANT_DIRS, 'beta')} }
 channel_rest:
   - { name: ping, url_path: /ping, service: echo, security: none }
   - { name: acme/orders, url_path: /t/acme/orders, service: acme/orders, security: none }

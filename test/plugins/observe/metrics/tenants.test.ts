@@ -56,4 +56,19 @@ describe('tenant series', () => {
     // The platform's processes and the tenants' shared one.
     expect(sampleValue(samples, 'svc_sandbox_processes')).toBe(k.kernel.pool.pids().length);
   });
+
+  it("metrics.show gives a tenant's administrators their tenant's series only, HELP and TYPE above them; the platform everything", async () => {
+    const show = k.kernel.api.controlOps().find((o) => o.op === 'metrics.show')!;
+    expect(show).toMatchObject({ readOnly: true, tenantScoped: true });
+    const acme = ((await show.handler({}, { tenant: 'acme' })) as { text: string }).text;
+    const samples = parseExposition(acme);
+    expect(samples.length).toBeGreaterThan(0);
+    for (const s of samples) expect(Object.values(s.labels).some((v) => v === 'acme' || v.startsWith('acme/')), JSON.stringify(s)).toBe(true);
+    expect(sampleValue(samples, 'svc_tenant_throttled_total', { tenant: 'acme', quota: 'concurrent_calls' })).toBe(1);
+    expect(acme).toContain('# TYPE svc_tenant_cpu_seconds_total counter');
+    expect(acme).not.toMatch(/tenant="quiet"|service="ok"|^process_/m);
+    const all = ((await show.handler({}, undefined)) as { text: string }).text;
+    expect(all).toMatch(/tenant="quiet"/);
+    expect(all).toMatch(/service="ok"/);
+  });
 });

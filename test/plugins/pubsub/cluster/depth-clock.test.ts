@@ -1,13 +1,12 @@
 import { fileURLToPath } from 'node:url';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../../kernel/platform/clock.ts';
-import { ClusterEngine } from '../../../../plugins/pubsub/engine/cluster.ts';
+import type { ClusterEngine } from '../../../../plugins/pubsub/engine/cluster.ts';
 import type { ResourceSet } from '../../../../plugins/pubsub/engine/model.ts';
-import { PgStore } from '../../../../plugins/store/postgres/store.ts';
+import type { PgStore } from '../../../../plugins/store/postgres/store.ts';
 import { pgSchemaUrl } from '../../../helpers/store.ts';
 import { msg } from '../engine/helpers.ts';
-import { clusterSuitesRun } from './helpers.ts';
+import { clusterSuitesRun, openClusterNode } from './helpers.ts';
 
 /**
  * Each node keeps the last count of a queue for a moment (200 ms) instead of counting it at every
@@ -27,10 +26,8 @@ const stores: PgStore[] = [];
 const engines: ClusterEngine[] = [];
 
 async function node(url: string): Promise<ClusterEngine> {
-  const store = await PgStore.open(url, { log: pino({ level: 'silent' }) });
+  const { store, engine } = await openClusterNode(url, RESOURCES, clock);
   stores.push(store);
-  const engine = await ClusterEngine.open({ store, clock, log: pino({ level: 'silent' }), defaultMaxDepth: 10_000, sweepIntervalMs: 0, leaseMs: 30_000 });
-  await engine.applyConfig(RESOURCES);
   engines.push(engine);
   return engine;
 }

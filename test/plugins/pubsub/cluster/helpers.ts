@@ -1,3 +1,8 @@
+import pino from 'pino';
+import type { Clock } from '../../../../kernel/platform/clock.ts';
+import { ClusterEngine, type ClusterEngineOptions } from '../../../../plugins/pubsub/engine/cluster.ts';
+import type { ResourceSet } from '../../../../plugins/pubsub/engine/model.ts';
+import { PgStore } from '../../../../plugins/store/postgres/store.ts';
 import { pgAnswers, PG_URL } from '../../../helpers/store.ts';
 
 /**
@@ -28,4 +33,12 @@ export async function getA(node: Caller, auth: string, topic: string): Promise<B
   const res = await node.call('PATCH', `/svc/pubsub/topic${topic}`, auth);
   if (res.statusCode !== 200) throw new Error(`get answered ${res.statusCode}: ${res.body}`);
   return JSON.parse(res.body) as Body[];
+}
+
+/** A node's engine alone (no kernel) on the store at `url`, configured with `resources`; close the engine, then the store. */
+export async function openClusterNode(url: string, resources: ResourceSet, clock: Clock, options: Partial<ClusterEngineOptions> = {}): Promise<{ store: PgStore; engine: ClusterEngine }> {
+  const store = await PgStore.open(url, { log: pino({ level: 'silent' }) });
+  const engine = await ClusterEngine.open({ store, clock, log: pino({ level: 'silent' }), defaultMaxDepth: 10_000, sweepIntervalMs: 0, leaseMs: 30_000, ...options });
+  await engine.applyConfig(resources);
+  return { store, engine };
 }

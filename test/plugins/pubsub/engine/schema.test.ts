@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { pubsubSections, validatePubsub } from '../../../../plugins/pubsub/engine/schema.ts';
 import type { SvcConfig } from '../../../../kernel/config/schema.ts';
 
-function config(parts: { security?: unknown[]; topics?: unknown[]; endpoints?: unknown[]; subscriptions?: unknown[] }): SvcConfig {
+function config(parts: { security?: unknown[]; topics?: unknown[]; endpoints?: unknown[]; subscriptions?: unknown[]; tenants?: string[] }): SvcConfig {
   return {
+    tenants: (parts.tenants ?? []).map((name) => ({ name, processes: 0, weight: 1, quotas: {} })),
     security: (parts.security ?? [{ name: 'sec.a', type: 'basic_auth', username: 'a' }]) as SvcConfig['security'],
     pubsub_topic: pubsubSections.pubsub_topic.parse(parts.topics ?? []),
     pubsub_endpoint: pubsubSections.pubsub_endpoint.parse(parts.endpoints ?? []),
@@ -23,7 +24,7 @@ describe('pubsub config sections', () => {
     for (const bad of [[{ name: 'orders' }], [{ name: '/a/*' }], [{ name: '/a', max_depth: 0 }], [{ name: '/a', retention: 1 }]]) {
       expect(pubsubSections.pubsub_topic.safeParse(bad).success).toBe(false);
     }
-    expect(pubsubSections.pubsub_endpoint.safeParse([{ name: 'e', security: 's', pub: ['orders/*'] }]).success).toBe(false);
+    expect(pubsubSections.pubsub_endpoint.safeParse([{ name: 'e', security: 's', pub: ['orders'] }]).success).toBe(false);
     expect(pubsubSections.pubsub_subscription.safeParse([{ endpoint: 'e', topics: [] }]).success).toBe(false);
   });
 
@@ -68,5 +69,34 @@ describe('pubsub config sections', () => {
 
   it('an endpoint for services needs no security definition', () => {
     expect(messages(config({ topics: [{ name: '/t' }], endpoints: [{ name: 'svc', services: ['billing'], pub: ['/t'] }] }))).toEqual([]);
+  });
+
+  it("take a tenant's qualified names (its `/orders` is `acme/orders`), and refuse them as the platform's", () => {
+    expect(pubsubSections.pubsub_topic.safeParse([{ name: 'acme/orders/new' }]).success).toBe(true);
+    expect(pubsubSections.pubsub_endpoint.safeParse([{ name: 'acme/e', security: 'acme/s', pub: ['acme/orders/*'], sub: ['acme/**'] }]).success).toBe(true);
+    for (const bad of ['acme', 'acme//x', 'Acme/x', 'acme/x/*', '/acme/x y']) expect(pubsubSections.pubsub_topic.safeParse([{ name: bad }]).success, bad).toBe(false);
+    expect(pubsubSections.pubsub_endpoint.safeParse([{ name: 'e', security: 's', pub: ['*/orders'] }]).success).toBe(false);
+  });
+
+  it('hold pub/sub to its owner: declared tenants only; platform endpoints reach platform topics and grant platform services', () => {
+    const c = config({
+      tenants: ['acme'],
+      security: [{ name: 'acme/s', type: 'basic_auth', username: 'a' }],
+      topics: [{ name: 'acme/orders' }, { name: 'ghost/orders' }, { name: '/orders' }],
+      endpoints: [
+        { name: 'acme/e', security: 'acme/s', pub: ['acme/**'], sub: ['acme/orders'] },
+        { name: 'ghost/e', services: ['ghost/svc'], pub: ['ghost/**'] },
+        { name: 'plat', services: ['billing', 'acme/billing'], pub: ['/orders', 'acme/orders'], sub: ['acme/**'] },
+      ],
+      subscriptions: [{ endpoint: 'acme/e', topics: ['acme/orders', '/orders'] }],
+    });
+    expect(messages(c)).toEqual([
+      "pubsub_subscription.0.topics.1: endpoint 'acme/e' has no subscription permission for '/orders'",
+      "pubsub_topic.1.name: 'ghost/orders' is a topic of tenant 'ghost', which is not declared (a platform topic starts with '/')",
+      "pubsub_endpoint.1.name: 'ghost/e' is an endpoint of tenant 'ghost', which is not declared (a platform endpoint's name has no 'ghost/' prefix)",
+      "pubsub_endpoint.2.pub.1: 'acme/orders' names tenant 'acme''s topics: a platform endpoint reaches platform topics only (starting with '/')",
+      "pubsub_endpoint.2.sub.0: 'acme/**' names tenant 'acme''s topics: a platform endpoint reaches platform topics only (starting with '/')",
+      "pubsub_endpoint.2.services.1: 'acme/billing' is a service of tenant 'acme': it publishes to its tenant's topics, through an endpoint in its tenant's config",
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compilePatterns, isTopicName, isTopicPattern } from '../../../../plugins/pubsub/shared/patterns.ts';
+import { compilePatterns, isStoredTopicName, isStoredTopicPattern, isTopicName, isTopicPattern, shortTopic, topicTenant } from '../../../../plugins/pubsub/shared/patterns.ts';
 import { topicFromPath } from '../../../../plugins/pubsub/shared/topic-name.ts';
 
 describe('topic patterns', () => {
@@ -43,6 +43,29 @@ describe('topic patterns', () => {
     expect(isTopicPattern('/a/**')).toBe(true);
     expect(isTopicPattern('/a/***')).toBe(false);
     expect(isTopicPattern('a')).toBe(false);
+  });
+});
+
+describe("tenants' topics", () => {
+  it("are stored qualified, their tenant in place of the leading slash; the short name is what the tenant wrote", () => {
+    expect(topicTenant('acme/orders/new')).toBe('acme');
+    expect(topicTenant('/orders/new')).toBeUndefined();
+    expect(shortTopic('acme/orders/new')).toBe('/orders/new');
+    expect(shortTopic('/orders/new')).toBe('/orders/new');
+    expect(isStoredTopicName('acme/orders')).toBe(true);
+    expect(isStoredTopicName('/orders')).toBe(true);
+    for (const bad of ['acme', 'acme/', 'acme//x', 'Acme/x', 'acme/x/*']) expect(isStoredTopicName(bad), bad).toBe(false);
+    expect(isStoredTopicPattern('acme/**')).toBe(true);
+    expect(isStoredTopicPattern('*/orders')).toBe(false);
+  });
+
+  it("a platform pattern never matches a tenant's topic, a tenant's never another's or the platform's", () => {
+    const platform = compilePatterns(['/**', '/*/orders']);
+    expect(platform.matches('/acme/orders')).toBe(true);
+    expect(platform.matches('acme/orders')).toBe(false);
+    const acme = compilePatterns(['acme/**', 'acme/*']);
+    expect(acme.matches('acme/orders/new')).toBe(true);
+    for (const other of ['globex/orders', 'acme2/orders', '/acme/orders', 'acmeorders']) expect(acme.matches(other), other).toBe(false);
   });
 });
 
