@@ -8,7 +8,7 @@
  * goal: the victim's p99 within 1.5× its solo p99, none of its requests failed. Once with each
  * tenant in a sandbox process of its own, once with all in the tenants' shared processes.
  *
- * BENCH_ROUNDS, BENCH_SECONDS (4 here), BENCH_TENANT_RATE (200 req/s), BENCH_TENANT_ATTACKS (a
+ * BENCH_ROUNDS, BENCH_SECONDS (3 here), BENCH_TENANT_RATE (200 req/s), BENCH_TENANT_ATTACKS (a
  * comma-separated subset), BENCH_TENANT_SHARED_ROUNDS (2; 0 skips the shared processes' run).
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
@@ -21,8 +21,8 @@ import type { AttackBy, Outcomes } from '../tenants/attacker.ts';
 import type { Round } from '../tenants/open-loop.ts';
 import { ALL_ATTACKER, ATTACK_NAMES, ATTACKS, attackerOf, ORDER, serverSetup, type AttackName } from '../tenants/setup.ts';
 
-/** Seconds the victim is measured per round (4 unless BENCH_SECONDS says otherwise: 27 rounds and their cool-downs fit in the suite's 4 minutes). */
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+/** Seconds the victim is measured per round (3 unless BENCH_SECONDS says otherwise: 31 rounds and their cool-downs fit in about 4 minutes). */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** The victim's arrival rate, requests per second. */
 const RATE = Number(process.env.BENCH_TENANT_RATE ?? 200);
 /** The attack runs this long before the victim's round starts, so the round meets it in full swing. */
