@@ -221,7 +221,7 @@ function report(title: string, cases: Case[], results: Measured[][]): void {
       `${Math.round(median(ms.map((m) => m.kernelWaited)) * 100)} % / ${Math.round(median(ms.map((m) => m.clientWaited)) * 100)} %`,
       median(ms.map((m) => quantile([...m.victim.sendLags].sort((a, b) => a - b), 0.99))).toFixed(1),
       (median(ms.map((m) => m.coolDownMs)) / 1000).toFixed(1),
-      outcomesText(ms),
+      c.attacks.length ? outcomesText(ms) || 'none answered while it ran' : '',
     ]);
   });
   const rounds = `medians of ${results[0]!.length} interleaved rounds of ${SECONDS} s`;
