@@ -117,6 +117,15 @@ export const serverSchema = z
       .describe(
         "Longest a request may wait on one step of its channel's chain once it has arrived whole (a body being parsed, a credential checked against the store, a plugin's handler), in ms: past it the request is answered 503 STEP_TIMEOUT with its CID and the channel is logged. The service call has its own limit (sandbox.timeout_ms). A guard against a plugin step that never finishes; 0 (the default) leaves it off, as it measured ≈ 5% of durable-publish throughput.",
       ),
+    refusal_pause_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(4_000)
+      .default(1_000)
+      .describe(
+        "After answering 429 (a rate limit, a tenant's quota) on a keep-alive connection, how long the server waits before it reads that connection's next request, in ms (at most the answer's Retry-After): a client that resends at once, as a flood does, then costs the server one refusal per pause, not thousands. Not applied to the connections of `trusted_proxies`, which carry other clients' requests; behind a proxy that pools connections, list it there or set 0 (off).",
+      ),
     request_timeout_ms: z
       .number()
       .int()

@@ -10,6 +10,7 @@ import { replyWithError, runChain, type ChainWatch } from './chain.ts';
 import type { ChannelRouter } from './router.ts';
 import type { PeerFilter } from './client-address.ts';
 import type { AccessLog } from '../platform/log.ts';
+import { pauseAfterRefusal } from '../platform/refusal-pause.ts';
 import { SvcError } from '../errors.ts';
 
 /** Correlation IDs: a random per-process prefix and a counter, unique without a syscall per request. */
@@ -134,6 +135,8 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
         if (reply.raw.headersSent) request.raw.socket.destroy();
         else throw new SvcError('INTERNAL', 'No reply was produced');
       }
+      // A refused client that resends at once on its connection waits before its next request is read.
+      if (reply.statusCode === 429 && server.refusal_pause_ms > 0 && !deps.closing()) pauseRefused(request, reply, server.refusal_pause_ms, deps.trusted());
       for (const hook of rt.onResponse) {
         try {
           await hook(ex);
@@ -145,4 +148,11 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
     },
   });
   return app;
+}
+
+/** Not for a trusted proxy's connection (`server.trusted_proxies`): it carries other clients' requests too. */
+function pauseRefused(request: FastifyRequest, reply: FastifyReply, pauseMs: number, trusted: PeerFilter | undefined): void {
+  const socket = request.raw.socket;
+  if (trusted && trusted(socket.remoteAddress ?? '')) return;
+  pauseAfterRefusal(reply.raw, socket, pauseMs);
 }

@@ -38,6 +38,7 @@ export interface ServerBase {
   log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   body_limit: number;
   step_timeout_ms: number;
+  refusal_pause_ms: number;
   request_timeout_ms: number;
   drain_timeout_ms: number;
   invoke_max_depth: number;

@@ -1,0 +1,33 @@
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * After a 429 on a keep-alive connection, the server reads that connection's next request only
+ * after `server.refusal_pause_ms` (or the answer's Retry-After, if sooner). A client that honours
+ * Retry-After waits anyway and never notices; one that resends at once on the same connection,
+ * as a flood does, is held to one refusal per pause per connection instead of thousands a
+ * second, each of which costs the one event loop that serves every tenant (bench/README.md,
+ * Tenants). Nothing is read or parsed meanwhile: the bytes wait in the socket's buffers.
+ *
+ * Set once the response finished, after Node's own finish listener, which resumes a socket it
+ * paused for pipelining. A socket that closes meanwhile drops its timer.
+ */
+export function pauseAfterRefusal(res: ServerResponse, socket: Socket, pauseMs: number): void {
+  const retryAfter = Number(res.getHeader('retry-after'));
+  const ms = Number.isFinite(retryAfter) && retryAfter >= 0 ? Math.min(pauseMs, retryAfter * 1000) : pauseMs;
+  // A request injected in-process (tests, light-my-request) has a stand-in socket that cannot pause.
+  if (ms <= 0 || typeof socket?.pause !== 'function' || typeof socket.resume !== 'function') return;
+  const pause = () => {
+    if (socket.destroyed) return;
+    socket.pause();
+    const timer = setTimeout(() => {
+      socket.off('close', stop);
+      if (!socket.destroyed) socket.resume();
+    }, ms);
+    const stop = () => clearTimeout(timer);
+    socket.once('close', stop);
+  };
+  // The answer may be out already (sent before the chain's last await returned).
+  if (res.writableFinished) pause();
+  else res.once('finish', pause);
+}
