@@ -9,8 +9,8 @@ import type { Socket } from 'node:net';
  * second, each of which costs the one event loop that serves every tenant (bench/README.md,
  * Tenants). Nothing is read or parsed meanwhile: the bytes wait in the socket's buffers.
  *
- * Set once the response finished, after Node's own finish listener, which resumes a socket it
- * paused for pipelining. A socket that closes meanwhile drops its timer.
+ * Set once the response finished and Node's own finish work is done. A socket that closes
+ * meanwhile drops its timer.
  */
 export function pauseAfterRefusal(res: ServerResponse, socket: Socket, pauseMs: number): void {
   const retryAfter = Number(res.getHeader('retry-after'));
@@ -27,7 +27,10 @@ export function pauseAfterRefusal(res: ServerResponse, socket: Socket, pauseMs: 
     const stop = () => clearTimeout(timer);
     socket.once('close', stop);
   };
-  // The answer may be out already (sent before the chain's last await returned).
-  if (res.writableFinished) pause();
-  else res.once('finish', pause);
+  // After Node's own finish work: it resumes the socket to discard a body the refusal left unread
+  // (on the next tick), which would undo a pause made before. The rest of that body waits with
+  // the next request. The answer may be out already (sent before the chain's last await returned).
+  const later = () => setImmediate(pause);
+  if (res.writableFinished) later();
+  else res.once('finish', later);
 }

@@ -19,14 +19,14 @@ channel_rest:
   - { name: open, url_path: /open, service: echo, security: none }
 `;
 
-/** Status and milliseconds of each request, made one after another on one connection. */
-async function sequence(url: string, paths: string[]): Promise<Array<[number, number]>> {
+/** Status and milliseconds of each request, made one after another on one connection; POSTs carry a body the refusal leaves unread. */
+async function sequence(url: string, paths: string[], method: 'GET' | 'POST' = 'GET'): Promise<Array<[number, number]>> {
   const client = new Client(url, { pipelining: 1 });
   try {
     const out: Array<[number, number]> = [];
     for (const path of paths) {
       const t0 = performance.now();
-      const res = await client.request({ method: 'GET', path });
+      const res = await client.request(method === 'GET' ? { method, path } : { method, path, body: JSON.stringify({ pad: 'x'.repeat(20_000) }), headers: { 'content-type': 'application/json' } });
       await res.body.dump();
       out.push([res.statusCode, performance.now() - t0]);
     }
@@ -54,6 +54,13 @@ describe('the pause after a refusal', () => {
     expect(fresh![0]).toBe(200);
     expect(fresh![1]).toBeLessThan(300);
     expect(again![1]).toBeLessThan(300);
+  });
+
+  it('holds it too when the refusal left a request body unread', async () => {
+    const [refused, next] = await sequence(k.url!, ['/capped', '/open'], 'POST');
+    expect(refused![0]).toBe(429);
+    expect(next![0]).toBe(200);
+    expect(next![1]).toBeGreaterThanOrEqual(350);
   });
 });
 
