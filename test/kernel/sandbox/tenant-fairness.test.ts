@@ -26,8 +26,11 @@ const B_WORK = { n: 3_000_000 };
 const A_WORK = { n: 6_000_000 };
 /** b under a's flood takes at most this many times as long as alone (measured 1.2 to 1.6; 5 to 10 without fair shares). */
 const MAX_RATIO = 3;
-/** a's CPU over b's while b runs under the flood, at most (measured 1.5 to 1.9; 8.4 to 8.9 without fair shares). */
-const MAX_CPU_RATIO = 3;
+/**
+ * a's CPU over b's while b runs under the flood, at most (measured 1.5 to 1.9 on a quiet machine,
+ * once 3.6 at load 4.4 in a's own process; 8.4 to 8.9 without fair shares).
+ */
+const MAX_CPU_RATIO = 4.5;
 
 describe.each([
   { placement: "the tenants' shared process", processes: 0 },
