@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { MAX_NOTIFY_PAYLOAD, type DataStore } from '../../sdk/plugin/store.ts';
+import { monotonicNow } from '../platform/clock.ts';
 import type { NodeUsage, TenantLedger } from './ledger.ts';
 
 /**
@@ -59,7 +60,8 @@ export class UsageSharing {
   /** Sends this node's sums, in as many notifications as their size needs. */
   async send(): Promise<void> {
     if (this.sending || !this.ledger.hasWindowedQuotas()) return;
-    const now = Date.now();
+    // Monotonic: a wall clock set back must not silence the keepalive the other nodes count this node by.
+    const now = monotonicNow();
     const usage = this.ledger.localUsage();
     const parts = split(this.node, usage);
     const text = parts.join('\n');

@@ -25,7 +25,9 @@ export class QueuedEventsQuota {
     const limit = this.quotas.limit(tenant, 'queued_events');
     if (tenant === undefined || limit === undefined) return;
     let c = this.counts.get(tenant);
-    if (!c || this.clock.now() - c.at >= RECOUNT_MS) {
+    const now = this.clock.now();
+    // A wall clock set back would otherwise keep an old count (and its refusals) until it caught up.
+    if (!c || now - c.at >= RECOUNT_MS || now < c.at) {
       if (!c) this.counts.set(tenant, (c = { stored: 0, since: 0, at: -Infinity }));
       c.reading ??= this.recount(tenant, c);
       await c.reading;
