@@ -11,8 +11,9 @@ import { drop, outgoingCounter } from './support.ts';
 export const FILES = 100;
 export const CONCURRENCY = 8;
 
-export async function slowCounter(cleanup: Array<() => unknown>): Promise<Upstream> {
-  const up = await new Upstream().route('/hit', (_req, res) => setTimeout(() => json(res, 200, { ok: true }), 20)).start();
+/** An upstream that answers each call after 20 ms; while `hold.on`, it keeps new calls waiting unanswered (a node's runs stay under way). */
+export async function slowCounter(cleanup: Array<() => unknown>, hold: { on: boolean } = { on: false }): Promise<Upstream> {
+  const up = await new Upstream().route('/hit', (_req, res) => (hold.on ? undefined : setTimeout(() => json(res, 200, { ok: true }), 20))).start();
   cleanup.push(() => up.close());
   return up;
 }

@@ -23,11 +23,11 @@ afterEach(async () => {
 });
 afterAll(() => dropPgSchemas(SUITE));
 
-async function twoNodes(folder: string, store: string, downAfterMs: number): Promise<{ nodes: CliServer[]; ups: Upstream[] }> {
+async function twoNodes(folder: string, store: string, downAfterMs: number, holdB = { on: false }): Promise<{ nodes: CliServer[]; ups: Upstream[] }> {
   const nodes: CliServer[] = [];
   const ups: Upstream[] = [];
   for (const name of ['a', 'b']) {
-    const up = await slowCounter(cleanup);
+    const up = await slowCounter(cleanup, name === 'b' ? holdB : undefined);
     const project = makeProject(config(up, folder, HEAD(store, downAfterMs)), { 'record.ts': RECORD });
     cleanup.push(() => rmSync(project, { recursive: true, force: true }));
     nodes.push(await startCli(project, { SVC_NODE_NAME: `node-${name}` }));
@@ -66,11 +66,14 @@ describe('channel_file exactly once on two nodes (PostgreSQL)', () => {
     const folder = tmpFolder('cluster-kill');
     cleanup.push(() => rmSync(folder, { recursive: true, force: true }));
     const store = await pgSchemaUrl(`${SUITE}kill-${Date.now()}`);
-    const { nodes, ups } = await twoNodes(folder, store, 1_000);
+    const holdB = { on: false };
+    const { nodes, ups } = await twoNodes(folder, store, 1_000, holdB);
     dropAll(folder);
     // Killed once both nodes ran some and the batch is under way, at a moment node-b holds running
-    // claims (between two polls it may hold none, and the kill would then cut nothing to take over).
+    // claims: its upstream stops answering first, so its runs in flight stay under way until the kill
+    // (a run that ends in the moment before the kill would leave nothing to take over).
     await until(() => ups[1]!.hits('/hit').length >= 10 && tally(ups, folder).runs >= FILES / 3, 30_000, 'both nodes running the batch');
+    holdB.on = true;
     await until(async () => (await runningClaims(store, 'node-b')) > 0, 30_000, 'node-b running some files');
     await nodes[1]!.stop('SIGKILL');
     const killedAt = Date.now();
