@@ -136,7 +136,7 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
         else throw new SvcError('INTERNAL', 'No reply was produced');
       }
       // A refused client that resends at once on its connection waits before its next request is read.
-      if (reply.statusCode === 429 && server.refusal_pause_ms > 0 && !deps.closing()) pauseRefused(request, reply, server.refusal_pause_ms, deps.trusted());
+      if ((reply.statusCode === 429 || ex.refusal) && server.refusal_pause_ms > 0 && !deps.closing()) pauseRefused(request, reply, server.refusal_pause_ms, deps.trusted());
       for (const hook of rt.onResponse) {
         try {
           await hook(ex);

@@ -128,6 +128,8 @@ export function expireStep(ex: HttpExchange, rt: ChannelRuntime): boolean {
 export async function replyWithError(hooks: readonly ErrorHookFn[], ex: HttpExchange, err: unknown): Promise<void> {
   if (ex.replied) return;
   const e = err instanceof SvcError ? err : undefined;
+  // Refused at once, as a 429 is: paused as one (server.refusal_pause_ms), whichever hook shapes the answer.
+  if (e?.code === 'SERVICE_QUARANTINED') ex.refusal = true;
   // Allow, WWW-Authenticate, Retry-After belong to the error, whichever hook shapes its body.
   if (e?.headers && hooks.length) Object.assign(ex.response.headers, e.headers);
   for (const hook of hooks) {
@@ -139,7 +141,8 @@ export async function replyWithError(hooks: readonly ErrorHookFn[], ex: HttpExch
     if (ex.replied) return;
   }
   if (!e) ex.log.error({ err }, 'request failed');
-  else if (e.status >= 500) ex.log.warn({ code: e.code, details: e.details }, 'request failed');
+  // A quarantine was logged once, when it began: a client that keeps calling would otherwise write a warning per call.
+  else if (e.status >= 500 && !ex.refusal) ex.log.warn({ code: e.code, details: e.details }, 'request failed');
   const status = e?.status ?? 500;
   const headers = e?.headers ? { ...ex.response.headers, ...e.headers } : ex.response.headers;
   ex.response.contentType = 'application/json; charset=utf-8';

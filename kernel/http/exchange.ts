@@ -27,6 +27,8 @@ export class HttpExchange implements Exchange {
   stepUntil = Infinity;
   /** The connection was dropped on purpose (firewall): no reply is owed. */
   dropped = false;
+  /** Answered with a refusal that is not a 429 but is paused as one (server.refusal_pause_ms): a quarantined service's 503. */
+  refusal = false;
   private clientAddr: string | undefined;
   private hidden: Set<string> | undefined;
   private logger: Logger | undefined;

@@ -4,7 +4,8 @@ import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 
 /**
  * server.refusal_pause_ms (kernel/platform/refusal-pause.ts): after a 429 on a keep-alive
- * connection, that connection's next request is read only after the pause; other connections,
+ * connection, that connection's next request is read only after the pause (3/4 of it to all of
+ * it: test/kernel/sandbox/supervision.test.ts has a quarantined service's 503); other connections,
  * and connections of a trusted proxy, go on at once. Over real sockets.
  */
 const ECHO = `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ ok: true }) });\n`;
@@ -48,7 +49,7 @@ describe('the pause after a refusal', () => {
     expect(first![0]).toBe(200);
     expect(refused![0]).toBe(429);
     expect(next![0]).toBe(200);
-    expect(next![1]).toBeGreaterThanOrEqual(350);
+    expect(next![1]).toBeGreaterThanOrEqual(290); // 400 ms less up to a quarter at random
     // A new connection is not held, and a connection without a refusal is not either.
     const [fresh, again] = await sequence(k.url!, ['/open', '/open']);
     expect(fresh![0]).toBe(200);
@@ -60,7 +61,7 @@ describe('the pause after a refusal', () => {
     const [refused, next] = await sequence(k.url!, ['/capped', '/open'], 'POST');
     expect(refused![0]).toBe(429);
     expect(next![0]).toBe(200);
-    expect(next![1]).toBeGreaterThanOrEqual(350);
+    expect(next![1]).toBeGreaterThanOrEqual(290); // 400 ms less up to a quarter at random
   });
 });
 

@@ -1,3 +1,4 @@
+import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
 import { waitFor } from '../../helpers/wait.ts';
@@ -120,6 +121,23 @@ describe('a service that crashes its sandbox at every deploy', () => {
     expect(q.body).toEqual({ result: 'Error', cid: q.cid, details: 'Service is quarantined after crashing its sandbox repeatedly' });
     expect(q.ms).toBeLessThan(LIMIT_MS + CALL_MARGIN_MS);
     expect(logs.some((l) => l.service === 'bomb' && /quarantined: it crashed its sandbox process 3 times/.test(String(l.msg)))).toBe(true);
+    // Refused as a 429 is: the connection's next request is read after the pause (1 s, less up to a
+    // quarter), and no warning is written per refused call.
+    const warningsBefore = logs.filter((l) => l.code === 'SERVICE_QUARANTINED').length;
+    const client = new Client(k.url!, { pipelining: 1 });
+    try {
+      const refused = await client.request({ method: 'GET', path: '/bomb' });
+      await refused.body.dump();
+      expect(refused.statusCode).toBe(503);
+      const t0 = performance.now();
+      const next = await client.request({ method: 'GET', path: '/ok' });
+      await next.body.dump();
+      expect(next.statusCode).toBe(200);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(700);
+    } finally {
+      await client.close();
+    }
+    expect(logs.filter((l) => l.code === 'SERVICE_QUARANTINED').length).toBe(warningsBefore);
 
     await k.writeService('bomb.js', fixed);
     const back = await timed('/bomb');
