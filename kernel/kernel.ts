@@ -159,7 +159,9 @@ export class Kernel {
     const store = await openStore(config.server.store, dataDir, plugins, log);
     const sb = config.server.sandbox;
     const ledger = new TenantLedger(opts.monotonic ?? monotonicClock);
-    const hostCalls = new HostCalls(log, ledger);
+    // The config store exists only further down: from then on the pause is read from it, as saved.
+    let refusalPauseMs = () => config.server.refusal_pause_ms;
+    const hostCalls = new HostCalls(log, ledger, () => refusalPauseMs());
     const pool = await startServiceRunner(
       {
         processes: sb.workers,
@@ -176,6 +178,7 @@ export class Kernel {
     const services = new ServiceRegistry(resolveDir(config.server.services_dir), pool, log, dataDir);
     const env = opts.env ?? process.env;
     const configStore = new ConfigStore(configPath, plugins, log, text, config, env, raw);
+    refusalPauseMs = () => configStore.current().server.refusal_pause_ms;
     const kernel = new Kernel(configStore, loaded, store, pool, services, log, access, opts.clock ?? systemClock, opts.monotonic ?? monotonicClock, dataDir, hostCalls, env, ledger);
     try {
       await kernel.init(opts.watch ?? false);

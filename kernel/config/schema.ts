@@ -124,7 +124,7 @@ export const serverSchema = z
       .max(4_000)
       .default(1_000)
       .describe(
-        "After answering 429 (a rate limit, a tenant's quota) or a quarantined service's 503 on a keep-alive connection, how long the server waits before it reads that connection's next request, in ms (at most the answer's Retry-After; less up to a quarter at random, so connections refused together are not read again together): a client that resends at once, as a flood does, then costs the server one refusal per pause, not thousands. Not applied to the connections of `trusted_proxies`, which carry other clients' requests; behind a proxy that pools connections, list it there or set 0 (off).",
+        "After answering 429 (a rate limit, a tenant's quota) or a quarantined service's 503 on a keep-alive connection, how long the server waits before it reads that connection's next request, in ms (at most the answer's Retry-After; less up to a quarter at random, so connections refused together are not read again together): a client that resends at once, as a flood does, then costs the server one refusal per pause, not thousands. A service's call that a tenant's quota refuses (an outgoing call, invoke, invokeAsync, publish) is answered after the same pause, for the same reason. Not applied to the connections of `trusted_proxies`, which carry other clients' requests; behind a proxy that pools connections, list it there or set 0 (off).",
       ),
     request_timeout_ms: z
       .number()

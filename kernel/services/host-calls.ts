@@ -113,6 +113,8 @@ export class HostCalls {
     private readonly log: Logger,
     /** Tenants' metered quotas: a call marked with one takes it before its handler runs. */
     private readonly quotas?: Pick<TenantQuotaApi, 'take'>,
+    /** server.refusal_pause_ms: how long a call a quota refused waits for its answer. */
+    private readonly refusalPauseMs: () => number = () => 0,
   ) {}
 
   add(call: HostCall | KernelHostCall): void {
@@ -157,7 +159,12 @@ export class HostCalls {
     const quota = 'quota' in call ? call.quota : undefined;
     if (quota !== undefined && this.quotas) {
       const refusal = this.quotas.take(tenantOf(invocation.service), quota);
-      if (refusal) return fail('TooManyRequests', refusal.status, refusal.details);
+      if (refusal) {
+        // As for a refused HTTP request (server.refusal_pause_ms): a service that retries at once,
+        // in a loop, costs the kernel one refusal per pause per call in flight, not thousands a second.
+        await pauseBeforeRefusal(refusal, this.refusalPauseMs());
+        return fail('TooManyRequests', refusal.status, refusal.details);
+      }
     }
     try {
       // The signal is made only for a call that reads it (outgoing calls): an abort costs an Error and its stack.
@@ -174,11 +181,21 @@ export class HostCalls {
       const value = await call.handler(args, ctx, origin);
       return value instanceof EncodedValue ? '{"ok":true,"value":' + value.json + '}' : JSON.stringify({ ok: true, value: value ?? null });
     } catch (err) {
-      if (err instanceof SvcError) return fail(KIND_OF[err.code] ?? 'Error', err.status, err.details);
+      if (err instanceof SvcError) {
+        if (err.code === 'TENANT_QUOTA') await pauseBeforeRefusal(err, this.refusalPauseMs());
+        return fail(KIND_OF[err.code] ?? 'Error', err.status, err.details);
+      }
       log.error({ err, op }, 'host call failed');
       return fail('Error', 500, `${op} failed`);
     }
   }
+}
+
+/** Waits 3/4 of the pause to all of it, at most the refusal's Retry-After. */
+function pauseBeforeRefusal(refusal: SvcError, pauseMs: number): Promise<void> | undefined {
+  const retryAfter = Number(refusal.headers?.['Retry-After']);
+  const ms = (Number.isFinite(retryAfter) ? Math.min(pauseMs, retryAfter * 1000) : pauseMs) * (0.75 + Math.random() * 0.25);
+  return ms >= 1 ? new Promise((resolve) => setTimeout(resolve, ms)) : undefined;
 }
 
 function fail(kind: ServiceErrorKind, status: number, message: string): string {

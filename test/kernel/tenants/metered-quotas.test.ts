@@ -41,6 +41,9 @@ export default service({ async handle(ctx) { return (await outgoing('target').ge
 
 const SLOW_RETRY = '{ max_attempts: 5, base_delay_ms: 3600000, max_delay_ms: 3600000, jitter: false }';
 
+/** server.refusal_pause_ms here: how long each refused host call waits for its answer. */
+const PAUSE_MS = 300;
+
 describe.runIf(TENANTS_RUN_HERE)('metered and counted tenant quotas', () => {
   let root: string;
   let k: TestKernel;
@@ -73,6 +76,7 @@ describe.runIf(TENANTS_RUN_HERE)('metered and counted tenant quotas', () => {
     k = await startKernel({
       services: { 'failing.ts': FAILING },
       config: `
+server: { refusal_pause_ms: ${PAUSE_MS} }
 plugins:
   use-queue:
     config: { background: ${SLOW_RETRY} }
@@ -94,8 +98,12 @@ tenants:
 
   it('refuses outgoing calls past outgoing_calls_per_minute inside the service (TooManyRequests, 429), sending nothing; the other tenant calls on', async () => {
     const before = hits;
+    const started = performance.now();
     const res = await k.app.inject({ method: 'GET', url: '/t/acme/call?n=5' });
     expect(res.statusCode, res.body).toBe(200);
+    // Each refused call was answered after the refusal pause (3/4 of it at least): a service that
+    // retries in a loop costs the kernel one refusal per pause, not thousands a second.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(2 * 0.75 * PAUSE_MS);
     const out = (res.json() as { out: Array<number | string> }).out;
     expect(out.slice(0, 3)).toEqual([200, 200, 200]);
     expect(out[3]).toMatch(/^TooManyRequests 429 Quota outgoing_calls_per_minute reached: the tenant's services made 3 outgoing calls in the last minute, of 3$/);
