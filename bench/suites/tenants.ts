@@ -4,7 +4,9 @@
  * outgoing call storms). svc started through the CLI as an operator would, with tenant `victim`,
  * a tenant per attack and tenant `attacker` making them all at once (bench/tenants/setup.ts); the
  * victim's client is an open-loop generator in a process of its own (bench/tenants/open-loop.ts),
- * the attack clients in another (bench/tenants/attacker.ts). Solo and attack rounds interleaved;
+ * the attack clients in another (bench/tenants/attacker.ts), which runs at nice 19 as does the
+ * outgoing calls' far end (bench/tenants/sink.ts): both stand in for machines elsewhere. Solo and
+ * attack rounds interleaved;
  * goal: the victim's p99 within 1.5× its solo p99, none of its requests failed. Once with each
  * tenant in a sandbox process of its own, once with all in the tenants' shared processes.
  *
@@ -12,8 +14,7 @@
  * comma-separated subset), BENCH_TENANT_SHARED_ROUNDS (2; 0 skips the shared processes' run).
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { setPriority } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CLK_TCK, freePort, machineBusyTicks, median, printGrid, procStat, processTree, ROUNDS, startSvcCli, type Running } from '../lib.ts';
@@ -29,6 +30,8 @@ const RATE = Number(process.env.BENCH_TENANT_RATE ?? 200);
 const ATTACK_LEAD_MS = 1_000;
 /** After an attack, the longest wait for the server to fall quiet (calls run out their time limits, queues drain). */
 const COOL_DOWN_MAX_MS = 20_000;
+/** The nice value of the programs that stand in for other machines (the attack clients, the outgoing calls' far end). */
+const LOWEST_PRIORITY = 19;
 
 /** A case: no attack (solo), one attack by its own tenant, or all at once by one tenant. */
 interface Case {
@@ -65,16 +68,15 @@ function tenantNode(): string | undefined {
   return r.status === 0 && r.stdout.trim() ? `${r.stdout.trim()}/bin/node` : undefined;
 }
 
-/** The stand-in for the outgoing connection's far end: answers every call at once. */
-function startSink(): Promise<Server> {
-  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-  server.keepAliveTimeout = 60_000;
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
-
-/** A child program of bench/tenants, with the messages it sends; ready once it says so. */
-function child(file: string, args: string[]): Promise<{ proc: ChildProcess; ask: <T>(m: unknown) => Promise<T> }> {
+/**
+ * A child program of bench/tenants, with the messages it sends; ready once it says so (its ready
+ * message is `ready`). `nice`: the attack clients and the outgoing calls' far end run at the lowest
+ * priority: they stand in for machines elsewhere, and on this machine take from the server under
+ * test (and from the victim's client) only the cores those leave idle.
+ */
+function child(file: string, args: string[], nice = 0): Promise<{ proc: ChildProcess; ask: <T>(m: unknown) => Promise<T>; ready: Record<string, unknown> }> {
   const proc = fork(fileURLToPath(new URL(`../tenants/${file}`, import.meta.url)), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  if (nice && proc.pid !== undefined) setPriority(proc.pid, nice);
   const ask = <T>(m: unknown) =>
     new Promise<T>((resolve, reject) => {
       const exited = (code: number | null) => reject(new Error(`${file} exited with ${code}`));
@@ -85,7 +87,7 @@ function child(file: string, args: string[]): Promise<{ proc: ChildProcess; ask:
       });
       if (m !== undefined) proc.send(m as object);
     });
-  return ask<{ ready: true }>(undefined).then(() => ({ proc, ask }));
+  return ask<Record<string, unknown>>(undefined).then((ready) => ({ proc, ask, ready }));
 }
 
 /** `svc_tenant_cpu_seconds_total` and the other series a cool-down watches, from the admin listener's /metrics. */
@@ -133,13 +135,14 @@ async function coolDown(svc: Running, adminUrl: string): Promise<number> {
   return performance.now() - start;
 }
 
-async function measure(c: Case, svc: Running, adminUrl: string, victim: Awaited<ReturnType<typeof child>>, attacker: Awaited<ReturnType<typeof child>>): Promise<Measured> {
+async function measure(c: Case, svc: Running, adminUrl: string, victim: Awaited<ReturnType<typeof child>>, attacker: Awaited<ReturnType<typeof child>>, sinkPid: number): Promise<Measured> {
   if (c.attacks.length) {
     await attacker.ask({ start: c.attacks });
     await new Promise((r) => setTimeout(r, ATTACK_LEAD_MS));
   }
   const pids = processTree(svc.pid);
-  const clients = [victim.proc.pid!, attacker.proc.pid!, process.pid];
+  // The attack clients' column also counts the outgoing calls' far end and this suite's process.
+  const clients = [victim.proc.pid!, attacker.proc.pid!, sinkPid, process.pid];
   const waits = () => ({ kernel: runQueueWaitNs(svc.pid), client: runQueueWaitNs(victim.proc.pid!) });
   const before = { all: ticks(pids), kernel: ticks([svc.pid]), clients: ticks(clients), machine: machineBusyTicks(), waited: waits(), metrics: await scrape(adminUrl), at: performance.now() };
   const round = await victim.ask<Round>({ run: { seconds: SECONDS } });
@@ -234,16 +237,16 @@ function report(title: string, cases: Case[], results: Measured[][]): void {
 }
 
 async function runConfig(title: string, processes: number, cases: Case[], node: string, rounds: number): Promise<void> {
-  const sink = await startSink();
+  const sink = await child('sink.ts', [], LOWEST_PRIORITY);
+  const children: ChildProcess[] = [sink.proc];
   const adminPort = await freePort();
   const adminUrl = `http://127.0.0.1:${adminPort}`;
-  const { config, files } = serverSetup(processes, `http://127.0.0.1:${(sink.address() as AddressInfo).port}`);
+  const { config, files } = serverSetup(processes, `http://127.0.0.1:${sink.ready.port as number}`);
   let svc: Running | undefined;
-  const children: ChildProcess[] = [];
   try {
     svc = await startSvcCli(config, files, '/t/victim/work', undefined, { SVC_ADMIN_PORT: String(adminPort) }, node);
     const victim = await child('open-loop.ts', [svc.url, '/t/victim/work', String(RATE), ORDER]);
-    const attacker = await child('attacker.ts', [svc.url]);
+    const attacker = await child('attacker.ts', [svc.url], LOWEST_PRIORITY);
     children.push(victim.proc, attacker.proc);
     // The attackers' services deploy beside the victim's: wait until the last tenant's answer, and the server is quiet.
     for (let i = 0; i < 100 && (await fetch(`${svc.url}/t/${ALL_ATTACKER}/flood`, { method: 'POST', body: ORDER, headers: { 'content-type': 'application/json' } })).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
@@ -254,14 +257,13 @@ async function runConfig(title: string, processes: number, cases: Case[], node: 
     for (let round = 0; round < rounds; round++) {
       for (let k = 0; k < cases.length; k++) {
         const i = (round + k) % cases.length;
-        results[i]!.push(await measure(cases[i]!, svc, adminUrl, victim, attacker));
+        results[i]!.push(await measure(cases[i]!, svc, adminUrl, victim, attacker, sink.proc.pid!));
       }
     }
     report(title, cases, results);
   } finally {
-    for (const c of children) c.kill();
     await svc?.stop();
-    sink.close();
+    for (const c of children) c.kill();
   }
 }
 
