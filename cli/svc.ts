@@ -16,6 +16,7 @@ import { runTests } from './testing/run.ts';
 import { openApiFragments, type CliCommand, type CliEnv, type Plugin } from '../kernel/plugin.ts';
 import type { ServiceMeta } from '../kernel/sandbox/protocol.ts';
 import { EXIT_OK, EXIT_RUNTIME, serveUntilSignalled } from './lifecycle.ts';
+import { StartupSummary } from './startup-summary.ts';
 
 const EXIT_USAGE = 2;
 
@@ -75,9 +76,11 @@ async function start(configPath: string, dev = false): Promise<number> {
   }
   let kernel: Kernel;
   let devLog: DevLog | undefined;
+  const startedAt = Date.now();
+  const summary = dev ? undefined : new StartupSummary();
   try {
     devLog = dev ? await devLogger(configPath) : undefined;
-    kernel = await Kernel.create({ configPath, watch: true, logger: devLog?.log });
+    kernel = await Kernel.create({ configPath, watch: true, logger: devLog?.log, logTap: summary?.tap });
   } catch (err) {
     return printConfigError(err);
   }
@@ -90,7 +93,12 @@ async function start(configPath: string, dev = false): Promise<number> {
     return EXIT_RUNTIME;
   }
   if (devLog) process.stdout.write(devLog.banner(address) + '\n');
-  else kernel.log.info({ address, config: configPath }, 'svc listening');
+  else {
+    kernel.log.info({ address, config: configPath }, 'svc listening');
+    // For the person at the terminal, after the lines above (stdout's batch goes out first).
+    const text = summary!.render({ address, configPath, startedAt });
+    setTimeout(() => process.stderr.write(text), 30).unref();
+  }
   return serveUntilSignalled(kernel);
 }
 

@@ -46,6 +46,8 @@ export interface KernelOptions {
   /** Plugins beyond the bundled ones (tests). */
   extraPlugins?: Plugin[];
   env?: NodeJS.ProcessEnv;
+  /** Sees each line of the server's own logger before it is written (`svc start`'s startup summary); not with `logger`. */
+  logTap?: (line: string) => void;
 }
 
 /** Config and plugins, loaded and checked, before anything starts. */
@@ -73,6 +75,8 @@ export class Kernel {
   private router: ChannelRouter;
   private readonly steps: ChainWatch;
   private trusted: PeerFilter | undefined;
+  /** The warning that trusted_proxies is not set was logged, and it is still not set. */
+  private saidNoProxies = false;
   private readonly routes: PluginRoute[] = [];
   private readonly controlOps = new Map<string, ControlOp>();
   private readonly listening: Array<() => Promise<void>> = [];
@@ -150,7 +154,7 @@ export class Kernel {
   static async create(opts: KernelOptions): Promise<Kernel> {
     const configPath = resolve(opts.configPath);
     const { text, config, loaded, plugins, raw } = await loadConfig(configPath, opts.env ?? process.env, opts.extraPlugins);
-    const { log, access } = opts.logger ? { log: opts.logger, access: accessLogVia(opts.logger) } : serverLoggers(config.server.log_level, logRedactPaths(plugins));
+    const { log, access } = opts.logger ? { log: opts.logger, access: accessLogVia(opts.logger) } : serverLoggers(config.server.log_level, logRedactPaths(plugins), { isoTime: config.server.log_time === 'iso', tap: opts.logTap });
     // A node_modules built for another Node is a clear error here, before anything is opened.
     isolatedVmEntry();
     const dataDir = resolveDir(config.server.data_dir);
@@ -226,7 +230,9 @@ export class Kernel {
     this.steps.limitMs = config.server.step_timeout_ms;
     const proxies = config.server.trusted_proxies;
     this.trusted = trustedProxies(proxies);
-    if (!proxies) this.log.warn('server.trusted_proxies is not set: X-Svc-Forwarded-For and X-Forwarded-For are honoured from any client, which can then pick the address rate limits see');
+    // Said once, not at every save of the config: again only after it was set and then removed.
+    if (!proxies && !this.saidNoProxies) this.log.warn('server.trusted_proxies is not set: X-Svc-Forwarded-For and X-Forwarded-For are honoured from any client, which can then pick the address rate limits see');
+    this.saidNoProxies = !proxies;
     this.warnMissingServices(config);
   }
 

@@ -107,6 +107,12 @@ export const serverSchema = z
       .optional()
       .describe('CIDR ranges whose X-Svc-Forwarded-For / X-Forwarded-For headers are honoured; absent means every peer is trusted.'),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level.'),
+    log_time: z
+      .enum(['epoch', 'iso'])
+      .default('epoch')
+      .describe(
+        "The `time` of each JSON log line: `epoch`, milliseconds since 1970 (pino's default, cheapest), or `iso`, an ISO 8601 string in UTC (`2026-11-29T12:00:01.123Z`), as log shippers without a parser for epochs want. Read when the server starts.",
+      ),
     body_limit: z.number().int().min(0).max(1024 * MiB).default(MiB).describe('Default request body limit of a channel, in bytes.'),
     step_timeout_ms: z
       .number()

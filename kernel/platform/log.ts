@@ -28,6 +28,8 @@ const FLUSH_MS = 25;
 const FLUSH_BYTES = 256 * 1024;
 
 class BatchedStdout implements DestinationStream {
+  /** Sees every line before it is batched (`svc start`'s summary of what startup warned about). */
+  tap: ((line: string) => void) | undefined;
   private readonly buf = Buffer.allocUnsafe(FLUSH_BYTES + 64 * 1024);
   private used = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -39,6 +41,7 @@ class BatchedStdout implements DestinationStream {
   }
 
   write(line: string): void {
+    this.tap?.(line);
     // Worst case 3 bytes per UTF-16 unit; a line that could not fit even an empty buffer goes alone.
     if (line.length * 3 > this.buf.length - this.used) {
       this.flush();
@@ -93,19 +96,21 @@ function writeAllSync(fd: number, bytes: Buffer): void {
  * its fields are the kernel's (no credentials), so it needs neither redaction, whose `*.x` paths
  * visit every key of every logged object, nor pino's generic serializer.
  */
-function accessLine(out: DestinationStream): AccessLog {
+function accessLine(out: DestinationStream, isoTime: boolean): AccessLog {
   const head = `{"level":30,"time":`;
   const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())},"cid":`;
+  const now = isoTime ? () => `"${new Date().toISOString()}"` : Date.now;
   return function writeAccessLine(cid, channel, method, url, status, ms) {
-    out.write(`${head}${Date.now()}${base}"${cid}"${channel === undefined ? '' : `,"channel":${JSON.stringify(channel)}`},"method":"${method}","url":${JSON.stringify(url)},"status":${status},"ms":${ms},"msg":"request"}\n`);
+    out.write(`${head}${now()}${base}"${cid}"${channel === undefined ? '' : `,"channel":${JSON.stringify(channel)}`},"method":"${method}","url":${JSON.stringify(url)},"status":${status},"ms":${ms},"msg":"request"}\n`);
   };
 }
 
 /** The server's logger (credential fields redacted) and its access log, both on stdout. */
-export function serverLoggers(level: string, redactPaths: string[]): Loggers {
+export function serverLoggers(level: string, redactPaths: string[], opts: { isoTime?: boolean; tap?: (line: string) => void } = {}): Loggers {
   const out = new BatchedStdout();
-  const log = pino({ level, redact: { paths: redactPaths, censor: '[redacted]' } }, out);
-  return { log, access: log.isLevelEnabled('info') ? accessLine(out) : undefined };
+  out.tap = opts.tap;
+  const log = pino({ level, redact: { paths: redactPaths, censor: '[redacted]' }, ...(opts.isoTime && { timestamp: pino.stdTimeFunctions.isoTime }) }, out);
+  return { log, access: log.isLevelEnabled('info') ? accessLine(out, opts.isoTime === true) : undefined };
 }
 
 /** An access log written through a given logger (tests, embedders). */

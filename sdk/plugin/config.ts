@@ -36,6 +36,7 @@ export interface ServerBase {
   timezone: string;
   trusted_proxies?: string[] | undefined;
   log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  log_time: 'epoch' | 'iso';
   body_limit: number;
   step_timeout_ms: number;
   refusal_pause_ms: number;
