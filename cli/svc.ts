@@ -17,6 +17,7 @@ import { openApiFragments, type CliCommand, type CliEnv, type Plugin } from '../
 import type { ServiceMeta } from '../kernel/sandbox/protocol.ts';
 import { EXIT_OK, EXIT_RUNTIME, serveUntilSignalled } from './lifecycle.ts';
 import { StartupSummary } from './startup-summary.ts';
+import { SERVICE_COMMANDS } from './service-commands.ts';
 
 const EXIT_USAGE = 2;
 
@@ -188,11 +189,11 @@ async function pluginCommand(words: string[], configPath: string): Promise<numbe
   } catch (err) {
     return printConfigError(err);
   }
-  const commands: CliCommand[] = loaded.plugins.flatMap((p) => p.cli ?? []);
+  const commands: CliCommand[] = [...SERVICE_COMMANDS, ...loaded.plugins.flatMap((p) => p.cli ?? [])];
   // The most specific command wins: `openapi --channels` before `openapi`.
   const command = commands.filter((c) => c.words.every((w, i) => words[i] === w)).sort((a, b) => b.words.length - a.words.length)[0];
   if (!command || words[0] === 'help') {
-    const help = [USAGE, '', 'plugin commands:', ...commands.map((c) => `  svc ${c.usage.replace(/^svc /, '')}\n      ${c.describe}`)].join('\n');
+    const help = [USAGE, '', 'more commands (the kernel\'s, then the enabled plugins\'):', ...commands.map((c) => `  svc ${c.usage.replace(/^svc /, '')}\n      ${c.describe}`)].join('\n');
     if (words[0] === 'help') {
       process.stdout.write(help + '\n');
       return EXIT_OK;

@@ -1,5 +1,6 @@
 import { readFileSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { monotonicClock, systemClock, type Clock } from './platform/clock.ts';
@@ -102,7 +103,7 @@ export class Kernel {
     monotonic: Clock,
     readonly dataDir: string,
     private readonly hostCalls: HostCalls,
-    env: NodeJS.ProcessEnv,
+    private readonly env: NodeJS.ProcessEnv,
     ledger: TenantLedger,
   ) {
     this.usageSharing = new UsageSharing(store, ledger, log);
@@ -198,7 +199,7 @@ export class Kernel {
       const state = plugin.setup ? await plugin.setup(this.api, options) : undefined;
       this.active.push({ plugin, state });
     }
-    for (const op of await serviceControls(this.services, () => this.configStore.current(), this.store, this.log)) this.api.addControl(op);
+    for (const op of await serviceControls(this.services, () => this.configStore.current(), this.store, this.log, this.env.SVC_NODE_NAME || hostname())) this.api.addControl(op);
     this.hostCalls.add(invokeCall(this.services, this.pool, () => this.configStore.current().server, this.log));
     await this.services.start(watch);
     this.configStore.extraCheck = (config) => this.routeIssues(config);
@@ -277,13 +278,13 @@ export class Kernel {
     return this.pool.invoke(req);
   }
 
-  /** Runs a control op as the control socket would (CLI → running server). */
+  /** Runs a control op as the control socket would (CLI → running server): its actor is `cli`. */
   async runControl(op: string, args: unknown): Promise<unknown> {
     const entry = this.controlOps.get(op);
     if (!entry) throw new Error(`unknown control op '${op}'`);
     const parsed = entry.args.safeParse(args);
     if (!parsed.success) throw new SvcError('INVALID_INPUT', `invalid arguments for '${op}': ${zodIssues(parsed.error.issues).join('; ')}`);
-    return entry.handler(parsed.data);
+    return entry.handler(parsed.data, undefined, 'cli');
   }
 
   async listen(): Promise<string> {

@@ -7,8 +7,9 @@ import type { SvcConfig } from '../config/schema.ts';
 import { scopedRef, tenantOf } from '../../sdk/plugin/tenants.ts';
 import { IssuesError, SvcError } from '../errors.ts';
 import type { ControlOp } from '../plugin.ts';
-import { isServiceFile, serviceName, type ServiceRegistry } from './registry.ts';
+import { isServiceFile, serviceName, type DeployedVersion, type ServiceRegistry } from './registry.ts';
 import { SharedServices } from './shared.ts';
+import { DeployHistory } from './history.ts';
 
 /**
  * Deployed services as control ops (admin API, Dashboard, control socket): list, read the
@@ -31,6 +32,9 @@ const readNameField = scopedRef(z.string().regex(QUALIFIED_NAME_RE, "a service n
 
 export const listArgs = z.object({}).strict();
 export const nameArgs = z.object({ name: readNameField }).strict();
+export const versionArgs = z
+  .object({ name: readNameField, version: z.number().int().min(1).describe('A version number from services.history (1 is the oldest kept).') })
+  .strict();
 export const uploadArgs = z
   .object({
     file: z
@@ -55,8 +59,10 @@ function positionOf(error: string): { line: number; column: number } | null {
   return m ? { line: Number(m[1]), column: Number(m[2]) } : null;
 }
 
-export async function serviceControls(registry: ServiceRegistry, config: () => SvcConfig, store: DataStore, log: Logger): Promise<ControlOp[]> {
+export async function serviceControls(registry: ServiceRegistry, config: () => SvcConfig, store: DataStore, log: Logger, node: string): Promise<ControlOp[]> {
   const shared = await SharedServices.open(store, registry, log);
+  const history = await DeployHistory.open(store, node, log);
+  registry.on('deployed', (version: DeployedVersion) => void history.record(version));
   const files = () => (existsSync(registry.dir) ? readdirSync(registry.dir).filter(isServiceFile) : []);
   const fileOf = (name: string) => registry.get(name)?.file ?? files().find((f) => serviceName(f) === name);
 
@@ -126,7 +132,7 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     op: 'services.upload',
     tenantScoped: true,
     args: uploadArgs,
-    handler: async ({ file, source: text, tenant: asked }, caller) => {
+    handler: async ({ file, source: text, tenant: asked }, caller, actor) => {
       const tenant = caller?.tenant ?? asked;
       const target = registryOf(tenant);
       const short = serviceName(file);
@@ -134,7 +140,7 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
       const other = filesOf(target).find((f) => f !== file && serviceName(f) === short);
       if (other) throw new SvcError('CONFLICT', `service '${name}' is already the file ${other}: delete it first, or upload as ${other}`);
       if (!existsSync(target.dir)) throw new SvcError('NOT_FOUND', `services directory ${target.dir} does not exist`);
-      const outcome = await target.upload(file, text);
+      const outcome = await target.upload(file, text, 'upload', actor);
       if (!outcome.ok) {
         const serving = registry.get(name) ? 'the previous version keeps serving' : 'nothing was deployed';
         throw new IssuesError('SERVICE_NOT_COMPILED', `not deployed: ${outcome.error.split('\n')[0]}; ${serving}`, [{ path: ['source'], message: outcome.error }]);
@@ -162,7 +168,60 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     },
   };
 
-  return [list, source, upload, remove];
+  /** A service of the caller's tenant (another's is not found, as in a URL). */
+  const visible = (name: string, caller: { tenant: string } | undefined) => caller === undefined || tenantOf(name) === caller.tenant;
+
+  const versions: ControlOp<z.infer<typeof nameArgs>> = {
+    op: 'services.history',
+    readOnly: true,
+    tenantScoped: true,
+    args: nameArgs,
+    handler: async ({ name }, caller) => {
+      await history.settled();
+      const list = visible(name, caller) ? await history.list(name) : [];
+      if (!list.length) throw new SvcError('NOT_FOUND', `no deployed version of a service named '${name}' is recorded`);
+      return { name, serving: registry.get(name) ? (registry.errors.has(name) ? 'a version older than its file' : list[0]!.version) : null, versions: list };
+    },
+  };
+
+  const version: ControlOp<z.infer<typeof versionArgs>> = {
+    op: 'services.version',
+    readOnly: true,
+    tenantScoped: true,
+    args: versionArgs,
+    handler: async ({ name, version: n }, caller) => {
+      await history.settled();
+      const found = visible(name, caller) ? await history.get(name, n) : undefined;
+      if (!found) throw new SvcError('NOT_FOUND', `service '${name}' has no version ${n}`);
+      return { name, ...found };
+    },
+  };
+
+  // Deploys an earlier version again, as an upload of its source would: compiled first, and written
+  // to its file (on every node of a cluster) only once it deployed. It becomes the newest version.
+  const rollback: ControlOp<z.infer<typeof versionArgs>> = {
+    op: 'services.rollback',
+    tenantScoped: true,
+    args: versionArgs,
+    handler: async ({ name, version: n }, caller, actor) => {
+      await history.settled();
+      const found = visible(name, caller) ? await history.get(name, n) : undefined;
+      if (!found) throw new SvcError('NOT_FOUND', `service '${name}' has no version ${n}`);
+      const tenant = tenantOf(name);
+      const target = registryOf(tenant);
+      const short = tenant === undefined ? name : name.slice(tenant.length + 1);
+      const other = filesOf(target).find((f) => f !== found.file && serviceName(f) === short);
+      if (other) throw new SvcError('CONFLICT', `service '${name}' is the file ${other} now, version ${n} was ${found.file}: delete ${other} first`);
+      const outcome = await target.upload(found.file, found.source, 'rollback', actor);
+      if (!outcome.ok) throw new IssuesError('SERVICE_NOT_COMPILED', `version ${n} did not deploy: ${outcome.error.split('\n')[0]}; the version before keeps serving`, [{ path: ['version'], message: outcome.error }]);
+      await shared?.uploaded(found.file, found.source, tenant);
+      await history.settled();
+      const newest = (await history.list(name))[0];
+      return { ...describe(name), rolled_back_to: n, version: newest?.version ?? null };
+    },
+  };
+
+  return [list, source, upload, remove, versions, version, rollback];
 }
 
 /**

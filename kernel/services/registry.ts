@@ -73,6 +73,19 @@ export interface TenantServicesDir {
   dir: string;
 }
 
+/** Where a deployed version came from: its file (saved, found at start, or written by another node), an upload, a rollback, or the copy kept from before a restart. */
+export type DeployOrigin = 'file' | 'upload' | 'rollback' | 'last-good';
+
+/** What the registry's 'deployed' event carries: a version that now serves. */
+export interface DeployedVersion {
+  name: string;
+  file: string;
+  source: string;
+  origin: DeployOrigin;
+  /** Who deployed it through the management plane, when known. */
+  actor?: string;
+}
+
 export class ServiceRegistry extends EventEmitter {
   private readonly deployed = new Map<string, DeployedService>();
   /** The tenants' registries, by tenant (the platform's registry holds them; docs/tenants.md). */
@@ -133,6 +146,7 @@ export class ServiceRegistry extends EventEmitter {
       const registry = new ServiceRegistry(dir, this.pool, this.log, this.dataDir === undefined ? undefined : join(this.dataDir, 'tenants', tenant), tenant);
       registry.on('change', (name: string) => this.emit('change', name));
       registry.on('error-deploy', (name: string, error: string) => this.emit('error-deploy', name, error));
+      registry.on('deployed', (version: DeployedVersion) => this.emit('deployed', version));
       this.tenants.set(tenant, registry);
       await this.beforeTenantStart?.(tenant);
       await registry.start(this.watching);
@@ -283,13 +297,14 @@ export class ServiceRegistry extends EventEmitter {
   }
 
   /** A version that deployed: it serves, and it is the last good copy from now on. */
-  private accept(name: string, file: string, source: string, meta: ServiceMeta, lastGoodFrom?: string): void {
+  private accept(name: string, file: string, source: string, meta: ServiceMeta, lastGoodFrom?: string, origin: DeployOrigin = 'file', actor?: string): void {
     if (lastGoodFrom === undefined) {
       this.errors.delete(name);
       this.keepLastGood(file, source);
     }
     this.deployed.set(name, { name, file, meta, checkInput: compileModel(meta.input), allow: meta.verbs.join(', '), lastGoodFrom });
     this.log.info({ service: name, file }, 'service deployed');
+    this.emit('deployed', { name, file, source, origin: lastGoodFrom === undefined ? origin : 'last-good', actor } satisfies DeployedVersion);
     this.emit('change', name);
   }
 
@@ -298,13 +313,13 @@ export class ServiceRegistry extends EventEmitter {
    * written to the directory only once it deployed. One that does not compile changes nothing,
    * on disk or in the sandboxes, and its error is returned.
    */
-  upload(file: string, source: string): Promise<DeployOutcome> {
-    const run = this.queue.then(() => this.uploadNow(file, source));
+  upload(file: string, source: string, origin: DeployOrigin = 'upload', actor?: string): Promise<DeployOutcome> {
+    const run = this.queue.then(() => this.uploadNow(file, source, origin, actor));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async uploadNow(file: string, source: string): Promise<DeployOutcome> {
+  private async uploadNow(file: string, source: string, origin: DeployOrigin, actor: string | undefined): Promise<DeployOutcome> {
     const name = this.nameOf(file);
     // Written beside the target under a dot name (the registry ignores dot files) before anything
     // deploys: a disk that refuses it fails the upload with nothing changed.
@@ -316,7 +331,7 @@ export class ServiceRegistry extends EventEmitter {
       // The watcher's event for this rename is no second deploy.
       this.echoes.set(file, source);
       renameSync(temp, join(this.dir, file));
-      this.accept(name, file, source, outcome.meta);
+      this.accept(name, file, source, outcome.meta, undefined, origin, actor);
       return outcome;
     } finally {
       rmSync(temp, { force: true });

@@ -197,8 +197,10 @@ export interface ControlOp<A = unknown> {
   /**
    * A method, so that an op of any argument type is a `ControlOp`; it runs with what `args` parsed.
    * `caller` is given when a tenant's administrator runs it (admin API, `tenantScoped` ops only).
+   * `actor` says who runs it, for what the op records (SDK 1.12): the admin API's account or key
+   * name, `cli` through the control socket; undefined when neither (tests, embedders).
    */
-  handler(args: A, caller?: OpCaller): Promise<unknown>;
+  handler(args: A, caller?: OpCaller, actor?: string): Promise<unknown>;
   /**
    * It only reads (lists, shows, exports): the admin API then leaves it out of the audit log,
    * which the Dashboard's polling pages would otherwise fill. SDK 1.2.

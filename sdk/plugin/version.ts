@@ -8,6 +8,6 @@
  * `runEvent`, the `events.durable` capability, `ctx.delivery.source`; 1.6: `ServiceMeta.invokableBy`,
  * service-to-service invoke; 1.7: the shared Redis connection helpers of redis.ts; 1.8: connectors: `KernelApi.addConnections`/`connections` (connections.ts),
  * message decoders (`contributes.messageFormats`, `KernelApi.decodeMessage`), `validateConfig`'s context, a source
- * event's payload, raw body and headers, `DurableEvents.deadLetter`; 1.9: mail and files: host runners of durable queues (`DurableEvents.addRunner`), the `connectors.sftp` folders, the schedule parsers of schedule/ (`parseDuration`, `formatDuration`, `Cron`): the scheduler's, so that other plugins check durations and cron expressions at config time), `DurableEvents.refuseReplay`); 1.10: tenants: `ControlOp.tenantScoped` and the op's `caller` (OpCaller); 1.11: tenants' quotas for plugins (`KernelApi.tenantQuotas`: metered outgoing calls and publishes, refusals of queued events and stored pub/sub bytes).
+ * event's payload, raw body and headers, `DurableEvents.deadLetter`; 1.9: mail and files: host runners of durable queues (`DurableEvents.addRunner`), the `connectors.sftp` folders, the schedule parsers of schedule/ (`parseDuration`, `formatDuration`, `Cron`): the scheduler's, so that other plugins check durations and cron expressions at config time), `DurableEvents.refuseReplay`); 1.10: tenants: `ControlOp.tenantScoped` and the op's `caller` (OpCaller); 1.11: tenants' quotas for plugins (`KernelApi.tenantQuotas`: metered outgoing calls and publishes, refusals of queued events and stored pub/sub bytes); 1.12: the op's `actor` (who runs it: an admin account or key, or `cli`).
  */
-export const PLUGIN_SDK_VERSION = '1.11.0';
+export const PLUGIN_SDK_VERSION = '1.12.0';

@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { makeProject, runCli, startCli, type CliServer } from '../helpers/cli.ts';
@@ -58,6 +60,23 @@ describe('svc start (real socket)', () => {
     const line = await waitFor(`the request line of ${cid}`, () => server.output().split('\n').find((l) => l.includes(cid) && l.includes('"msg":"request"')), 10_000);
     expect(JSON.parse(line)).toMatchObject({ cid, channel: 'hello', status: 200, method: 'GET' });
     expect(typeof JSON.parse(line).ms).toBe('number');
+  });
+
+  it('svc service history, show and rollback: a saved version and a rollback to the first, through the running server', async () => {
+    writeFileSync(join(server.dir, 'services', 'hello.ts'), services['hello.ts'].replace('hello: ctx', 'hi: ctx'));
+    await waitFor('the new version serving', async () => ((await (await request(`${server.url}/hello/Ann`)).body.json()) as { hi?: string }).hi === 'Ann', 10_000);
+    const history = runCli(['service', 'history', 'hello', '--json'], server.dir);
+    expect(history.status, history.stderr).toBe(0);
+    expect((JSON.parse(history.stdout) as { versions: Array<{ version: number; origin: string }> }).versions.map((v) => [v.version, v.origin])).toEqual([
+      [2, 'file'],
+      [1, 'file'],
+    ]);
+    expect(runCli(['service', 'show', 'hello', '1'], server.dir).stdout).toBe(services['hello.ts']);
+    const rollback = runCli(['service', 'rollback', 'hello', '1'], server.dir);
+    expect(rollback.stdout).toBe('hello: version 1 deployed again from hello.ts, now version 3\n');
+    expect(await (await request(`${server.url}/hello/Ann`)).body.json()).toEqual({ hello: 'Ann' });
+    expect(runCli(['service', 'history', 'hello'], server.dir).stdout.split('\n')[0]).toMatch(/^ {3}3 {2}\S+Z {2}[0-9a-f]{12} {2}rollback by cli on \S+ {2}hello\.ts \(\d+ bytes\)$/);
+    expect(runCli(['service', 'rollback', 'hello', '9'], server.dir)).toMatchObject({ status: 1, stderr: "the server refused: service 'hello' has no version 9\n" });
   });
 
   it('a second server with another port and data_dir runs beside it', async () => {

@@ -44,7 +44,7 @@ export async function runOp(kernel: KernelApi, scope: TenantScope, op: string, a
   let result: unknown;
   let failure: string | undefined;
   try {
-    result = await entry.handler(data, tenant === undefined ? undefined : { tenant });
+    result = await entry.handler(data, tenant === undefined ? undefined : { tenant }, p.who);
   } catch (err) {
     if (err instanceof SvcError) throw err;
     failure = (err as Error).message;

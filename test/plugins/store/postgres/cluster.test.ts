@@ -113,6 +113,16 @@ describe.skipIf(!pgRuns)('two nodes on one PostgreSQL', () => {
     expect((await body(b)).word).toBe('one');
     await a.kernel.runControl('services.upload', { file: 'hello.ts', source: hello('two') });
     await until(async () => (await body(b)).word === 'two', 3_000, 'hello two on B');
+    // One deploy history for both nodes: each upload once, though both deployed it; a rollback on B reaches A.
+    const history = (await b.kernel.runControl('services.history', { name: 'hello' })) as { versions: Array<{ version: number; origin: string; actor: string }> };
+    expect(history.versions.map((v) => [v.version, v.origin, v.actor])).toEqual([
+      [2, 'upload', 'cli'],
+      [1, 'upload', 'cli'],
+    ]);
+    await b.kernel.runControl('services.rollback', { name: 'hello', version: 1 });
+    await until(async () => (await body(a)).word === 'one', 3_000, 'version 1 on A again');
+    await a.kernel.runControl('services.upload', { file: 'hello.ts', source: hello('two') });
+    await until(async () => (await body(b)).word === 'two', 3_000, 'hello two on B again');
     const c = await startAdmin({ config: CONFIG, env });
     try {
       expect((await body(c)).word).toBe('two');
