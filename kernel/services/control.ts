@@ -180,7 +180,8 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
       await history.settled();
       const list = visible(name, caller) ? await history.list(name) : [];
       if (!list.length) throw new SvcError('NOT_FOUND', `no deployed version of a service named '${name}' is recorded`);
-      return { name, serving: registry.get(name) ? (registry.errors.has(name) ? 'a version older than its file' : list[0]!.version) : null, versions: list };
+      // The newest version serves while the service is deployed: a save that did not compile is no version.
+      return { name, serving: registry.get(name) ? list[0]!.version : null, versions: list };
     },
   };
 

@@ -3,6 +3,7 @@
 import { api, ApiError } from './client.js';
 import { el, field, showIssues } from './form.js';
 import { sparkline } from './chart.js';
+import { lineDiff } from './diff.js';
 import { accountsView, usageView } from './tenants.js';
 
 const main = () => document.getElementById('main');
@@ -343,8 +344,8 @@ async function trafficPage() {
 async function servicesPage(name) {
   const seq = routeSeq;
   if (name) {
-    const src = await api.op('services.source', { name });
-    return show(seq, el('p', {}, link('#/services', '← Services')), h1(name), pre(src.source ?? src));
+    const [src, history] = await Promise.all([api.op('services.source', { name }), historySection(name)]);
+    return show(seq, el('p', {}, link('#/services', '← Services')), h1(name), pre(src.source ?? src), history);
   }
   const list = await api.op('services.list', {});
   const file = el('input', { id: 'upload-file', name: 'file', placeholder: 'name.ts' });
@@ -377,6 +378,73 @@ async function servicesPage(name) {
     );
   const row = (s) => el('tr', { 'data-name': s.name }, el('td', {}, link(`#/services/${encodeURIComponent(s.name)}`, s.name)), el('td', { text: s.file ?? '' }), stateCell(s), el('td', { text: s.channels.join(', ') }));
   show(seq, h1('Services'), el('table', { class: 'list', id: 'services' }, el('tr', {}, ['name', 'file', 'state', 'channels'].map((t) => el('th', { text: t }))), list.map(row)), ops.has('services.upload') ? upload : '');
+}
+
+/**
+ * A service's deploy history (services.history): its versions, newest first, the changes between
+ * any two (services.version, diffed here line by line), and a rollback to an earlier one.
+ */
+async function historySection(name) {
+  if (!ops.has('services.history')) return '';
+  let history;
+  try {
+    history = await api.op('services.history', { name });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return el('section', { id: 'history' }, el('h2', { text: 'Deploy history' }), el('p', { class: 'help', text: 'No deployed version is recorded yet.' }));
+    throw err;
+  }
+  const { versions } = history;
+  const rollback = (v) => {
+    if (!canChange() || !ops.has('services.rollback')) return '';
+    const b = el('button', { type: 'button', text: `Roll back to ${v.version}` });
+    b.addEventListener('click', async () => {
+      if (!confirm(`Deploy version ${v.version} of ${name} again (from ${v.deployed_at})?`)) return;
+      try {
+        const r = await api.op('services.rollback', { name, version: v.version });
+        navigate(`#/services/${encodeURIComponent(name)}`, `${name}: version ${v.version} deployed again, now version ${r.version}`);
+      } catch (err) {
+        failed(err);
+      }
+    });
+    return b;
+  };
+  const row = (v) =>
+    el(
+      'tr',
+      { 'data-version': String(v.version) },
+      el('td', { text: String(v.version) }),
+      el('td', { text: v.deployed_at.replace('T', ' ').replace(/\.\d+Z$/, ' UTC') }),
+      el('td', { text: v.origin + (v.actor ? ` by ${v.actor}` : '') }),
+      el('td', { text: v.node }),
+      el('td', { class: 'mono', text: v.hash.slice(0, 12), title: v.hash }),
+      el('td', {}, v.version === history.serving ? el('span', { class: 'state', text: 'serving' }) : rollback(v)),
+    );
+  const choose = (id, selected) => el('select', { id }, versions.map((v) => el('option', { value: String(v.version), text: `version ${v.version}`, selected: v.version === selected })));
+  const from = choose('diff-from', versions[1]?.version ?? versions[0].version);
+  const to = choose('diff-to', versions[0].version);
+  const out = el('pre', { class: 'json diff', id: 'diff' });
+  const compare = el('button', { type: 'button', text: 'Compare' });
+  compare.addEventListener('click', async () => {
+    try {
+      const [a, b] = await Promise.all([api.op('services.version', { name, version: Number(from.value) }), api.op('services.version', { name, version: Number(to.value) })]);
+      const lines = lineDiff(a.source, b.source);
+      const changed = lines.filter(([k]) => k !== ' ').length;
+      out.replaceChildren(
+        el('div', { class: 'help', text: changed ? `${changed} line${changed === 1 ? '' : 's'} changed from version ${a.version} to ${b.version}` : `versions ${a.version} and ${b.version} are the same text` }),
+        ...lines.map(([kind, line]) => el('span', { class: kind === '+' ? 'add' : kind === '-' ? 'del' : 'same', text: `${kind} ${line}\n` })),
+      );
+    } catch (err) {
+      failed(err);
+    }
+  });
+  return el(
+    'section',
+    { id: 'history' },
+    el('h2', { text: 'Deploy history' }),
+    el('table', { class: 'list', id: 'versions' }, el('tr', {}, ['version', 'deployed', 'from', 'node', 'content', ''].map((t) => el('th', { text: t }))), versions.map(row)),
+    versions.length > 1 ? el('div', { class: 'toolbar' }, el('span', { text: 'Changes from' }), from, el('span', { text: 'to' }), to, compare) : '',
+    out,
+  );
 }
 
 async function pubsubPage(id) {

@@ -356,6 +356,38 @@ describe('the Dashboard in Chromium', () => {
     expect(await page.locator('#services tr[data-name="uploaded"] td').nth(2).textContent()).toBe('serving');
   });
 
+  it("shows a service's deploy history, the changes between two versions, and rolls back to the first after asking", async () => {
+    const good = (word: string) => `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ word: '${word}' }) });\n`;
+    // The test before uploaded 'first' (and a version that did not compile, which is no version); a second one now.
+    expect((await api.send('POST', '/admin/api/ops/services.upload', { file: 'uploaded.ts', source: good('second') })).status).toBe(200);
+    expect(await (await fetch(channelUrl('/uploaded'))).json()).toEqual({ word: 'second' });
+    await step(page, 'history', async () => {
+      await go('#/services/uploaded', 'uploaded');
+      const rows = page.locator('#versions tr[data-version]');
+      await expect.poll(() => rows.count()).toBe(2);
+      expect(await rows.nth(0).locator('td').allTextContents()).toEqual(['2', expect.stringMatching(/ UTC$/), 'upload by admin', expect.any(String), expect.stringMatching(/^[0-9a-f]{12}$/), 'serving']);
+      expect(await rows.nth(1).locator('td').nth(2).textContent()).toBe('upload by admin');
+      await page.getByRole('button', { name: 'Compare' }).click();
+      await page.locator('#diff .del').filter({ hasText: "word: 'first'" }).waitFor();
+      expect(await page.locator('#diff .add').allTextContents()).toEqual([expect.stringContaining("word: 'second'")]);
+      expect(await page.locator('#diff .help').textContent()).toBe('2 lines changed from version 1 to 2');
+      await shot('deploy-history');
+    });
+    await step(page, 'rollback', async () => {
+      // Asked first: dismissed, nothing changes; accepted, version 1 serves again as version 3.
+      page.once('dialog', (d) => void d.dismiss());
+      await page.getByRole('button', { name: 'Roll back to 1' }).click();
+      expect(await (await fetch(channelUrl('/uploaded'))).json()).toEqual({ word: 'second' });
+      page.once('dialog', (d) => void d.accept());
+      await page.getByRole('button', { name: 'Roll back to 1' }).click();
+      await page.locator('#flash.ok').filter({ hasText: 'uploaded: version 1 deployed again, now version 3' }).waitFor();
+      await expect.poll(() => page.locator('#versions tr[data-version]').count()).toBe(3);
+      expect(await page.locator('#versions tr[data-version="3"] td').nth(2).textContent()).toBe('rollback by admin');
+    });
+    expect(await (await fetch(channelUrl('/uploaded'))).json()).toEqual({ word: 'first' });
+    expect(readFileSync(join(k.servicesDir, 'uploaded.ts'), 'utf8')).toBe(good('first'));
+  });
+
   it('downloads the OpenAPI documents', async () => {
     await create('channel_rest', { name: 'documented', url_path: '/documented', service: 'echo', security: 'none' });
     await step(page, 'downloads', async () => {
