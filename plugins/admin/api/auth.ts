@@ -1,5 +1,6 @@
 import { hashSecret, randomSecret, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { checkLogin, keyOwner } from './credential.ts';
+import { writeAudit } from './store.ts';
 import type { Principal } from './roles.ts';
 import type { AdminOptions } from './schema.ts';
 import { cookieValue, csrfMatches, LoginThrottle, SESSION_COOKIE, Sessions, type Session } from './sessions.ts';
@@ -39,8 +40,11 @@ export class AdminAuth {
     const grant = await checkLogin(this.kernel.store, username, password, () => (this.dummy ??= hashSecret(randomSecret())));
     if (!grant) {
       this.throttle.failed(address);
-      // The name tried is no secret, and tells an operator which account is under attack.
+      // The name tried is no secret, and tells an operator which account is under attack. In the
+      // audit log as well (the throttle bounds its rows: login_failures_per_minute per address).
       this.kernel.log.warn({ address, user: username }, 'admin login refused');
+      const tenant = username.includes('/') ? username.slice(0, username.indexOf('/')) : undefined;
+      await this.kernel.store.transaction((tx) => writeAudit(tx, { at: this.kernel.clock.now(), actor: username.slice(0, 200), tenant, action: 'login (failed)', detail: { address } }), { durable: true });
       throw new SvcError('UNAUTHORIZED', 'Wrong username or password');
     }
     this.throttle.succeeded(address);

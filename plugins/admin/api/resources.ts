@@ -2,7 +2,7 @@ import type { KernelApi } from '../../../sdk/plugin/index.ts';
 import type { Vault } from '../../capabilities.ts';
 import { SvcError, type ConfigIssue, type RawConfig } from '../../../sdk/plugin/index.ts';
 import { tenantOf } from '../../../sdk/plugin/tenants.ts';
-import { resourceSections, type ResourceSection } from './catalogue.ts';
+import { redactSecrets, resourceSections, type ResourceSection } from './catalogue.ts';
 import { IssuesError, type ResourceIssue } from './errors.ts';
 import { adminLayer, keyOf, LAYER_NAME, nameOf, type Entry, type Records } from './layer.ts';
 import { reaches, type Principal } from './roles.ts';
@@ -181,16 +181,21 @@ export class AdminResources {
       const existing = this.currentEntry(sectionName, name);
       if (mode === 'create' && existing) throw new SvcError('CONFLICT', `A ${sectionName} entry named '${name}' exists already`);
       const full = withKeptSecrets(section, entry, existing);
-      await this.commit([{ section: sectionName, name, action: 'upsert', entry: full }], p.who, mode === 'create' || !existing ? 'create' : 'update', { keys: Object.keys(body).filter((k) => !section.writeOnly.includes(k)), secretsChanged: section.writeOnly.filter((k) => k in entry) });
+      await this.commit([{ section: sectionName, name, action: 'upsert', entry: full }], p.who, mode === 'create' || !existing ? 'create' : 'update', {
+        keys: Object.keys(body).filter((k) => !section.writeOnly.includes(k)),
+        secretsChanged: section.writeOnly.filter((k) => k in entry),
+        changed: changedFields(section, existing, full),
+      });
       return { created: !existing, view: this.get(sectionName, name, p) };
     });
   }
 
   remove(section: string, name: string, p: Principal): Promise<void> {
     return this.serial(async () => {
-      this.requireSection(section, p);
-      if (!reaches(p, name) || !this.currentEntry(section, name)) throw new SvcError('NOT_FOUND', notFound(section)(name));
-      await this.commit([{ section, name, action: 'delete' }], p.who, 'delete');
+      const resource = this.requireSection(section, p);
+      const existing = reaches(p, name) ? this.currentEntry(section, name) : undefined;
+      if (!existing) throw new SvcError('NOT_FOUND', notFound(section)(name));
+      await this.commit([{ section, name, action: 'delete' }], p.who, 'delete', { changed: changedFields(resource, existing, undefined) });
     });
   }
 
@@ -341,3 +346,24 @@ function withoutKeys(entry: Entry, keys: readonly string[]): Entry {
 }
 
 const notFound = (section: string) => (name: string) => `No ${section} entry named '${name}'`;
+
+/** A value in an audit row: secret-looking keys redacted, and a long one cut to its size. */
+const AUDIT_VALUE_MAX = 1_000;
+function auditValue(value: unknown): unknown {
+  const redacted = redactSecrets(value);
+  const text = JSON.stringify(redacted);
+  return text !== undefined && text.length > AUDIT_VALUE_MAX ? `[${text.length} characters]` : redacted;
+}
+
+/** What an edit changed, field by field, before and after: write-only fields (secrets) left out, their change is `secretsChanged`. */
+export function changedFields(section: Pick<ResourceSection, 'writeOnly'>, before: Entry | undefined, after: Entry | undefined): Record<string, { before?: unknown; after?: unknown }> {
+  const out: Record<string, { before?: unknown; after?: unknown }> = {};
+  for (const key of new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])) {
+    if (section.writeOnly.includes(key)) continue;
+    const was = before?.[key];
+    const now = after?.[key];
+    if (JSON.stringify(was) === JSON.stringify(now)) continue;
+    out[key] = { ...(was !== undefined && { before: auditValue(was) }), ...(now !== undefined && { after: auditValue(now) }) };
+  }
+  return out;
+}

@@ -147,13 +147,34 @@ function loginPage() {
     password,
     el('button', { type: 'submit', text: 'Log in' }),
   );
+  const button = form.querySelector('button');
+  const wait = el('p', { class: 'field-error', id: 'login-wait' });
+  form.insertBefore(wait, button);
+  // The throttle's wait (429 with Retry-After): said, and counted down, with the button held until then.
+  const holdFor = (seconds) => {
+    let left = seconds;
+    button.disabled = true;
+    const tick = () => {
+      if (!button.isConnected) return;
+      if (left <= 0) {
+        button.disabled = false;
+        wait.textContent = '';
+        return;
+      }
+      wait.textContent = `Too many failed logins from this address: try again in ${left} s.`;
+      left--;
+      setTimeout(tick, 1000);
+    };
+    tick();
+  };
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     try {
       await api.login(password.value, username.value.trim() || undefined);
       location.hash = '#/';
     } catch (err) {
-      failed(err);
+      if (err instanceof ApiError && err.status === 429 && err.retryAfter) holdFor(err.retryAfter);
+      else failed(err);
     }
   });
   show(seq, form);
@@ -600,8 +621,28 @@ async function nodesPage() {
 async function auditPage() {
   const seq = routeSeq;
   const rows = await api.audit();
-  const row = (r) => el('tr', {}, el('td', { text: r.at }), el('td', { text: r.actor ?? '' }), el('td', { text: r.tenant ?? '' }), el('td', { text: r.action }), el('td', { text: [r.section, r.name].filter(Boolean).join(' / ') }));
-  show(seq, h1('Audit log'), el('table', { class: 'list', id: 'audit' }, el('tr', {}, ['when', 'who', 'tenant', 'action', 'resource'].map((t) => el('th', { text: t }))), rows.map(row)));
+  // What an edit changed, field by field (secrets only as "changed"); a failed login's address; an op's arguments.
+  const what = (d) => {
+    if (!d) return '';
+    const parts = [];
+    for (const [field, { before, after }] of Object.entries(d.changed ?? {})) parts.push(`${field}: ${before === undefined ? '(none)' : JSON.stringify(before)} → ${after === undefined ? '(none)' : JSON.stringify(after)}`);
+    for (const field of d.secretsChanged ?? []) parts.push(`${field}: changed (write-only)`);
+    if (d.address) parts.push(`from ${d.address}`);
+    if (d.args) parts.push(JSON.stringify(d.args));
+    return parts.join('\n');
+  };
+  const row = (r) =>
+    el(
+      'tr',
+      {},
+      el('td', { text: r.at }),
+      el('td', { text: r.actor ?? '' }),
+      el('td', { text: r.tenant ?? '' }),
+      el('td', { text: r.action }),
+      el('td', { text: [r.section, r.name].filter(Boolean).join(' / ') }),
+      el('td', { class: 'change', text: what(r.detail) }),
+    );
+  show(seq, h1('Audit log'), el('table', { class: 'list', id: 'audit' }, el('tr', {}, ['when', 'who', 'tenant', 'action', 'resource', 'what changed'].map((t) => el('th', { text: t }))), rows.map(row)));
 }
 
 async function usagePage() {

@@ -4,9 +4,11 @@
 let csrf = sessionStorage.getItem('svc-csrf') ?? '';
 
 export class ApiError extends Error {
-  constructor(status, body) {
+  constructor(status, body, retryAfter) {
     super(body?.details ?? `HTTP ${status}`);
     this.status = status;
+    /** Seconds to wait before trying again (a 429's Retry-After), or undefined. */
+    this.retryAfter = retryAfter;
     this.body = body;
     this.issues = body?.issues ?? [];
     this.cid = body?.cid;
@@ -25,7 +27,10 @@ async function call(method, path, body) {
   } catch {
     json = { details: text };
   }
-  if (!res.ok) throw new ApiError(res.status, json);
+  if (!res.ok) {
+    const wait = Number(res.headers.get('retry-after'));
+    throw new ApiError(res.status, json, Number.isFinite(wait) && wait > 0 ? wait : undefined);
+  }
   return json;
 }
 

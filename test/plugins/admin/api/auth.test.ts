@@ -46,6 +46,14 @@ describe('admin authentication', () => {
     expect((await c.post('/admin/api/login', { password: '' })).status).toBe(400);
     expect((await c.post('/admin/api/login', { username: '', password: 'x' })).status).toBe(400);
     clock.advance(61_000);
+    // Each refused login is in the audit log: the name tried and the client's address, never the password.
+    const admin = client();
+    expect((await admin.login()).status).toBe(200);
+    const audit = await admin.get('/admin/api/audit?limit=50');
+    const failed = audit.body.items.filter((i: { action: string }) => i.action === 'login (failed)');
+    expect(failed.map((i: { actor: string }) => i.actor).sort()).toEqual(['admin', 'root']);
+    expect(failed[0]).toMatchObject({ detail: { address: expect.stringMatching(/127\.0\.0\.1/) } });
+    expect(audit.text).not.toContain('wrong-password');
   });
 
   it('refuses a change without the CSRF token (403), accepts it with the token', async () => {

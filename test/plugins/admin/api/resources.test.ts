@@ -171,7 +171,12 @@ describe('ops, audit, OpenAPI', () => {
     const r = await admin.get('/admin/api/audit?limit=200');
     expect(r.status).toBe(200);
     expect(r.body.items).toContainEqual(expect.objectContaining({ actor: 'admin', action: 'create', section: 'security', name: 'partner' }));
-    expect(r.body.items).toContainEqual(expect.objectContaining({ actor: 'admin', action: 'update', section: 'security', name: 'partner', detail: { keys: ['type', 'username'], secretsChanged: ['password'] } }));
+    // A new password and nothing else: the secret is said to have changed, never shown.
+    expect(r.body.items).toContainEqual(expect.objectContaining({ actor: 'admin', action: 'update', section: 'security', name: 'partner', detail: { keys: ['type', 'username'], secretsChanged: ['password'], changed: {} } }));
+    // What an edit changed, field by field, before and after; a delete, what was there.
+    const rule = { cidr_list: [], time_range: [{ is_all_day: true, limit: 2, limit_unit: 'hour' }] };
+    expect(r.body.items).toContainEqual(expect.objectContaining({ action: 'update', section: 'channel_rest', name: 'orders', detail: expect.objectContaining({ changed: { rate_limiting: { after: [rule] } } }) }));
+    expect(r.body.items).toContainEqual(expect.objectContaining({ action: 'delete', section: 'channel_rest', name: 'open', detail: { changed: expect.objectContaining({ url_path: { before: '/open' }, service: { before: 'echo' } }) } }));
     expect(r.body.items).toContainEqual(expect.objectContaining({ action: 'op', name: 'secrets.set', detail: { args: { name: 'hook', value: '[redacted]', configValue: '[redacted]' } } }));
     expect(r.body.items[0].at).toMatch(/^\d{4}-\d\d-\d\dT/);
     // Reading ops (the Dashboard polls some) are not audited; ops that change things are.
