@@ -81,17 +81,53 @@ export class RecentRing {
   }
 }
 
-/** One channel's per-second counters over the window; slot = second % WINDOW_SECONDS. */
+/** Minutes of latency histograms kept per channel (the window, in whole minutes). */
+const MINUTES = WINDOW_SECONDS / 60;
+/**
+ * Latency buckets of a minute's histogram: 0 under 1 ms, then b for [2^(b-1), 2^b) ms, the last
+ * open-ended (past 2^18 ms, about 4 minutes). A percentile read from them is exact to the bucket
+ * and interpolated within it: good to within its factor of 2, which is what a chart shows.
+ */
+const LATENCY_BUCKETS = 20;
+const bucketOf = (ms: number) => (ms < 1 ? 0 : Math.min(LATENCY_BUCKETS - 1, Math.floor(Math.log2(ms)) + 1));
+const bucketLow = (b: number) => (b === 0 ? 0 : 2 ** (b - 1));
+const bucketHigh = (b: number) => 2 ** b;
+
+/** The p-th percentile (0–1) of a summed histogram, interpolated in its bucket; null when empty. */
+export function percentileOf(hist: ArrayLike<number>, p: number): number | null {
+  let total = 0;
+  for (let b = 0; b < hist.length; b++) total += hist[b]!;
+  if (!total) return null;
+  const rank = p * total;
+  let below = 0;
+  for (let b = 0; b < hist.length; b++) {
+    const n = hist[b]!;
+    if (below + n >= rank) return round(bucketLow(b) + ((rank - below) / n) * (bucketHigh(b) - bucketLow(b)));
+    below += n;
+  }
+  return round(bucketHigh(hist.length - 1));
+}
+
+/** One channel's per-second counters over the window (slot = second % WINDOW_SECONDS), and a latency histogram per minute. */
 export class ChannelSeries {
   private readonly seconds = new Float64Array(WINDOW_SECONDS).fill(-1);
   private readonly requests = new Uint32Array(WINDOW_SECONDS);
   private readonly clientErrors = new Uint32Array(WINDOW_SECONDS);
   private readonly serverErrors = new Uint32Array(WINDOW_SECONDS);
   private readonly msSum = new Float64Array(WINDOW_SECONDS);
+  private readonly minutes = new Float64Array(MINUTES).fill(-1);
+  private readonly latency = new Uint32Array(MINUTES * LATENCY_BUCKETS);
 
   constructor(readonly channel: string) {}
 
   record(second: number, status: number, ms: number): void {
+    const minute = Math.floor(second / 60);
+    const m = minute % MINUTES;
+    if (this.minutes[m] !== minute) {
+      this.minutes[m] = minute;
+      this.latency.fill(0, m * LATENCY_BUCKETS, (m + 1) * LATENCY_BUCKETS);
+    }
+    this.latency[m * LATENCY_BUCKETS + bucketOf(ms)]!++;
     const i = second % WINDOW_SECONDS;
     if (this.seconds[i] !== second) {
       this.seconds[i] = second;
@@ -115,6 +151,7 @@ export class ChannelSeries {
     const first = nowSecond - buckets * step + 1;
     const series: Series = { start: first * 1000, step, rate: [], errors_4xx: [], errors_5xx: [], mean_ms: [] };
     const totals = { requests: 0, errors_4xx: 0, errors_5xx: 0, ms: 0 };
+    const counts: number[] = [];
     for (let b = 0; b < buckets; b++) {
       let requests = 0;
       let e4 = 0;
@@ -128,6 +165,7 @@ export class ChannelSeries {
         e5 += this.serverErrors[i]!;
         ms += this.msSum[i]!;
       }
+      counts.push(requests);
       series.rate.push(round(requests / step));
       series.errors_4xx.push(e4);
       series.errors_5xx.push(e5);
@@ -138,6 +176,11 @@ export class ChannelSeries {
       totals.ms += ms;
     }
     const span = buckets * step;
+    // p95 from the minutes' histograms: over the window's whole minutes, and per bucket when buckets are whole minutes.
+    if (step % 60 === 0) {
+      series.p95_ms = [];
+      for (let b = 0; b < buckets; b++) series.p95_ms.push(counts[b] ? percentileOf(this.latencyOver(first + b * step, first + (b + 1) * step - 1), 0.95) : null);
+    }
     return {
       channel: this.channel,
       totals: {
@@ -146,16 +189,29 @@ export class ChannelSeries {
         errors_5xx: totals.errors_5xx,
         rate: round(totals.requests / span),
         mean_ms: totals.requests ? round(totals.ms / totals.requests) : null,
+        p95_ms: totals.requests ? percentileOf(this.latencyOver(first, nowSecond), 0.95) : null,
       },
       series,
     };
+  }
+
+  /** The summed latency histogram of the minutes from `fromSecond` to `toSecond` (whole minutes: a minute partly in counts whole). */
+  private latencyOver(fromSecond: number, toSecond: number): Uint32Array {
+    const sum = new Uint32Array(LATENCY_BUCKETS);
+    for (let minute = Math.floor(fromSecond / 60); minute <= Math.floor(toSecond / 60); minute++) {
+      const m = minute % MINUTES;
+      if (minute < 0 || this.minutes[m] !== minute) continue;
+      for (let b = 0; b < LATENCY_BUCKETS; b++) sum[b] += this.latency[m * LATENCY_BUCKETS + b]!;
+    }
+    return sum;
   }
 }
 
 /** A channel's figures over a window. Series are columns: bucket k starts at `start + k * step` seconds. */
 export interface ChannelStats {
   channel: string;
-  totals: { requests: number; errors_4xx: number; errors_5xx: number; rate: number; mean_ms: number | null };
+  /** `p95_ms`: the 95th percentile of the durations, over the window's whole minutes (a minute partly in it counts whole), to within its histogram bucket. */
+  totals: { requests: number; errors_4xx: number; errors_5xx: number; rate: number; mean_ms: number | null; p95_ms: number | null };
   series: Series;
 }
 
@@ -170,6 +226,8 @@ export interface Series {
   errors_5xx: number[];
   /** Mean duration in milliseconds; null for a bucket without requests. */
   mean_ms: Array<number | null>;
+  /** With a step of whole minutes: each bucket's 95th percentile duration (from the minutes' histograms); null without requests. */
+  p95_ms?: Array<number | null>;
 }
 
 function round(n: number): number {

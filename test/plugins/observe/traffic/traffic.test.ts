@@ -179,7 +179,8 @@ describe('traffic.stats', () => {
     expect(later.channels).toEqual([]);
     // A named channel is answered even when quiet (or unknown), with zeros.
     const quiet = await stats({ seconds: 900, step: 60, channel: 'ok' });
-    expect(quiet.channels[0]!.totals).toEqual({ requests: 0, errors_4xx: 0, errors_5xx: 0, rate: 0, mean_ms: null });
+    expect(quiet.channels[0]!.totals).toEqual({ requests: 0, errors_4xx: 0, errors_5xx: 0, rate: 0, mean_ms: null, p95_ms: null });
+    expect(quiet.channels[0]!.series.p95_ms).toEqual(Array(15).fill(null));
     expect(quiet.channels[0]!.series.rate).toHaveLength(15);
   });
 
