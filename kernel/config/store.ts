@@ -3,6 +3,7 @@ import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
+import { LineCounter, parseDocument } from 'yaml';
 import type { ConfigCheck, ConfigIssue, ConfigLayer, Plugin, RawConfig } from '../plugin.ts';
 import { composeSchema, configSectionSchemas, crossCheck, formatIssue, zodIssueList } from './compose.ts';
 import { expandTenants, relabel, tenantIssues } from './tenants.ts';
@@ -182,6 +183,7 @@ export class ConfigStore extends EventEmitter {
       text = readFileSync(this.file, 'utf8');
     } catch (err) {
       this.log.error({ file: this.file, err: (err as Error).message }, 'config file unreadable; the running config stays');
+      this.refusal = { at: new Date().toISOString(), source: this.file, issues: [{ message: `unreadable: ${(err as Error).message}` }] };
       return false;
     }
     if (text === this.lastText) return true;
@@ -192,10 +194,17 @@ export class ConfigStore extends EventEmitter {
     } catch (err) {
       const issues = err instanceof ConfigError ? err.issues : [String((err as Error).message)];
       this.log.error({ source: this.file, issues }, 'config change refused; the running config stays');
+      this.refusal = { at: new Date().toISOString(), source: this.file, issues: issues.map((message) => ({ message, line: lineInMessage(message) })) };
       return false;
     }
-    return this.apply(raw as RawConfig, this.file);
+    const check = await this.applyChecked(raw as RawConfig, this.file);
+    // The Dashboard's banner: the file's last save was refused, and where; gone once a save applies.
+    this.refusal = check.ok ? undefined : { at: new Date().toISOString(), source: this.file, issues: check.issues.map((i) => ({ message: formatIssue(i), line: lineOfPath(text, i.path) })) };
+    return check.ok;
   }
+
+  /** The config file's last save, when it was refused (the running config stayed): when, and each problem with its line where known. */
+  refusal: ConfigRefusal | undefined;
 
   /**
    * Tenants' config files (`tenants[].config_file`) apply when saved, as the main file does: their
@@ -254,4 +263,28 @@ export class ConfigStore extends EventEmitter {
     this.tenantWatchers.clear();
     clearTimeout(this.timer);
   }
+}
+
+/** A save of the config file that was refused. */
+export interface ConfigRefusal {
+  at: string;
+  source: string;
+  issues: Array<{ message: string; line?: number | undefined }>;
+}
+
+/** `… at line 12, column 3` in a YAML error: its line. */
+function lineInMessage(message: string): number | undefined {
+  const m = / at line (\d+)/.exec(message);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** The line (1-based) of the YAML node at `path` in `text`, or of its nearest ancestor there; undefined when none is. */
+export function lineOfPath(text: string, path: readonly PropertyKey[]): number | undefined {
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter });
+  for (let n = path.length; n > 0; n--) {
+    const node = doc.getIn(path.slice(0, n) as Array<string | number>, true) as { range?: [number, number, number] } | undefined;
+    if (node?.range) return counter.linePos(node.range[0]).line;
+  }
+  return undefined;
 }

@@ -40,7 +40,7 @@ interface Stats {
   channels: Array<{
     channel: string;
     totals: { requests: number; errors_4xx: number; errors_5xx: number; rate: number; mean_ms: number | null };
-    series: { start: number; step: number; rate: number[]; errors_4xx: number[]; errors_5xx: number[]; mean_ms: Array<number | null> };
+    series: { start: number; step: number; rate: number[]; errors_4xx: number[]; errors_5xx: number[]; mean_ms: Array<number | null>; p95_ms?: Array<number | null> };
   }>;
 }
 
