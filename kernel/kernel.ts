@@ -1,6 +1,7 @@
 import { readFileSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { hostname } from 'node:os';
+import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { monotonicClock, systemClock, type Clock } from './platform/clock.ts';
@@ -200,6 +201,7 @@ export class Kernel {
       this.active.push({ plugin, state });
     }
     for (const op of await serviceControls(this.services, () => this.configStore.current(), this.store, this.log, this.env.SVC_NODE_NAME || hostname())) this.api.addControl(op);
+    this.api.addControl(configStatusOp(this.configStore, this.pool));
     this.hostCalls.add(invokeCall(this.services, this.pool, () => this.configStore.current().server, this.log));
     await this.services.start(watch);
     this.configStore.extraCheck = (config) => this.routeIssues(config);
@@ -331,5 +333,21 @@ function routeChannel(route: PluginRoute): Channel {
     ...route.channel,
     name: route.name,
     url_path: route.url,
+  };
+}
+
+/**
+ * `config.status` (the Dashboard's overview; the platform's): the config file, its last refused
+ * save (when, and each problem with its line) until a save applies, and the sandbox processes.
+ */
+function configStatusOp(configStore: ConfigStore, pool: ServiceRunner): ControlOp {
+  return {
+    op: 'config.status',
+    readOnly: true,
+    args: z.object({}).strict(),
+    handler: async () => {
+      const sandbox = pool.stats();
+      return { file: configStore.file, refused: configStore.refusal ?? null, sandbox: { processes: sandbox.processes, restarts: sandbox.processRestarts, quarantined: sandbox.quarantined } };
+    },
   };
 }

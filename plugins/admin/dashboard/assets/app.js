@@ -181,11 +181,96 @@ function loginPage() {
   password.focus();
 }
 
-function overviewPage() {
+/** An op's answer, or `undefined` when the caller may not run it (or it failed: the overview shows what it has). */
+const opIf = (name, args = {}) => (ops.has(name) ? api.op(name, args).catch(() => undefined) : Promise.resolve(undefined));
+
+/**
+ * The overview: what needs attention first (a refused config file, failing channels, services
+ * that do not serve, dead letters, failing jobs), then health and traffic, then the resources.
+ */
+async function overviewPage() {
   const seq = routeSeq;
-  show(seq, 
+  const [status, ready, nodes, traffic, services, dead, jobs] = await Promise.all([
+    opIf('config.status'),
+    fetch('/ready', { headers: { accept: 'application/json' } })
+      .then(async (r) => ({ ok: r.ok, body: await r.json().catch(() => ({})) }))
+      .catch(() => undefined),
+    opIf('cluster.nodes'),
+    opIf('traffic.stats', { seconds: 900, step: 60 }),
+    opIf('services.list'),
+    opIf('queue.list', { state: 'dead', limit: 1000 }),
+    opIf('job.list'),
+  ]);
+  const banner = status?.refused
+    ? el(
+        'div',
+        { class: 'banner bad', id: 'config-refused' },
+        el('strong', { text: `The config file was refused at ${status.refused.at}: the running config stays.` }),
+        el('ul', {}, status.refused.issues.map((i) => el('li', { text: i.line ? `line ${i.line}: ${i.message}` : i.message }))),
+      )
+    : '';
+
+  const health = el('div', { class: 'cards', id: 'health' });
+  const card = (title, value, bad, detail) => health.append(el('div', { class: bad ? 'card bad' : 'card' }, el('div', { class: 'help', text: title }), el('div', { class: 'value', text: value }), detail ? el('div', { class: 'help', text: detail }) : ''));
+  if (ready) card('Ready', ready.ok ? 'yes' : 'no', !ready.ok, (ready.body.checks ?? []).filter((c) => !c.ok).map((c) => `${c.name}: ${c.reason}`).join(', '));
+  if (ready?.body.checks) {
+    const store = ready.body.checks.find((c) => c.name === 'store');
+    if (store) card('Store', store.ok ? 'answers' : 'unreachable', !store.ok);
+  }
+  if (status) card('Sandbox processes', String(status.sandbox.processes), status.sandbox.quarantined.length > 0, `${status.sandbox.restarts} restarts${status.sandbox.quarantined.length ? `, quarantined: ${status.sandbox.quarantined.join(', ')}` : ''}`);
+  if (nodes) {
+    const down = nodes.nodes.filter((n) => n.state !== 'up');
+    card('Nodes', `${nodes.nodes.length - down.length} of ${nodes.nodes.length} up`, down.length > 0, down.map((n) => n.name).join(', '));
+  }
+
+  const attention = [];
+  const channels = (traffic?.channels ?? []).slice().sort((a, b) => b.totals.errors_5xx - a.totals.errors_5xx || b.totals.requests - a.totals.requests);
+  const failing = channels.filter((c) => c.totals.errors_5xx > 0);
+  for (const c of failing) attention.push(el('li', { class: 'bad' }, link(`#/traffic`, c.channel), ` answered 5xx ${c.totals.errors_5xx} times of ${c.totals.requests} in 15 minutes`));
+  for (const sv of (services ?? []).filter((x) => x.state !== 'serving')) attention.push(el('li', { class: 'bad' }, link(`#/services/${encodeURIComponent(sv.name)}`, sv.name), ` ${sv.state.replace('_', ' ')}${sv.error ? `: ${sv.error.split('\n')[0]}` : sv.quarantine ? `: ${sv.quarantine}` : ''}`));
+  const deadByChannel = new Map();
+  for (const e of dead ?? []) deadByChannel.set(e.channel ?? e.service ?? '?', (deadByChannel.get(e.channel ?? e.service ?? '?') ?? 0) + 1);
+  for (const [queue, n] of deadByChannel) attention.push(el('li', { class: 'bad' }, link('#/queue', queue), ` has ${n}${dead.length >= 1000 ? '+' : ''} dead letter${n === 1 ? '' : 's'}`));
+  for (const j of (jobs ?? []).filter((x) => x.lastRun && x.lastRun.state !== 'succeeded' && x.lastRun.state !== 'running')) attention.push(el('li', { class: 'bad' }, link(`#/jobs/${encodeURIComponent(j.name)}`, j.name), ` last run ${j.lastRun.state} at ${j.lastRun.tick}`));
+
+  const trafficTable = traffic
+    ? el(
+        'table',
+        { class: 'list', id: 'channel-health' },
+        el('tr', {}, ['channel', 'requests (15 min)', '4xx', '5xx', 'p95 ms', 'requests per minute', '5xx per minute'].map((t) => el('th', { text: t }))),
+        channels.map((c) =>
+          el(
+            'tr',
+            { 'data-channel': c.channel, class: c.totals.errors_5xx ? 'e5' : '' },
+            el('td', { text: c.channel }),
+            el('td', { text: String(c.totals.requests) }),
+            el('td', { text: String(c.totals.errors_4xx) }),
+            el('td', { text: String(c.totals.errors_5xx) }),
+            el('td', { text: c.totals.p95_ms === null ? '' : String(c.totals.p95_ms) }),
+            el('td', {}, sparkline(c.series.rate.map((r) => Math.round(r * 60)), 'per minute')),
+            el('td', {}, sparkline(c.series.errors_5xx, '5xx', 'err')),
+          ),
+        ),
+      )
+    : '';
+  const resources = el(
+    'table',
+    { class: 'list', id: 'resource-counts' },
+    el('tr', {}, el('th', { text: 'Resource' }), el('th', { text: 'Entries' }), el('th', { text: 'Description' })),
+    catalogue.sections.map((x) => el('tr', {}, el('td', {}, link(`#/r/${encodeURIComponent(x.name)}`, x.title ?? x.name)), el('td', { text: String(x.count ?? '') }), el('td', { text: x.description ?? '' }))),
+  );
+  show(
+    seq,
     h1('Overview'),
-    el('table', { class: 'list' }, el('tr', {}, el('th', { text: 'Resource' }), el('th', { text: 'Description' })), catalogue.sections.map((s) => el('tr', {}, el('td', {}, link(`#/r/${encodeURIComponent(s.name)}`, s.title ?? s.name)), el('td', { text: s.description ?? '' })))),
+    banner,
+    el('h2', { text: 'Needs attention' }),
+    attention.length ? el('ul', { class: 'attention', id: 'attention' }, attention) : el('p', { class: 'help', id: 'attention', text: 'Nothing: no channel answered 5xx in the last 15 minutes, every service serves, no dead letters, no failed jobs.' }),
+    el('h2', { text: 'Health' }),
+    health,
+    traffic ? el('h2', { text: 'Channels, last 15 minutes' }) : '',
+    traffic && !channels.length ? el('p', { class: 'help', text: 'No requests in the last 15 minutes.' }) : trafficTable,
+    el('h2', { text: 'Resources' }),
+    resources,
   );
 }
 

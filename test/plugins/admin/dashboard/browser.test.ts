@@ -269,6 +269,38 @@ describe('the Dashboard in Chromium', () => {
     });
   });
 
+  it('opens on an overview that says what needs attention (a failing channel, dead letters, a refused config file with its line), health and p95 per channel', async () => {
+    await create('channel_rest', { name: 'crashing', url_path: '/crashing', service: 'boom', security: 'none' });
+    for (let i = 0; i < 3; i++) expect(await call('/crashing')).toBe(500);
+    expect(await call('/hello')).toBe(200);
+    // A save of the config file that does not validate: the running config stays, and the overview says where.
+    expect(await k.writeConfig(CONFIG.replace("service: echo, cron: '30 2 * * *'", "service: echo, cron: 'every day'"))).toBe(false);
+    await step(page, 'overview', async () => {
+      await go('#/', 'Overview');
+      const banner = page.locator('#config-refused');
+      await banner.waitFor();
+      expect(await banner.locator('strong').textContent()).toMatch(/^The config file was refused at \S+: the running config stays\.$/);
+      // The line of the refused field in the file as written (the test kernel rewrites it, its own settings added).
+      const line = readFileSync(k.configPath, 'utf8').split('\n').findIndex((l) => l.includes('every day')) + 1;
+      expect(await banner.locator('li').first().textContent()).toMatch(new RegExp(`^line ${line}: scheduler_job\\[0\\]`));
+      const attention = page.locator('#attention li');
+      expect(await attention.filter({ hasText: 'crashing' }).textContent()).toBe('crashing answered 5xx 3 times of 3 in 15 minutes');
+      expect(await attention.filter({ hasText: 'dead letter' }).textContent()).toMatch(/^fail has \d+ dead letters?$/);
+      expect(await page.locator('#health .card').first().textContent()).toContain('Readyyes');
+      const hello = page.locator('#channel-health tr[data-channel="hello"] td');
+      expect(await hello.nth(1).textContent()).not.toBe('0');
+      expect(Number(await hello.nth(4).textContent())).toBeGreaterThan(0);
+      expect(await page.locator('#channel-health tr[data-channel="crashing"]').getAttribute('class')).toBe('e5');
+      expect(Number(await page.locator('#resource-counts tr', { hasText: 'channel_rest' }).locator('td').nth(1).textContent())).toBeGreaterThan(2);
+      await shot('overview');
+    });
+    // Saved right again: the banner goes.
+    expect(await k.writeConfig(CONFIG)).toBe(true);
+    await page.reload();
+    await page.locator('#attention').waitFor();
+    expect(await page.locator('#config-refused').count()).toBe(0);
+  });
+
   it('lists this node on the nodes page', async () => {
     await step(page, 'nodes', async () => {
       await go('#/nodes', 'Nodes');
