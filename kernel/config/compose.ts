@@ -67,8 +67,8 @@ export function configSectionSchemas(plugins: readonly Plugin[]): Record<string,
   const security = types.length === 0 ? z.never() : types.length === 1 ? types[0]! : z.discriminatedUnion('type', types as [z.ZodObject, z.ZodObject, ...z.ZodObject[]]);
   return {
     server: parts.server,
-    security: z.array(security).describe('Security definitions, by name; the keys of each depend on its type.'),
-    channel_rest: z.array(parts.channel).describe('REST channels: a URL path bound to a service.'),
+    security: z.array(security).describe('Security definitions, by name; the keys of each depend on its type.').meta({ title: 'Security definitions' }),
+    channel_rest: z.array(parts.channel).describe('REST channels: a URL path bound to a service.').meta({ title: 'REST channels' }),
     tenants: tenantsSchema,
     ...parts.sections,
   };

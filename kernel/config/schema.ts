@@ -8,7 +8,7 @@ import { z } from 'zod';
 
 import { HTTP_METHODS } from '../../sdk/http.ts';
 import { isTimeZone } from '../../sdk/plugin/zone.ts';
-import { securityNameSchema, type ChannelBase, type PluginsConfig, type ServerBase, type TenantConfig } from '../../sdk/plugin/config.ts';
+import { listColumn, securityNameSchema, type ChannelBase, type PluginsConfig, type ServerBase, type TenantConfig } from '../../sdk/plugin/config.ts';
 import { scopedRef, TENANT_NAME } from '../../sdk/plugin/tenants.ts';
 
 /** The kernel's import point for the config types, which the plugin SDK declares (sdk/plugin/config.ts). */
@@ -193,14 +193,13 @@ export const urlPathSchema = z
 
 export const channelBaseShape = {
   name: z.string().min(1).describe('Label of the channel; unique.'),
-  url_path: urlPathSchema.describe('URL path; {name} parts capture path parameters.'),
-  service: scopedRef(z.string().min(1)).describe('Name of the service (its file name in services_dir, without extension).'),
-  method: z
-    .enum(HTTP_METHODS)
+  url_path: listColumn(urlPathSchema, 1, 'URL path').describe('URL path; {name} parts capture path parameters.'),
+  service: listColumn(scopedRef(z.string().min(1)), 3, 'Service').describe('Name of the service (its file name in services_dir, without extension).'),
+  method: listColumn(z.enum(HTTP_METHODS), 2, 'Method')
     .optional()
     .describe('The one HTTP method accepted; any method when absent.'),
-  data_format: z.string().min(1).describe('Data format: one an enabled format plugin handles (bundled: json, xml, hl7, form, multipart, csv, none).'),
-  security: scopedRef(z.string({ error: "required: name a security definition or group, or say 'none' explicitly" }).min(1), { keep: ['none'] })
+  data_format: listColumn(z.string().min(1), 5, 'Data format').describe('Data format: one an enabled format plugin handles (bundled: json, xml, hl7, form, multipart, csv, none).'),
+  security: listColumn(scopedRef(z.string({ error: "required: name a security definition or group, or say 'none' explicitly" }).min(1), { keep: ['none'] }), 4, 'Security')
     .describe("Security definition or group name, or 'none' for no server-side authentication."),
   url_params_pri: z
     .enum(['qs_over_path', 'path_over_qs'])
@@ -274,7 +273,7 @@ export const tenantsSchema = z
 
 export const securityBaseShape = {
   name: securityNameSchema.describe('Unique name of the definition.'),
-  type: z.string().min(1).describe('Security type, e.g. basic_auth or apikey.'),
+  type: listColumn(z.string().min(1), 1, 'Type').describe('Security type, e.g. basic_auth or apikey.'),
 };
 
 /** Same when A and B are one type, not merely assignable either way. */

@@ -85,7 +85,7 @@ export const jobSchema = z
 
 export type Job = z.infer<typeof jobSchema>;
 
-export const sectionSchema = z.array(jobSchema).default([]).describe('Scheduled jobs: a service started on an interval, a cron expression, or once (plugins/scheduler).');
+export const sectionSchema = z.array(jobSchema).default([]).describe('Scheduled jobs: a service started on an interval, a cron expression, or once (plugins/scheduler).').meta({ title: 'Scheduled jobs' });
 
 declare module '../../sdk/plugin/extensions.ts' {
   interface ConfigSections {

@@ -120,3 +120,16 @@ export interface KernelConfig {
 
 /** The validated config as the kernel and plugins read it: the kernel's sections and the enabled plugins'. */
 export type SvcConfig = KernelConfig & ConfigSections;
+
+/** The JSON Schema keyword of a field shown as a column of its section's list (admin API catalogue, Dashboard). */
+export const LIST_COLUMN_KEY = 'x-svc-list';
+
+/**
+ * Marks a config field as a column of its section's list in the Dashboard, `order` from the left
+ * (plugin SDK 1.12): what an operator scans a list for (a channel's path, service and security; a
+ * connection's address). `title`, when given, is the column's and the form field's label. Unmarked
+ * sections show their first few scalar fields.
+ */
+export function listColumn<T extends z.ZodType>(schema: T, order: number, title?: string): T {
+  return schema.meta({ [LIST_COLUMN_KEY]: order, ...(title !== undefined && { title }) }) as T;
+}

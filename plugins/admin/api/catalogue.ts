@@ -16,6 +16,8 @@ const SECRET_ARG = /^(value|hash)$|(Value|Hash|_value|_hash)$/;
 /** A named-entry list section of the config: one resource type of the admin API. */
 export interface ResourceSection {
   name: string;
+  /** A label for people (`REST channels`), from the section schema's `title` (its `.meta({ title })`); the name when it has none. */
+  title: string;
   description: string;
   /** JSON Schema (2020-12) of one entry, from the section's zod schema (`.describe()` texts included). */
   schema: Json;
@@ -42,7 +44,7 @@ export function resourceSections(kernel: KernelApi): ResourceSection[] {
       for (const [key, prop] of Object.entries(v.properties as Record<string, Json>)) if (prop.writeOnly === true || SECRET_KEY.test(key)) writeOnly.add(key);
     }
     if (json.$defs) items.$defs = json.$defs;
-    out.push({ name, description: typeof json.description === 'string' ? json.description : name, schema: items, writeOnly: [...writeOnly].sort() });
+    out.push({ name, title: typeof json.title === 'string' ? json.title : name, description: typeof json.description === 'string' ? json.description : name, schema: items, writeOnly: [...writeOnly].sort() });
   }
   return out;
 }

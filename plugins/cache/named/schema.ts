@@ -5,7 +5,7 @@ import { namedCacheSchema, type NamedCache } from '../shared/schema.ts';
 export const cacheSectionSchema = z
   .array(namedCacheSchema)
   .default([])
-  .describe("Named caches services keep JSON values in (`cache(name)` in the SDK), per node in memory or shared in Redis; channels' response_cache may keep answers in one (plugins/cache/named).");
+  .describe("Named caches services keep JSON values in (`cache(name)` in the SDK), per node in memory or shared in Redis; channels' response_cache may keep answers in one (plugins/cache/named).").meta({ title: 'Caches' });
 
 declare module '../../../sdk/plugin/extensions.ts' {
   interface ConfigSections {

@@ -93,8 +93,8 @@ declare module '../../../sdk/plugin/extensions.ts' {
   }
 }
 
-export const amqpConnectionSectionSchema = z.array(amqpConnectionSchema).default([]).describe('AMQP (RabbitMQ) broker connections: services publish on them, channel_amqp entries consume on them (plugins/connectors/amqp).');
-export const channelAmqpSectionSchema = z.array(channelAmqpSchema).default([]).describe('Queues whose messages run a service (plugins/connectors/amqp).');
+export const amqpConnectionSectionSchema = z.array(amqpConnectionSchema).default([]).describe('AMQP (RabbitMQ) broker connections: services publish on them, channel_amqp entries consume on them (plugins/connectors/amqp).').meta({ title: 'AMQP connections' });
+export const channelAmqpSectionSchema = z.array(channelAmqpSchema).default([]).describe('Queues whose messages run a service (plugins/connectors/amqp).').meta({ title: 'AMQP channels' });
 
 function uniqueNames(section: string, entries: Array<{ name: string }>, issues: ConfigIssue[]): void {
   const seen = new Map<string, number>();

@@ -99,7 +99,7 @@ declare module '../../../sdk/plugin/extensions.ts' {
   }
 }
 
-export const channelFileSectionSchema = z.array(channelFileSchema).default([]).describe('Folders (local or SFTP) whose files run a service, each once (plugins/connectors/file-pickup).');
+export const channelFileSectionSchema = z.array(channelFileSchema).default([]).describe('Folders (local or SFTP) whose files run a service, each once (plugins/connectors/file-pickup).').meta({ title: 'File channels' });
 
 /** A glob of one file name as a regular expression. */
 export function globToRegExp(glob: string): RegExp {

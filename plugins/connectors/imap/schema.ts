@@ -81,7 +81,7 @@ declare module '../../../sdk/plugin/extensions.ts' {
   }
 }
 
-export const channelImapSectionSchema = z.array(channelImapSchema).default([]).describe('Mailbox folders whose new messages run a service (plugins/connectors/imap).');
+export const channelImapSectionSchema = z.array(channelImapSchema).default([]).describe('Mailbox folders whose new messages run a service (plugins/connectors/imap).').meta({ title: 'IMAP channels' });
 
 export function validateImap(config: SvcConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];

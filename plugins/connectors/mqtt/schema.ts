@@ -113,8 +113,8 @@ declare module '../../../sdk/plugin/extensions.ts' {
   }
 }
 
-export const connectionSectionSchema = z.array(connectionEntrySchema).default([]).describe('MQTT broker connections services publish through (mqtt(name).publish in the SDK).');
-export const channelSectionSchema = z.array(channelEntrySchema).default([]).describe('MQTT subscriptions that run a service for each message (an event source, at least once with QoS 1).');
+export const connectionSectionSchema = z.array(connectionEntrySchema).default([]).describe('MQTT broker connections services publish through (mqtt(name).publish in the SDK).').meta({ title: 'MQTT connections' });
+export const channelSectionSchema = z.array(channelEntrySchema).default([]).describe('MQTT subscriptions that run a service for each message (an event source, at least once with QoS 1).').meta({ title: 'MQTT channels' });
 
 function brokerIssues(section: string, entry: BrokerEntry, i: number, secrets: ReadonlySet<string>): ConfigIssue[] {
   const issues: ConfigIssue[] = passwordIssues(entry, secrets).map((p) => ({ path: [section, i, ...p.path], message: p.message }));

@@ -48,7 +48,7 @@ declare module '../../../sdk/plugin/extensions.ts' {
   }
 }
 
-export const sftpSectionSchema = z.array(sftpEntrySchema).default([]).describe('SFTP servers services put files on and get files from, by connection name, with the server key pinned.');
+export const sftpSectionSchema = z.array(sftpEntrySchema).default([]).describe('SFTP servers services put files on and get files from, by connection name, with the server key pinned.').meta({ title: 'SFTP connections' });
 
 function entryIssues(entry: SftpEntry, secretNames: ReadonlySet<string>): Array<{ path: string[]; message: string }> {
   const issues = passwordIssues(entry, secretNames);

@@ -77,7 +77,7 @@ declare module '../../../sdk/plugin/extensions.ts' {
   }
 }
 
-export const smtpConnectionSectionSchema = z.array(smtpConnectionSchema).default([]).describe('Outgoing mail servers (SMTP): services send with mail(name).send(...) (plugins/connectors/smtp).');
+export const smtpConnectionSectionSchema = z.array(smtpConnectionSchema).default([]).describe('Outgoing mail servers (SMTP): services send with mail(name).send(...) (plugins/connectors/smtp).').meta({ title: 'SMTP connections' });
 
 export function validateSmtp(config: SvcConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];

@@ -66,7 +66,7 @@ declare module '../../../sdk/plugin/extensions.ts' {
   }
 }
 
-export const sqlSectionSchema = z.array(sqlEntrySchema).default([]).describe('SQL databases (PostgreSQL, MySQL, MariaDB) services query by connection name.');
+export const sqlSectionSchema = z.array(sqlEntrySchema).default([]).describe('SQL databases (PostgreSQL, MySQL, MariaDB) services query by connection name.').meta({ title: 'SQL connections' });
 
 /** The url's protocol matches the engine, or no url and the fields say where. */
 function whereIssues(entry: SqlEntry): Array<{ path: string[]; message: string }> {

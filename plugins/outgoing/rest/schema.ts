@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { hostPath, scopedRef } from '../../../sdk/plugin/index.ts';
+import { hostPath, listColumn, scopedRef } from '../../../sdk/plugin/index.ts';
 import type { ConfigIssue, SvcConfig } from '../../../sdk/plugin/index.ts';
 import { OUTGOING_AUTH_CAPABILITY } from '../../capabilities.ts';
 
@@ -49,14 +49,14 @@ const addressSchema = z
 export const outgoingEntrySchema = z
   .object({
     name: z.string().min(1).describe('Unique; service code refers to the connection by this exact name.'),
-    address: addressSchema.describe('Base address of the external system, e.g. https://crm.example.com (a path prefix is allowed).'),
+    address: listColumn(addressSchema, 1, 'Address').describe('Base address of the external system, e.g. https://crm.example.com (a path prefix is allowed).'),
     url_path: z
       .string()
       .startsWith('/', 'must start with /')
       .refine((p) => !p.includes('?') && !p.includes('#'), 'must not contain a query string or fragment')
       .default('/')
       .describe('Path after the address; may hold {placeholder} parameters filled from the call\'s params.'),
-    security: scopedRef(z.string().min(1)).optional().describe('Security definition whose credentials are added on the host side: basic_auth, apikey, bearer_token or ntlm.'),
+    security: listColumn(scopedRef(z.string().min(1)), 2, 'Security').optional().describe('Security definition whose credentials are added on the host side: basic_auth, apikey, bearer_token or ntlm.'),
     timeout_ms: z.number().int().min(1).max(600_000).default(10_000).describe('Limit of one attempt, from sending to the last response byte.'),
     retry: retrySchema.default(retrySchema.parse({})).describe('Retries of timeouts, connection errors and 429 responses.'),
     headers: headerMapSchema.optional(),
@@ -83,7 +83,7 @@ declare module '../../../sdk/plugin/extensions.ts' {
   }
 }
 
-export const outgoingSectionSchema = z.array(outgoingEntrySchema).default([]).describe('Outgoing REST connections services call by name.');
+export const outgoingSectionSchema = z.array(outgoingEntrySchema).default([]).describe('Outgoing REST connections services call by name.').meta({ title: 'Outgoing REST connections' });
 
 export function validateOutgoing(config: SvcConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];

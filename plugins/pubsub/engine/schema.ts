@@ -48,9 +48,9 @@ export const subscriptionEntrySchema = z
   .strict();
 
 export const pubsubSections = {
-  pubsub_topic: z.array(topicEntrySchema).default([]).describe('Pub/sub topics.'),
-  pubsub_endpoint: z.array(endpointEntrySchema).default([]).describe('Pub/sub endpoints: client identities and their permissions.'),
-  pubsub_subscription: z.array(subscriptionEntrySchema).default([]).describe('Subscriptions made by config (variant B, or pre-created for variant A).'),
+  pubsub_topic: z.array(topicEntrySchema).default([]).describe('Pub/sub topics.').meta({ title: 'Pub/sub topics' }),
+  pubsub_endpoint: z.array(endpointEntrySchema).default([]).describe('Pub/sub endpoints: client identities and their permissions.').meta({ title: 'Pub/sub endpoints' }),
+  pubsub_subscription: z.array(subscriptionEntrySchema).default([]).describe('Subscriptions made by config (variant B, or pre-created for variant A).').meta({ title: 'Pub/sub subscriptions' }),
 };
 
 export type TopicEntry = z.infer<typeof topicEntrySchema>;

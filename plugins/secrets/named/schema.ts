@@ -33,7 +33,7 @@ export type NamedSecret = z.infer<typeof namedSecretSchema>;
 export const secretsSectionSchema = z
   .array(namedSecretSchema)
   .default([])
-  .describe('Named secrets services sign and verify with, by name, without reading them (plugins/secrets/named).');
+  .describe('Named secrets services sign and verify with, by name, without reading them (plugins/secrets/named).').meta({ title: 'Named secrets' });
 
 declare module '../../../sdk/plugin/extensions.ts' {
   interface ConfigSections {

@@ -16,7 +16,7 @@ export const groupSchema = z
 
 export type Group = z.infer<typeof groupSchema>;
 
-export const groupsSectionSchema = z.array(groupSchema).default([]).describe('Groups of client security definitions, assigned to channels by name.');
+export const groupsSectionSchema = z.array(groupSchema).default([]).describe('Groups of client security definitions, assigned to channels by name.').meta({ title: 'Security groups' });
 
 declare module '../../../sdk/plugin/extensions.ts' {
   interface ConfigSections {

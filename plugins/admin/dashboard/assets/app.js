@@ -1,7 +1,7 @@
 // The Dashboard: hash routes, each page built from the admin API. Resource pages are generic
 // (the catalogue's JSON Schemas); the runtime pages read the plugins' operations.
 import { api, ApiError } from './client.js';
-import { el, field, showIssues } from './form.js';
+import { el, field, prose, showIssues } from './form.js';
 import { sparkline } from './chart.js';
 import { lineDiff } from './diff.js';
 import { accountsView, usageView } from './tenants.js';
@@ -257,7 +257,7 @@ async function overviewPage() {
     'table',
     { class: 'list', id: 'resource-counts' },
     el('tr', {}, el('th', { text: 'Resource' }), el('th', { text: 'Entries' }), el('th', { text: 'Description' })),
-    catalogue.sections.map((x) => el('tr', {}, el('td', {}, link(`#/r/${encodeURIComponent(x.name)}`, x.title ?? x.name)), el('td', { text: String(x.count ?? '') }), el('td', { text: x.description ?? '' }))),
+    catalogue.sections.map((x) => el('tr', { 'data-section': x.name }, el('td', {}, link(`#/r/${encodeURIComponent(x.name)}`, x.title ?? x.name), ' ', el('code', { class: 'key', text: x.name })), el('td', { text: String(x.count ?? '') }), el('td', { text: x.description ?? '' }))),
   );
   show(
     seq,
@@ -275,15 +275,23 @@ async function overviewPage() {
 }
 
 const sectionOf = (name) => catalogue.sections.find((s) => s.name === name);
-/** A few scalar columns of an entry for its list row: from its schema, or the first variant's of each field (security types). */
+/**
+ * The columns of a section's list: the fields its schema marks `x-svc-list` (listColumn in the
+ * plugin SDK), in their order; else its first few scalar fields. Each as `{ key, title }`.
+ */
 function columnsOf(section) {
   const items = section.schema?.items ?? section.schema ?? {};
   const props = {};
-  for (const v of [items, ...(items.oneOf ?? items.anyOf ?? [])]) for (const [k, s] of Object.entries(v.properties ?? {})) props[k] ??= s;
-  return Object.entries(props)
-    .filter(([k, s]) => k !== 'name' && ['string', 'integer', 'boolean', 'number'].includes(s.type) && !/pass|secret|key/i.test(k))
-    .slice(0, 4)
-    .map(([k]) => k);
+  for (const v of [items, ...(items.oneOf ?? items.anyOf ?? [])]) for (const [k, sch] of Object.entries(v.properties ?? {})) props[k] ??= sch;
+  const marked = Object.entries(props)
+    .filter(([, sch]) => typeof sch['x-svc-list'] === 'number')
+    .sort(([, a], [, b]) => a['x-svc-list'] - b['x-svc-list']);
+  const chosen = marked.length
+    ? marked
+    : Object.entries(props)
+        .filter(([k, sch]) => k !== 'name' && ['string', 'integer', 'boolean', 'number'].includes(sch.type) && !/pass|secret|key/i.test(k))
+        .slice(0, 4);
+  return chosen.map(([key, sch]) => ({ key, title: sch.title ?? key }));
 }
 
 /** A list row's cell: the admin API lists each entry as `{ name, source, entry }`, its fields under `entry`. */
@@ -292,30 +300,89 @@ function cellOf(item, column) {
   return value === undefined || value === null ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
 
+/** Rows per page of a list. */
+const PAGE_SIZE = 50;
+
+/**
+ * A section's list: its columns, where each entry comes from (the config file, or an edit made
+ * here), a count, sorting by any column (click its header), pages of PAGE_SIZE, and search in
+ * one field or in all the columns shown.
+ */
 async function listPage(name) {
   const seq = routeSeq;
   const section = sectionOf(name);
   if (!section) throw new Error(`no such resource: ${name}`);
   const entries = await api.list(name);
   const cols = columnsOf(section);
+  const all = [{ key: 'name', title: 'Name' }, ...cols, { key: 'source', title: 'From' }];
+  const valueOf = (e, key) => (key === 'name' ? e.name : key === 'source' ? (e.source === 'admin' ? 'admin edit' : 'config file') : cellOf(e, key));
   const search = el('input', { type: 'search', placeholder: 'Search', id: 'search' });
+  const field = el('select', { id: 'search-field', 'aria-label': 'Search in' }, el('option', { value: '', text: 'in all columns' }), all.map((c) => el('option', { value: c.key, text: `in ${c.title}` })));
+  const count = el('span', { class: 'help', id: 'count' });
+  const pager = el('div', { class: 'toolbar', id: 'pager' });
   const body = el('tbody');
+  const head = el('tr');
   const actions = name === 'channel_rest' && ops.has('cache.purge');
+  let sortKey = 'name';
+  let descending = false;
+  let page = 0;
   const render = () => {
-    const q = search.value.toLowerCase();
-    body.replaceChildren(
-      ...entries
-        .filter((e) => !q || JSON.stringify(e).toLowerCase().includes(q))
-        .map((e) => el('tr', { 'data-name': e.name }, el('td', {}, link(`#/r/${encodeURIComponent(name)}/${encodeURIComponent(e.name)}`, e.name)), cols.map((c) => el('td', { 'data-column': c, text: cellOf(e, c) })), actions ? el('td', {}, e.entry?.response_cache ? purgeButton(e.name) : '') : '')),
+    const q = search.value.trim().toLowerCase();
+    const keys = field.value ? [field.value] : all.map((c) => c.key);
+    const found = entries.filter((e) => !q || keys.some((k) => valueOf(e, k).toLowerCase().includes(q)));
+    found.sort((a, b) => valueOf(a, sortKey).localeCompare(valueOf(b, sortKey), undefined, { numeric: true }) * (descending ? -1 : 1));
+    const pages = Math.max(1, Math.ceil(found.length / PAGE_SIZE));
+    page = Math.min(page, pages - 1);
+    const shown = found.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
+    count.textContent = found.length === entries.length ? `${entries.length} entr${entries.length === 1 ? 'y' : 'ies'}` : `${found.length} of ${entries.length} entries match`;
+    head.replaceChildren(
+      ...all.map((c) => {
+        const th = el('th', { 'data-column': c.key, class: 'sortable', text: c.title + (c.key === sortKey ? (descending ? ' ▼' : ' ▲') : ''), 'aria-sort': c.key === sortKey ? (descending ? 'descending' : 'ascending') : 'none' });
+        th.addEventListener('click', () => {
+          descending = c.key === sortKey ? !descending : false;
+          sortKey = c.key;
+          render();
+        });
+        return th;
+      }),
+      actions ? el('th') : '',
     );
+    body.replaceChildren(
+      ...shown.map((e) =>
+        el(
+          'tr',
+          { 'data-name': e.name },
+          el('td', {}, link(`#/r/${encodeURIComponent(name)}/${encodeURIComponent(e.name)}`, e.name)),
+          cols.map((c) => el('td', { 'data-column': c.key, text: cellOf(e, c.key) })),
+          el('td', { 'data-column': 'source', text: valueOf(e, 'source') }),
+          actions ? el('td', {}, e.entry?.response_cache ? purgeButton(e.name) : '') : '',
+        ),
+      ),
+    );
+    const go = (to, label, id) => {
+      const b = el('button', { type: 'button', class: 'link', id, text: label, disabled: to < 0 || to >= pages });
+      b.addEventListener('click', () => {
+        page = to;
+        render();
+      });
+      return b;
+    };
+    pager.replaceChildren(...(pages > 1 ? [go(page - 1, '← Previous', 'prev'), el('span', { class: 'help', id: 'page', text: `page ${page + 1} of ${pages}` }), go(page + 1, 'Next →', 'next')] : []));
   };
-  search.addEventListener('input', render);
+  const again = () => {
+    page = 0;
+    render();
+  };
+  search.addEventListener('input', again);
+  field.addEventListener('change', again);
   render();
-  show(seq, 
-    h1(section.title ?? name),
-    section.description ? el('p', { class: 'help', text: section.description }) : '',
-    el('div', { class: 'toolbar' }, search, canChange() ? link(`#/r/${encodeURIComponent(name)}/+new`, 'New', { class: 'button', id: 'new' }) : ''),
-    el('table', { class: 'list' }, el('thead', {}, el('tr', {}, el('th', { text: 'name' }), cols.map((c) => el('th', { text: c })), actions ? el('th') : '')), body),
+  show(
+    seq,
+    el('h1', {}, section.title ?? name, ' ', el('code', { class: 'key', text: name })),
+    section.description ? el('p', { class: 'help' }, prose(section.description)) : '',
+    el('div', { class: 'toolbar' }, search, field, count, canChange() ? link(`#/r/${encodeURIComponent(name)}/+new`, 'New', { class: 'button', id: 'new' }) : ''),
+    el('table', { class: 'list', id: 'entries' }, el('thead', {}, head), body),
+    pager,
   );
 }
 
@@ -369,7 +436,7 @@ async function entryPage(sectionName, entryName) {
         failed(err);
       }
     });
-  show(seq, el('p', {}, link(`#/r/${encodeURIComponent(sectionName)}`, `← ${section.title ?? sectionName}`)), h1(creating ? `New ${sectionName}` : entryName), formNode, del);
+  show(seq, el('p', {}, link(`#/r/${encodeURIComponent(sectionName)}`, `← ${section.title ?? sectionName}`)), h1(creating ? `New in ${section.title ?? sectionName}` : entryName), formNode, del);
 }
 
 /** A form for one operation's arguments, and where its result goes. */

@@ -15,6 +15,13 @@ const el = (tag, attrs = {}, ...children) => {
 };
 export { el };
 
+/** A description as people read it: its `code` spans as code, the rest as text (never HTML). */
+export function prose(text) {
+  return String(text)
+    .split('`')
+    .map((part, i) => (i % 2 ? el('code', { text: part }) : document.createTextNode(part)));
+}
+
 /** The schema's alternatives (oneOf/anyOf), with `null` ones left out (optional fields). */
 function alternatives(schema) {
   const alts = schema.oneOf ?? schema.anyOf;
@@ -45,9 +52,11 @@ const SECRET_NAMES = /pass(word)?|secret|api_?key|token|private/i;
 export function field(schema, path, value, opts = {}) {
   const name = path.at(-1) ?? '';
   const id = 'f-' + path.join('.');
-  const help = schema.description ? el('div', { class: 'help', text: schema.description }) : undefined;
+  const help = schema.description ? el('div', { class: 'help' }, prose(schema.description)) : undefined;
   const error = el('div', { class: 'field-error', 'data-path': path.join('.') });
-  const label = (extra) => el('label', { for: id }, el('span', { class: 'name', text: String(name) }), opts.required ? el('span', { class: 'req', text: ' *' }) : undefined, extra);
+  // A field's title (its schema's `title`) for people, with its key beside it as the YAML has it.
+  const label = (extra) =>
+    el('label', { for: id }, el('span', { class: 'name', text: String(schema.title ?? name) }), schema.title ? el('code', { class: 'key', text: ` ${name}` }) : undefined, opts.required ? el('span', { class: 'req', text: ' *' }) : undefined, extra);
   const alts = alternatives(schema);
 
   if (alts && alts.length === 1) return field({ description: schema.description, ...alts[0] }, path, value, opts);
@@ -183,7 +192,7 @@ function unionField(schema, alts, key, path, value, opts) {
   const node = el(
     'div',
     { class: 'union', 'data-path': path.join('.') },
-    el('div', { class: 'field' }, el('label', { for: id }, el('span', { class: 'name', text: key }), el('span', { class: 'req', text: ' *' })), select, schema.description ? el('div', { class: 'help', text: schema.description }) : undefined),
+    el('div', { class: 'field' }, el('label', { for: id }, el('span', { class: 'name', text: key }), el('span', { class: 'req', text: ' *' })), select, schema.description ? el('div', { class: 'help' }, prose(schema.description)) : undefined),
     holder,
   );
   return { node, read: () => ({ [key]: select.value, ...branch.read() }) };

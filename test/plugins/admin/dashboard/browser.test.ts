@@ -102,7 +102,7 @@ async function save(label: 'Create' | 'Save'): Promise<void> {
 /** Signs the page in through the login form unless it already is: each test but the first starts signed in, whatever ran before it. */
 async function signIn(): Promise<void> {
   await go('');
-  const signedIn = page.locator('nav').getByRole('link', { name: 'channel_rest' });
+  const signedIn = page.locator('nav').getByRole('link', { name: 'REST channels' });
   const form = page.locator('#password');
   await Promise.race([signedIn.waitFor(), form.waitFor()]);
   if (await signedIn.isVisible()) return;
@@ -132,14 +132,14 @@ describe('the Dashboard in Chromium', () => {
       await shot('login');
       await page.locator('#password').fill(ADMIN_PASSWORD);
       await page.getByRole('button', { name: 'Log in' }).click();
-      await page.locator('nav').getByRole('link', { name: 'channel_rest' }).waitFor();
+      await page.locator('nav').getByRole('link', { name: 'REST channels' }).waitFor();
       await shot('overview');
     });
   });
 
   it('creates a Basic Auth definition and a channel bound to a service with it; the channel answers 200', async () => {
     await step(page, 'create-definition', async () => {
-      await go('#/r/security/+new', 'New security');
+      await go('#/r/security/+new', 'New in Security definitions');
       await page.locator('#f-type').selectOption('basic_auth');
       await page.locator('#f-name').fill('crm');
       await page.locator('#f-username').fill('crm-user');
@@ -148,7 +148,7 @@ describe('the Dashboard in Chromium', () => {
       await save('Create');
     });
     await step(page, 'create-channel', async () => {
-      await go('#/r/channel_rest/+new', 'New channel_rest');
+      await go('#/r/channel_rest/+new', 'New in REST channels');
       await page.locator('#f-name').fill('crm.echo');
       await page.locator('#f-url_path').fill('/crm');
       await page.locator('#f-service').fill('echo');
@@ -161,7 +161,7 @@ describe('the Dashboard in Chromium', () => {
 
   it('adds a PostgreSQL connection from its generated form; a service queries through it and /ready lists it', async () => {
     await step(page, 'create-sql-connection', async () => {
-      await go('#/r/sql_connection/+new', 'New sql_connection');
+      await go('#/r/sql_connection/+new', 'New in SQL connections');
       await page.locator('#f-name').fill('crm_db');
       await page.locator('#f-engine').selectOption('postgresql');
       await page.locator('#f-url').fill('postgres://postgres@127.0.0.1:5432/test');
@@ -170,7 +170,7 @@ describe('the Dashboard in Chromium', () => {
       await save('Create');
     });
     await step(page, 'create-lookup-channel', async () => {
-      await go('#/r/channel_rest/+new', 'New channel_rest');
+      await go('#/r/channel_rest/+new', 'New in REST channels');
       await page.locator('#f-name').fill('lookup');
       await page.locator('#f-url_path').fill('/lookup');
       await page.locator('#f-service').fill('lookup');
@@ -185,7 +185,12 @@ describe('the Dashboard in Chromium', () => {
 
   it('shows the server\'s validation errors next to the field', async () => {
     await step(page, 'inline-errors', async () => {
-      await go('#/r/channel_rest/+new', 'New channel_rest');
+      await go('#/r/channel_rest/+new', 'New in REST channels');
+      // Labels for people with the YAML key beside them; help with its `code` as code, no backticks.
+      expect(await page.locator('label[for="f-url_path"]').textContent()).toBe('URL path url_path *');
+      const ttlHelp = page.locator('.help', { hasText: 'How long an answer is served from the cache' }).first();
+      expect(await ttlHelp.locator('code').allTextContents()).toEqual(['30s', '5m', '1h']);
+      expect(await ttlHelp.textContent()).not.toContain('`');
       await page.locator('#f-name').fill('broken');
       await page.locator('#f-url_path').fill('/broken');
       await page.locator('#f-service').fill('echo');
@@ -291,7 +296,7 @@ describe('the Dashboard in Chromium', () => {
       expect(await hello.nth(1).textContent()).not.toBe('0');
       expect(Number(await hello.nth(4).textContent())).toBeGreaterThan(0);
       expect(await page.locator('#channel-health tr[data-channel="crashing"]').getAttribute('class')).toBe('e5');
-      expect(Number(await page.locator('#resource-counts tr', { hasText: 'channel_rest' }).locator('td').nth(1).textContent())).toBeGreaterThan(2);
+      expect(Number(await page.locator('#resource-counts tr[data-section="channel_rest"]').locator('td').nth(1).textContent())).toBeGreaterThan(2);
       await shot('overview');
     });
     // Saved right again: the banner goes.
@@ -460,9 +465,43 @@ describe('the Dashboard in Chromium', () => {
       expect(await cells('listed')).toMatchObject({ url_path: '/listed/{id}', service: 'echo', method: 'GET' });
       expect(await cells('hello')).toMatchObject({ url_path: '/hello', service: 'echo' });
       expect(await cells('fail')).toMatchObject({ url_path: '/fail', service: 'boom', method: 'POST' });
+      // The columns a channel's schema marks for lists, with their titles, and where each entry comes from.
+      expect(await page.locator('#entries thead th').allTextContents()).toEqual(['Name ▲', 'URL path', 'Method', 'Service', 'Security', 'Data format', 'Use queue', 'From', '']);
+      expect((await cells('listed')).source).toBe('admin edit');
+      expect((await cells('hello')).source).toBe('config file');
+      expect(await cells('fail')).toMatchObject({ use_queue: 'true' });
+      const total = await page.locator('table.list tbody tr').count();
+      expect(await page.locator('#count').textContent()).toBe(`${total} entries`);
       await page.locator('#search').fill('listed');
       await expect.poll(() => page.locator('table.list tbody tr').count()).toBe(1);
+      expect(await page.locator('#count').textContent()).toBe(`1 of ${total} entries match`);
+      // Search in one field: `boom` is a service name, and no channel's path.
+      await page.locator('#search').fill('boom');
+      await page.locator('#search-field').selectOption('url_path');
+      await expect.poll(() => page.locator('table.list tbody tr').count()).toBe(0);
+      await page.locator('#search-field').selectOption('service');
+      await expect.poll(() => page.locator('table.list tbody tr').count()).toBeGreaterThan(0);
+      for (const service of await page.locator('table.list tbody td[data-column="service"]').allTextContents()) expect(service).toBe('boom');
+      await page.locator('#search').fill('');
+      // Sorted by a column on a click of its header, the other way on a second.
+      const paths = () => page.locator('table.list tbody td[data-column="url_path"]').allTextContents();
+      await page.locator('#entries th[data-column="url_path"]').click();
+      const ascending = await paths();
+      expect(ascending).toEqual([...ascending].sort((a, b) => a.localeCompare(b, undefined, { numeric: true })));
+      await page.locator('#entries th[data-column="url_path"]').click();
+      expect(await paths()).toEqual([...ascending].reverse());
       await shot('channels');
+      // Pages of 50: 60 more channels make two pages.
+      const many = Array.from({ length: 60 }, (_, i) => ({ name: `bulk-${i}`, url_path: `/bulk/${i}`, service: 'echo', security: 'none' }));
+      expect((await api.send('POST', '/admin/api/import', { channel_rest: many })).status).toBe(200);
+      await page.reload();
+      await page.locator('#page').waitFor();
+      expect(await page.locator('#page').textContent()).toBe(`page 1 of 2`);
+      expect(await page.locator('table.list tbody tr').count()).toBe(50);
+      await page.locator('#next').click();
+      expect(await page.locator('#page').textContent()).toBe('page 2 of 2');
+      expect(await page.locator('table.list tbody tr').count()).toBe(total + 60 - 50);
+      expect(await page.locator('#next').isDisabled()).toBe(true);
       await go('#/r/security', 'security');
       await page.locator('table.list tbody tr[data-name="app"]').waitFor();
       expect(await page.locator('table.list tbody tr[data-name="app"] td[data-column="type"]').textContent()).toBe('basic_auth');
@@ -481,6 +520,8 @@ describe('the Dashboard in Chromium', () => {
     expect([await cache(), await cache()]).toEqual(['MISS', 'HIT']);
     await step(page, 'purge', async () => {
       await go('#/r/channel_rest', 'channel_rest');
+      // Past the first page of channels (the list test added 60): found by its name.
+      await page.locator('#search').fill('cached');
       const row = page.locator('table.list tbody tr[data-name="cached"]');
       await row.waitFor();
       // Only channels that cache have the button.

@@ -59,7 +59,7 @@ describe("the Dashboard as a tenant's developer", () => {
       await logIn('acme/dev');
       expect(await page.locator('#who').textContent()).toBe('acme/dev (developer of acme)');
       const nav = page.locator('nav');
-      await nav.getByRole('link', { name: 'channel_rest' }).waitFor();
+      await nav.getByRole('link', { name: 'REST channels' }).waitFor();
       expect(await nav.getByRole('link', { name: 'tenants', exact: true }).count()).toBe(0);
       expect(await nav.getByRole('link', { name: 'Accounts' }).count()).toBe(0);
       await go('#/r/channel_rest', 'channel_rest');
@@ -70,7 +70,7 @@ describe("the Dashboard as a tenant's developer", () => {
 
   it('creates a channel with short names; it is stored in acme', async () => {
     await step(page, 'tenant-create', async () => {
-      await go('#/r/channel_rest/+new', 'New channel_rest');
+      await go('#/r/channel_rest/+new', 'New in REST channels');
       await page.locator('#f-name').fill('shop');
       await page.locator('#f-url_path').fill('/shop');
       await page.locator('#f-service').fill('orders');
