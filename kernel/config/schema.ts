@@ -194,12 +194,12 @@ export const urlPathSchema = z
 export const channelBaseShape = {
   name: z.string().min(1).describe('Label of the channel; unique.'),
   url_path: listColumn(urlPathSchema, 1, 'URL path').describe('URL path; {name} parts capture path parameters.'),
-  service: listColumn(scopedRef(z.string().min(1)), 3, 'Service').describe('Name of the service (its file name in services_dir, without extension).'),
+  service: listColumn(scopedRef(z.string().min(1), { to: ['services'] }), 3, 'Service').describe('Name of the service (its file name in services_dir, without extension).'),
   method: listColumn(z.enum(HTTP_METHODS), 2, 'Method')
     .optional()
     .describe('The one HTTP method accepted; any method when absent.'),
   data_format: listColumn(z.string().min(1), 5, 'Data format').describe('Data format: one an enabled format plugin handles (bundled: json, xml, hl7, form, multipart, csv, none).'),
-  security: listColumn(scopedRef(z.string({ error: "required: name a security definition or group, or say 'none' explicitly" }).min(1), { keep: ['none'] }), 4, 'Security')
+  security: listColumn(scopedRef(z.string({ error: "required: name a security definition or group, or say 'none' explicitly" }).min(1), { keep: ['none'], to: ['security', 'groups'] }), 4, 'Security')
     .describe("Security definition or group name, or 'none' for no server-side authentication."),
   url_params_pri: z
     .enum(['qs_over_path', 'path_over_qs'])

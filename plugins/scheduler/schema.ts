@@ -38,7 +38,7 @@ export const DEFAULT_RUN_DELIVERY = runDeliverySchema.parse({});
 export const jobSchema = z
   .object({
     name: z.string().min(1).max(200).refine((name) => /^[A-Za-z0-9_.:-]+$/.test(localName(name)), 'letters, digits and _ . : - (a tenant\'s after its `tenant/`)').describe('Job name: unique; shown in `svc job list` and the Dashboard.'),
-    service: scopedRef(z.string().min(1)).describe('The service each run invokes.'),
+    service: scopedRef(z.string().min(1), { to: ['services'] }).describe('The service each run invokes.'),
     input: z
       .record(z.string(), z.unknown())
       .default({})

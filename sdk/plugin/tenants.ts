@@ -41,7 +41,8 @@ export function scopedFor(service: string, name: string): string {
 
 /** Metadata a config field carries when it names another resource (a service, a connection, a security definition). */
 export interface ScopedRefMeta {
-  scopedRef: { keep: readonly string[] };
+  /** `to`: what it names, for the Dashboard's choices (SDK 1.12): config sections by name, or `services` for the deployed services. */
+  scopedRef: { keep: readonly string[]; to?: readonly string[] };
 }
 
 /** Metadata of a field that names a file or folder of the server's machine: a tenant's entries may not set it. */
@@ -52,10 +53,12 @@ export interface HostPathMeta {
 /**
  * Marks a config field (a string, or each string of an array) as a reference to a named
  * resource: in a tenant's config it is qualified with the tenant, and an entry of one tenant may
- * not name another's. `keep`: values that mean no resource and stay as written (`none`).
+ * not name another's. `keep`: values that mean no resource and stay as written (`none`). `to`:
+ * the config sections whose entries it names, or `services` (the Dashboard offers those names and
+ * warns of one that does not exist).
  */
-export function scopedRef<T extends z.ZodType>(schema: T, opts: { keep?: readonly string[] } = {}): T {
-  return schema.meta({ scopedRef: { keep: opts.keep ?? [] } }) as T;
+export function scopedRef<T extends z.ZodType>(schema: T, opts: { keep?: readonly string[]; to?: readonly string[] } = {}): T {
+  return schema.meta({ scopedRef: { keep: opts.keep ?? [], ...(opts.to && { to: opts.to }) } }) as T;
 }
 
 /**

@@ -67,10 +67,10 @@ const declareSchema = z
 export const channelAmqpSchema = z
   .object({
     name: z.string().min(1).describe('Unique; the Use queue lane and dead letters are amqp:<name>.'),
-    connection: scopedRef(z.string().min(1)).describe('The amqp_connection to consume on.'),
+    connection: scopedRef(z.string().min(1), { to: ['amqp_connection'] }).describe('The amqp_connection to consume on.'),
     queue: z.string().min(1).max(255).describe('Queue to consume.'),
     declare: declareSchema.optional().describe('Declare the queue (and its bindings) at each connect with these settings; absent: the queue must exist already (checked passively).'),
-    service: scopedRef(z.string().min(1)).describe('Service each message runs.'),
+    service: scopedRef(z.string().min(1), { to: ['services'] }).describe('Service each message runs.'),
     data_format: z.string().min(1).default('json').describe('How message bodies are decoded (json, xml, form, hl7, csv, none).'),
     ...formatSettingsFields,
     prefetch: z.number().int().min(1).max(65535).default(10).describe('Unacknowledged messages the broker sends at most.'),

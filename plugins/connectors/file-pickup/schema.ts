@@ -11,7 +11,7 @@ const sourceSchema = z
     local: z.object({ path: hostPath(folderPath).describe('The folder on this machine (absolute, or relative to the working directory).') }).strict().optional().describe('A local folder.'),
     sftp: z
       .object({
-        connection: scopedRef(z.string().min(1)).describe('The sftp_connection to poll on (plugins/connectors/sftp).'),
+        connection: scopedRef(z.string().min(1), { to: ['sftp_connection'] }).describe('The sftp_connection to poll on (plugins/connectors/sftp).'),
         path: folderPath.describe("The folder on the server, relative to the connection's root."),
       })
       .strict()
@@ -70,7 +70,7 @@ export const channelFileSchema = z
   .object({
     name: z.string().min(1).max(200).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits and _ . -').describe('Unique; the Use queue lane and dead letters are file:<name>.'),
     source: sourceSchema.describe('Where files are picked up: `{ local: { path } }` or `{ sftp: { connection, path } }`.'),
-    service: scopedRef(z.string().min(1)).describe('Service each file runs.'),
+    service: scopedRef(z.string().min(1), { to: ['services'] }).describe('Service each file runs.'),
     pattern: z
       .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
       .default('*')

@@ -39,7 +39,7 @@ export const channelImapSchema = z
     username: z.string().min(1).describe('Login name of the mailbox account.'),
     ...passwordFields,
     mailbox: folderName.default('INBOX').describe('Folder watched for new messages.'),
-    service: scopedRef(z.string().min(1)).describe('Service each message runs (ctx.payload: the parsed mail).'),
+    service: scopedRef(z.string().min(1), { to: ['services'] }).describe('Service each message runs (ctx.payload: the parsed mail).'),
     after_success: afterSuccessSchema.default({ action: 'seen' }).describe('What happens to a message on the server once it is done with.'),
     error_folder: folderName.default('svc-errors').describe('Folder a message moves to when it is dead-lettered (failed every attempt, too large, or not a parsable mail); created when missing.'),
     idle: z.boolean().default(true).describe('Wait for new messages with IMAP IDLE (pushed by the server within a second); the mailbox is also polled every poll_interval_ms, and only polled when the server has no IDLE or this is false.'),

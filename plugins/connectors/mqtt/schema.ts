@@ -95,7 +95,7 @@ export const channelEntrySchema = z
     qos: z.union([z.literal(0), z.literal(1), z.literal(2)]).default(1).describe('Subscription QoS: 0 at most once (nothing redelivered), 1 at least once (acknowledged after the message is done with), 2 needs protocol_version 5.'),
     clean_session: z.boolean().default(false).describe('false: a persistent session, so messages published while svc is away are delivered when it is back; true: a new session at each connect.'),
     session_expiry_s: z.number().int().min(0).max(4_294_967_295).default(604_800).describe('MQTT 5: how long the broker keeps the session after a disconnect (default a week).'),
-    service: scopedRef(z.string().min(1)).describe('The service run for each message.'),
+    service: scopedRef(z.string().min(1), { to: ['services'] }).describe('The service run for each message.'),
     data_format: z.string().min(1).default('json').describe("How a message's body is read: json (default), xml, form, hl7, csv, or none (the bytes as they came, in ctx.rawBody); a message not valid for it is dead-lettered."),
     ...formatSettingsFields,
     delivery: inboundDeliverySchema.default(inboundDeliverySchema.parse({})).describe('Retries and dead letters (svc\'s dead-letter queue: svc queue list --channel mqtt:<name>).'),

@@ -13,10 +13,10 @@ export const sftpEntrySchema = z
     port: z.number().int().min(1).max(65_535).default(22).describe('SSH port of the server.'),
     username: z.string().min(1).describe('User to log in as.'),
     ...passwordFields,
-    private_key_secret: scopedRef(z.string().min(1)).optional().describe('Name of a `secrets:` entry holding the private key (OpenSSH or PEM text) to log in with.'),
+    private_key_secret: scopedRef(z.string().min(1), { to: ['secrets'] }).optional().describe('Name of a `secrets:` entry holding the private key (OpenSSH or PEM text) to log in with.'),
     private_key_file: hostPath(z.string().min(1)).optional().describe('File holding the private key to log in with, read at each connect (instead of private_key_secret).'),
     passphrase: z.string().max(4096).optional().describe("The private key's passphrase; give it as ${ENV}. Write-only, never logged.").meta({ writeOnly: true }),
-    passphrase_secret: scopedRef(z.string().min(1)).optional().describe("Name of a `secrets:` entry holding the private key's passphrase instead."),
+    passphrase_secret: scopedRef(z.string().min(1), { to: ['secrets'] }).optional().describe("Name of a `secrets:` entry holding the private key's passphrase instead."),
     host_key: z
       .string()
       .min(1)

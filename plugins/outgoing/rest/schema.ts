@@ -56,7 +56,7 @@ export const outgoingEntrySchema = z
       .refine((p) => !p.includes('?') && !p.includes('#'), 'must not contain a query string or fragment')
       .default('/')
       .describe('Path after the address; may hold {placeholder} parameters filled from the call\'s params.'),
-    security: listColumn(scopedRef(z.string().min(1)), 2, 'Security').optional().describe('Security definition whose credentials are added on the host side: basic_auth, apikey, bearer_token or ntlm.'),
+    security: listColumn(scopedRef(z.string().min(1), { to: ['security'] }), 2, 'Security').optional().describe('Security definition whose credentials are added on the host side: basic_auth, apikey, bearer_token or ntlm.'),
     timeout_ms: z.number().int().min(1).max(600_000).default(10_000).describe('Limit of one attempt, from sending to the last response byte.'),
     retry: retrySchema.default(retrySchema.parse({})).describe('Retries of timeouts, connection errors and 429 responses.'),
     headers: headerMapSchema.optional(),

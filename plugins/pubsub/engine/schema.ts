@@ -28,7 +28,7 @@ export const topicEntrySchema = z
 export const endpointEntrySchema = z
   .object({
     name: z.string().min(1).describe('Name of the pub/sub endpoint (client identity); unique.'),
-    security: scopedRef(z.string().min(1))
+    security: scopedRef(z.string().min(1), { to: ['security'] })
       .optional()
       .describe('Name of the basic_auth definition whose credentials identify this endpoint on the REST APIs. Required unless `services` is given.'),
     pub: z.array(scopedRef(topicPattern)).default([]).describe('Topic patterns this endpoint may publish to (`*` within a segment, `**` across segments).'),
@@ -42,7 +42,7 @@ export const endpointEntrySchema = z
 
 export const subscriptionEntrySchema = z
   .object({
-    endpoint: scopedRef(z.string().min(1)).describe('Name of the subscribing pub/sub endpoint.'),
+    endpoint: scopedRef(z.string().min(1), { to: ['pubsub_endpoint'] }).describe('Name of the subscribing pub/sub endpoint.'),
     topics: z.array(scopedRef(topicName)).min(1).describe('Topics the endpoint is subscribed to (it needs subscription permission for each).'),
   })
   .strict();

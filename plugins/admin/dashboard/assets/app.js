@@ -404,9 +404,10 @@ async function entryPage(sectionName, entryName) {
   const seq = routeSeq;
   const section = sectionOf(sectionName);
   const creating = entryName === '+new';
-  const value = creating ? undefined : await api.get(sectionName, entryName);
+  const view = creating ? undefined : await api.view(sectionName, entryName);
+  const value = view?.entry;
   const schema = section.schema?.items ?? section.schema;
-  const form = field(schema, [], value, { required: true, secretsWriteOnly: true });
+  const form = field(schema, [], value, { required: true, secretsWriteOnly: true, refs: await referencedNames(schema), secretsSet: view?.secretsSet ?? [] });
   const issues = el('div', { class: 'issues' });
   const save = el('button', { type: 'submit', text: creating ? 'Create' : 'Save' });
   const formNode = el('form', { class: 'entry' }, form.node, issues, el('div', { class: 'toolbar' }, canChange() ? save : el('p', { class: 'help', text: 'Read only: your role (viewer) changes nothing.' })));
@@ -437,6 +438,27 @@ async function entryPage(sectionName, entryName) {
       }
     });
   show(seq, el('p', {}, link(`#/r/${encodeURIComponent(sectionName)}`, `← ${section.title ?? sectionName}`)), h1(creating ? `New in ${section.title ?? sectionName}` : entryName), formNode, del);
+}
+
+/** The names a form's reference fields may take (`scopedRef.to` in its schema), by what they name: sections the caller sees, and `services`. */
+async function referencedNames(schema) {
+  const targets = new Set();
+  const walk = (s) => {
+    if (!s || typeof s !== 'object') return;
+    for (const t of s.scopedRef?.to ?? []) targets.add(t);
+    for (const v of Object.values(s.properties ?? {})) walk(v);
+    for (const v of [...(s.oneOf ?? []), ...(s.anyOf ?? []), s.items]) walk(v);
+  };
+  walk(schema);
+  const refs = new Map();
+  await Promise.all(
+    [...targets].map(async (t) => {
+      if (t === 'services') {
+        if (ops.has('services.list')) refs.set(t, (await api.op('services.list').catch(() => [])).filter((x) => x.deployed).map((x) => x.name));
+      } else if (sectionOf(t)) refs.set(t, (await api.list(t).catch(() => [])).map((e) => e.name));
+    }),
+  );
+  return refs;
 }
 
 /** A form for one operation's arguments, and where its result goes. */

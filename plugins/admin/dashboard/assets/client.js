@@ -59,6 +59,8 @@ export const api = {
   catalogue: () => call('GET', '/resources'),
   list: (section) => call('GET', `/resources/${seg(section)}`).then((r) => r.items),
   get: (section, name) => call('GET', `/resources/${seg(section)}/${seg(name)}`).then((r) => r.entry),
+  /** The entry with `secretsSet`, the write-only fields that hold a value. */
+  view: (section, name) => call('GET', `/resources/${seg(section)}/${seg(name)}`),
   create: (section, entry) => call('POST', `/resources/${seg(section)}`, entry),
   update: (section, name, entry) => call('PUT', `/resources/${seg(section)}/${seg(name)}`, entry),
   remove: (section, name) => call('DELETE', `/resources/${seg(section)}/${seg(name)}`),

@@ -68,7 +68,7 @@ export function field(schema, path, value, opts = {}) {
 
   if (type === 'object' && schema.properties) {
     const required = new Set(schema.required ?? []);
-    const parts = Object.entries(schema.properties).map(([k, s]) => [k, field(s, [...path, k], value?.[k], { required: required.has(k) && s.default === undefined, secretsWriteOnly: opts.secretsWriteOnly })]);
+    const parts = Object.entries(schema.properties).map(([k, s]) => [k, field(s, [...path, k], value?.[k], { required: required.has(k) && s.default === undefined, secretsWriteOnly: opts.secretsWriteOnly, refs: opts.refs, secretsSet: path.length ? undefined : opts.secretsSet })]);
     const node = el('fieldset', { class: 'object', 'data-path': path.join('.') }, path.length ? el('legend', { text: String(name) }) : undefined, help, parts.map(([, p]) => p.node), error);
     return {
       node,
@@ -155,7 +155,11 @@ export function field(schema, path, value, opts = {}) {
     placeholder: secret && value !== undefined ? '(unchanged)' : schema.default !== undefined ? String(schema.default) : '',
   });
   if (!secret && value !== undefined && value !== null) input.value = String(value);
-  const node = el('div', { class: 'field', 'data-path': path.join('.') }, label(), input, help, error);
+  // A write-only field that holds a value says so (its value is never sent back).
+  const isSet = secret && opts.secretsSet?.includes(String(name));
+  if (isSet) input.placeholder = '(set: leave empty to keep it)';
+  const refNote = referenceNote(schema, input, opts.refs);
+  const node = el('div', { class: 'field', 'data-path': path.join('.') }, label(isSet ? el('span', { class: 'badge', text: ' set' }) : undefined), input, refNote, help, error);
   return {
     node,
     read() {
@@ -164,6 +168,31 @@ export function field(schema, path, value, opts = {}) {
       return numeric ? Number(text) : text;
     },
   };
+}
+
+/**
+ * A field that names another resource (`scopedRef.to` in its schema: config sections, or
+ * `services`): the names that exist are offered as it is typed, and a name that exists nowhere
+ * is flagged at once (the server would accept a channel naming a service not deployed yet: it
+ * answers 500 until one is). `refs`: the names by what they are, read when the page opened.
+ */
+function referenceNote(schema, input, refs) {
+  const to = schema.scopedRef?.to;
+  if (!to || !refs) return undefined;
+  const keep = schema.scopedRef.keep ?? [];
+  const names = [...new Set(to.flatMap((t) => refs.get(t) ?? []))].sort();
+  const listId = `${input.id}-choices`;
+  input.setAttribute('list', listId);
+  const choices = el('datalist', { id: listId }, [...keep, ...names].map((n) => el('option', { value: n })));
+  const warning = el('div', { class: 'field-warning', 'data-path': input.name });
+  const what = to.map((t) => (t === 'services' ? 'deployed service' : t)).join(' or ');
+  const check = () => {
+    const v = input.value.trim();
+    warning.textContent = v && !keep.includes(v) && !names.includes(v) ? `No ${what} is named '${v}'${to.includes('services') ? ': calls answer 500 until one is deployed' : ''}.` : '';
+  };
+  input.addEventListener('input', check);
+  check();
+  return el('div', {}, choices, warning);
 }
 
 function isScalar(items) {

@@ -151,12 +151,25 @@ describe('the Dashboard in Chromium', () => {
       await go('#/r/channel_rest/+new', 'New in REST channels');
       await page.locator('#f-name').fill('crm.echo');
       await page.locator('#f-url_path').fill('/crm');
+      // References offer what exists, and a name that exists nowhere is flagged before saving.
+      const offered = (id: string) => page.locator(`#${id}-choices option`).evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+      expect(await offered('f-service')).toEqual(expect.arrayContaining(['echo', 'boom', 'lookup']));
+      expect(await offered('f-security')).toEqual(expect.arrayContaining(['none', 'app', 'crm']));
+      await page.locator('#f-service').fill('helo');
+      expect(await page.locator('.field-warning[data-path="service"]').textContent()).toBe("No deployed service is named 'helo': calls answer 500 until one is deployed.");
       await page.locator('#f-service').fill('echo');
+      expect(await page.locator('.field-warning[data-path="service"]').textContent()).toBe('');
       await page.locator('#f-security').fill('crm');
+      expect(await page.locator('.field-warning[data-path="security"]').textContent()).toBe('');
       await save('Create');
     });
     expect(await call('/crm')).toBe(401);
     expect(await call('/crm', 'crm-user', 'first-password')).toBe(200);
+    // A write-only field that holds a value says so, without its value.
+    await go('#/r/security/crm', 'crm');
+    expect(await page.locator('label[for="f-password"] .badge').textContent()).toBe(' set');
+    expect(await page.locator('#f-password').getAttribute('placeholder')).toBe('(set: leave empty to keep it)');
+    expect(await page.locator('#f-password').inputValue()).toBe('');
   });
 
   it('adds a PostgreSQL connection from its generated form; a service queries through it and /ready lists it', async () => {
