@@ -43,6 +43,12 @@ export function devLine(line: Line, dir: string): Line {
     const { error, service: _service, file: _file, ...rest } = line;
     return { ...rest, msg: `${msg}\n${indent(inServicesDir(error, dir))}` };
   }
+  if (typeof msg === 'string' && msg.startsWith('config change refused') && Array.isArray(line.issues)) {
+    // One line per problem, under the file's path from here.
+    const { issues, source, ...rest } = line;
+    const file = typeof source === 'string' ? relative(process.cwd(), source) || source : 'the config';
+    return { ...rest, msg: `${file}: ${msg}\n${indent(issues.map(String).join('\n'))}` };
+  }
   if ((msg === 'service deployed' || msg === 'service undeployed') && typeof line.file === 'string') {
     const { file, service: _service, ...rest } = line;
     return { ...rest, msg: `${msg.replace('service ', '')} ${dir}/${file}` };

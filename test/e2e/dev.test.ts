@@ -102,6 +102,17 @@ describe('svc dev', () => {
     expect(await (await fetch(`${url}/hello/Cy`)).json()).toEqual({ greeting: 'Hi, Cy' });
   });
 
+  it('reports a refused config save one problem per line, under the file, and keeps serving', async () => {
+    const mark = out.length;
+    const file = join(dir, 'config', 'svc.yaml');
+    writeFileSync(file, `${config}  - { name: bad, url_path: nope, service: hello }\n`);
+    await waitFor('the refusal', () => since(mark).includes('config change refused'));
+    expect(since(mark)).toMatch(/ERROR: config\/svc\.yaml: config change refused; the running config stays\n {4}channel_rest\[\d+\]\.url_path: must start with \/\n {4}channel_rest\[\d+\]\.security: required/);
+    expect(await (await fetch(`${url}/hello/Di`)).json()).toEqual({ greeting: 'Hi, Di' });
+    writeFileSync(file, config);
+    await waitFor('the config applied again', () => since(mark).includes('config applied'));
+  });
+
   it("shows a service's exception with its stack frames in the service file", async () => {
     const mark = out.length;
     expect((await fetch(`${url}/boom`)).status).toBe(500);
