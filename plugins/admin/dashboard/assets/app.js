@@ -315,7 +315,7 @@ async function listPage(name) {
   const entries = await api.list(name);
   const cols = columnsOf(section);
   const all = [{ key: 'name', title: 'Name' }, ...cols, { key: 'source', title: 'From' }];
-  const valueOf = (e, key) => (key === 'name' ? e.name : key === 'source' ? (e.source === 'admin' ? 'admin edit' : 'config file') : cellOf(e, key));
+  const shownValue = (e, key) => (key === 'name' ? e.name : key === 'source' ? (e.source === 'admin' ? 'admin edit' : 'config file') : cellOf(e, key));
   const search = el('input', { type: 'search', placeholder: 'Search', id: 'search' });
   const field = el('select', { id: 'search-field', 'aria-label': 'Search in' }, el('option', { value: '', text: 'in all columns' }), all.map((c) => el('option', { value: c.key, text: `in ${c.title}` })));
   const count = el('span', { class: 'help', id: 'count' });
@@ -329,8 +329,8 @@ async function listPage(name) {
   const render = () => {
     const q = search.value.trim().toLowerCase();
     const keys = field.value ? [field.value] : all.map((c) => c.key);
-    const found = entries.filter((e) => !q || keys.some((k) => valueOf(e, k).toLowerCase().includes(q)));
-    found.sort((a, b) => valueOf(a, sortKey).localeCompare(valueOf(b, sortKey), undefined, { numeric: true }) * (descending ? -1 : 1));
+    const found = entries.filter((e) => !q || keys.some((k) => shownValue(e, k).toLowerCase().includes(q)));
+    found.sort((a, b) => shownValue(a, sortKey).localeCompare(shownValue(b, sortKey), undefined, { numeric: true }) * (descending ? -1 : 1));
     const pages = Math.max(1, Math.ceil(found.length / PAGE_SIZE));
     page = Math.min(page, pages - 1);
     const shown = found.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
@@ -354,7 +354,7 @@ async function listPage(name) {
           { 'data-name': e.name },
           el('td', {}, link(`#/r/${encodeURIComponent(name)}/${encodeURIComponent(e.name)}`, e.name)),
           cols.map((c) => el('td', { 'data-column': c.key, text: cellOf(e, c.key) })),
-          el('td', { 'data-column': 'source', text: valueOf(e, 'source') }),
+          el('td', { 'data-column': 'source', text: shownValue(e, 'source') }),
           actions ? el('td', {}, e.entry?.response_cache ? purgeButton(e.name) : '') : '',
         ),
       ),
