@@ -34,6 +34,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   'file-pickup': () => import('./suites/file-pickup.ts'),
   sftp: () => import('./suites/sftp.ts'),
   tenants: () => import('./suites/tenants.ts'),
+  dashboard: () => import('./suites/dashboard.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */
