@@ -480,14 +480,49 @@ function opForm(op, onResult, label = 'Run') {
   return node;
 }
 
+/**
+ * An op's answer as people read it: a list of records as a table, a record as field and value,
+ * anything else (and what a table cannot hold) as JSON.
+ */
+function resultView(result) {
+  const scalar = (v) => v === null || ['string', 'number', 'boolean'].includes(typeof v);
+  const cell = (v) => el('td', { text: v === undefined ? '' : scalar(v) ? String(v) : JSON.stringify(v) });
+  if (Array.isArray(result) && result.length && result.every((r) => r && typeof r === 'object' && !Array.isArray(r))) {
+    const keys = [...new Set(result.flatMap((r) => Object.keys(r)))];
+    return el('table', { class: 'list result' }, el('tr', {}, keys.map((k) => el('th', { text: k }))), result.map((r) => el('tr', {}, keys.map((k) => cell(r[k])))));
+  }
+  if (result && typeof result === 'object' && !Array.isArray(result)) return el('table', { class: 'list result' }, Object.entries(result).map(([k, v]) => el('tr', {}, el('th', { text: k }), cell(v))));
+  if (Array.isArray(result) && !result.length) return el('p', { class: 'help', text: 'Nothing.' });
+  return pre(result);
+}
+
+/**
+ * Ops whose arguments are hashes made on the operator's machine (the CLI's set-password and
+ * create-key hash locally, so no secret crosses the wire): no form of raw hashes here; the page
+ * says where to do it instead.
+ */
+const takesHashes = (op) => Object.keys(op.args?.properties ?? {}).some((k) => /hash|digest/i.test(k));
+
 function opsPage() {
   const seq = routeSeq;
-  const out = el('div');
-  show(seq, 
+  const out = el('div', { id: 'op-result' });
+  const runnable = [...ops.values()].filter((op) => !takesHashes(op));
+  const elsewhere = [...ops.values()].filter(takesHashes);
+  show(
+    seq,
     h1('Operations'),
     el('p', { class: 'help', text: 'What the enabled plugins let operators do on the running server.' }),
-    ...[...ops.values()].map((op) => el('details', { class: 'op' }, el('summary', {}, el('code', { text: op.op }), op.description ? ` — ${op.description}` : ''), opForm(op, (r) => out.replaceChildren(pre(r))))),
+    ...runnable.map((op) => el('details', { class: 'op' }, el('summary', {}, el('code', { text: op.op }), op.description ? ` — ${op.description}` : ''), opForm(op, (r) => out.replaceChildren(resultView(r))))),
     out,
+    elsewhere.length
+      ? el(
+          'div',
+          { class: 'help', id: 'ops-elsewhere' },
+          el('h2', { text: 'Done elsewhere' }),
+          el('p', { text: 'These take a hash made on your machine, so that no password crosses the network: set a security definition\'s password in its form (Resources), accounts and keys on the Accounts page, or from the command line:' }),
+          el('ul', {}, elsewhere.map((op) => el('li', {}, el('code', { text: op.op }), ` — svc ${op.op.replace('.', ' ')}`))),
+        )
+      : '',
   );
 }
 

@@ -319,6 +319,22 @@ describe('the Dashboard in Chromium', () => {
     expect(await page.locator('#config-refused').count()).toBe(0);
   });
 
+  it('runs an operation from its form and shows the answer as a table; ops that take hashes point to where a password is set instead', async () => {
+    await step(page, 'ops', async () => {
+      await go('#/ops', 'Operations');
+      expect(await page.locator('form.op[data-op="secdef.set-password"]').count()).toBe(0);
+      expect(await page.locator('#ops-elsewhere li', { hasText: 'secdef.set-password' }).textContent()).toBe('secdef.set-password — svc secdef set-password');
+      const job = page.locator('details.op', { has: page.locator('form.op[data-op="job.list"]') });
+      await job.locator('summary').click();
+      await job.getByRole('button', { name: 'Run' }).click();
+      const result = page.locator('#op-result table.result');
+      await result.waitFor();
+      expect(await result.locator('th').first().textContent()).toBe('name');
+      expect(await result.locator('td').first().textContent()).toBe('nightly-sync');
+      await shot('ops');
+    });
+  });
+
   it('lists this node on the nodes page', async () => {
     await step(page, 'nodes', async () => {
       await go('#/nodes', 'Nodes');
