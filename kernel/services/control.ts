@@ -7,7 +7,7 @@ import type { SvcConfig } from '../config/schema.ts';
 import { scopedRef, tenantOf } from '../../sdk/plugin/tenants.ts';
 import { IssuesError, SvcError } from '../errors.ts';
 import type { ControlOp } from '../plugin.ts';
-import { isServiceFile, serviceName, type DeployedVersion, type ServiceRegistry } from './registry.ts';
+import { isServiceFile, serviceName, transpile, type DeployedVersion, type ServiceRegistry } from './registry.ts';
 import { SharedServices } from './shared.ts';
 import { DeployHistory } from './history.ts';
 
@@ -52,6 +52,8 @@ export const uploadArgs = z
       .describe('The whole source text of the service (TypeScript or JavaScript).'),
   })
   .strict();
+
+export const checkArgs = z.object({ file: uploadArgs.shape.file, source: uploadArgs.shape.source }).strict();
 
 /** `file:12:5: message` → line and column of the first error, when the message has them. */
 function positionOf(error: string): { line: number; column: number } | null {
@@ -222,7 +224,20 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     },
   };
 
-  return [list, source, upload, remove, versions, version, rollback];
+  // The Dashboard's editor checks a version before it is deployed: compiled here, nothing deployed or written.
+  const check: ControlOp<z.infer<typeof checkArgs>> = {
+    op: 'services.check',
+    readOnly: true,
+    tenantScoped: true,
+    args: checkArgs,
+    handler: async ({ file, source: text }) => {
+      const compiled = transpile(file, text);
+      if (!('error' in compiled)) return { ok: true, errors: [] };
+      return { ok: false, errors: compiled.error.split('\n').map((message) => ({ message, position: positionOf(message) })) };
+    },
+  };
+
+  return [list, source, upload, remove, versions, version, rollback, check];
 }
 
 /**

@@ -575,7 +575,8 @@ async function servicesPage(name) {
   const seq = routeSeq;
   if (name) {
     const [src, history] = await Promise.all([api.op('services.source', { name }), historySection(name)]);
-    return show(seq, el('p', {}, link('#/services', '← Services')), h1(name), pre(src.source ?? src), history);
+    const editor = canChange() && ops.has('services.upload') ? serviceEditor(name, src) : pre(src.source ?? src);
+    return show(seq, el('p', {}, link('#/services', '← Services')), h1(name), editor, history);
   }
   const list = await api.op('services.list', {});
   const file = el('input', { id: 'upload-file', name: 'file', placeholder: 'name.ts' });
@@ -608,6 +609,72 @@ async function servicesPage(name) {
     );
   const row = (s) => el('tr', { 'data-name': s.name }, el('td', {}, link(`#/services/${encodeURIComponent(s.name)}`, s.name)), el('td', { text: s.file ?? '' }), stateCell(s), el('td', { text: s.channels.join(', ') }));
   show(seq, h1('Services'), el('table', { class: 'list', id: 'services' }, el('tr', {}, ['name', 'file', 'state', 'channels'].map((t) => el('th', { text: t }))), list.map(row)), ops.has('services.upload') ? upload : '');
+}
+
+/**
+ * A service's source, editable: line numbers beside it, Check (compiled on the server, nothing
+ * deployed: services.check) marks the first error at its line and puts the cursor there, and
+ * Deploy uploads it (services.upload: compiled again, deployed, written; a version that does not
+ * compile changes nothing). The file as it is on disk is what opens.
+ */
+/** `file:12:5: message` → `{ line, column }`, as the server words compile errors. */
+function positionIn(message) {
+  const m = /^[^:\n]+:(\d+):(\d+): /.exec(message);
+  return m ? { line: Number(m[1]), column: Number(m[2]) } : undefined;
+}
+
+function serviceEditor(name, src) {
+  const text = el('textarea', { id: 'source', class: 'code', spellcheck: 'false', rows: Math.min(40, Math.max(12, src.source.split('\n').length + 2)), 'aria-label': `Source of ${src.file}` });
+  text.value = src.source;
+  const gutter = el('pre', { class: 'gutter', 'aria-hidden': 'true' });
+  const errors = el('div', { id: 'editor-errors', class: 'field-error' });
+  let bad;
+  const number = () => {
+    const lines = text.value.split('\n').length;
+    gutter.replaceChildren(...Array.from({ length: lines }, (_, i) => el('span', { class: i + 1 === bad ? 'bad' : '', text: `${i + 1}\n` })));
+  };
+  text.addEventListener('input', () => {
+    bad = undefined;
+    number();
+  });
+  text.addEventListener('scroll', () => {
+    gutter.scrollTop = text.scrollTop;
+  });
+  number();
+  const mark = (list) => {
+    const first = list.find((e) => e.position)?.position;
+    bad = first?.line;
+    number();
+    errors.replaceChildren(...list.map((e) => el('div', { text: e.message })));
+    if (first) {
+      // The cursor at the error: line and column (esbuild's column counts from 0).
+      const offset = text.value.split('\n').slice(0, first.line - 1).reduce((n, l) => n + l.length + 1, 0) + first.column;
+      text.focus();
+      text.setSelectionRange(offset, offset);
+    }
+  };
+  const check = el('button', { type: 'button', id: 'check', text: 'Check' });
+  check.addEventListener('click', async () => {
+    try {
+      const r = await api.op('services.check', { file: src.file, source: text.value });
+      mark(r.errors);
+      if (r.ok) flash(`${src.file} compiles: Deploy puts it in service`);
+    } catch (err) {
+      failed(err);
+    }
+  });
+  const deploy = el('button', { type: 'button', id: 'deploy', text: 'Deploy' });
+  deploy.addEventListener('click', async () => {
+    try {
+      const tenant = name.includes('/') ? name.slice(0, name.indexOf('/')) : undefined;
+      await api.op('services.upload', { file: src.file, source: text.value, ...(tenant && !me?.tenant ? { tenant } : {}) });
+      navigate(`#/services/${encodeURIComponent(name)}`, `${src.file} deployed: ${name} serves this version`);
+    } catch (err) {
+      if (err instanceof ApiError && err.issues.length) mark(err.issues.flatMap((i) => i.message.split('\n')).map((message) => ({ message, position: positionIn(message) })));
+      failed(err);
+    }
+  });
+  return el('section', { id: 'editor' }, el('div', { class: 'editor' }, gutter, text), errors, el('div', { class: 'toolbar' }, check, deploy, el('span', { class: 'help', text: src.file })));
 }
 
 /**

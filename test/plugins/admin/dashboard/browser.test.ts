@@ -386,7 +386,7 @@ describe('the Dashboard in Chromium', () => {
       // What the list shows of each service: its file, its state and the channels bound to it.
       expect(await echo.locator('td').allTextContents()).toEqual(['echo', 'echo.ts', 'serving', expect.stringContaining('hello')]);
       await echo.getByRole('link', { name: 'echo' }).click();
-      await page.locator('pre.json').getByText("import { service } from 'svc/sdk'").waitFor();
+      await expect.poll(() => page.locator('#source').inputValue()).toContain("import { service } from 'svc/sdk'");
     });
   });
 
@@ -452,6 +452,36 @@ describe('the Dashboard in Chromium', () => {
     });
     expect(await (await fetch(channelUrl('/uploaded'))).json()).toEqual({ word: 'first' });
     expect(readFileSync(join(k.servicesDir, 'uploaded.ts'), 'utf8')).toBe(good('first'));
+  });
+
+  it('edits a service in the browser: Check marks a compile error at its line, Deploy serves the fixed version', async () => {
+    const good = (word: string) => `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ word: '${word}' }) });\n`;
+    await step(page, 'editor', async () => {
+      await go('#/services/uploaded', 'uploaded');
+      const source = page.locator('#source');
+      await expect.poll(() => source.inputValue()).toBe(good('first'));
+      await source.fill(`import { service } from 'svc/sdk';\n\nexport default service({ handle: () => ({ word: ) });\n`);
+      await page.getByRole('button', { name: 'Check' }).click();
+      await expect.poll(() => page.locator('#editor-errors').textContent()).toMatch(/^uploaded\.ts:3:\d+: /);
+      // The line marked in the gutter, the cursor put on it; nothing deployed.
+      expect(await page.locator('.gutter span.bad').textContent()).toBe('3\n');
+      const cursorLine = await source.evaluate((t: HTMLTextAreaElement) => t.value.slice(0, t.selectionStart).split('\n').length);
+      expect(cursorLine).toBe(3);
+      await shot('editor-error');
+      expect(await (await fetch(channelUrl('/uploaded'))).json()).toEqual({ word: 'first' });
+      // Deploy refuses it too, marking the same line.
+      await page.getByRole('button', { name: 'Deploy' }).click();
+      await page.locator('#flash.error').filter({ hasText: 'not deployed' }).waitFor();
+      expect(await page.locator('.gutter span.bad').textContent()).toBe('3\n');
+      await source.fill(good('edited'));
+      await page.getByRole('button', { name: 'Check' }).click();
+      await page.locator('#flash.ok').filter({ hasText: 'uploaded.ts compiles' }).waitFor();
+      expect(await page.locator('.gutter span.bad').count()).toBe(0);
+      await page.getByRole('button', { name: 'Deploy' }).click();
+      await page.locator('#flash.ok').filter({ hasText: 'uploaded.ts deployed' }).waitFor();
+    });
+    expect(await (await fetch(channelUrl('/uploaded'))).json()).toEqual({ word: 'edited' });
+    expect(readFileSync(join(k.servicesDir, 'uploaded.ts'), 'utf8')).toBe(good('edited'));
   });
 
   it('downloads the OpenAPI documents', async () => {
