@@ -133,3 +133,15 @@ export const LIST_COLUMN_KEY = 'x-svc-list';
 export function listColumn<T extends z.ZodType>(schema: T, order: number, title?: string): T {
   return schema.meta({ [LIST_COLUMN_KEY]: order, ...(title !== undefined && { title }) }) as T;
 }
+
+/** The JSON Schema keyword of a field that applies only when another field of its entry has a value. */
+export const APPLIES_WHEN_KEY = 'x-svc-when';
+
+/**
+ * Marks a config field as one that applies only when `field` (a sibling in the same entry) is
+ * `value` (plugin SDK 1.12): a format's settings with its data_format, the queue's settings with
+ * use_queue. The Dashboard's forms show it only then; the config itself is checked as before.
+ */
+export function appliesWhen<T extends z.ZodType>(schema: T, field: string, value: string | boolean): T {
+  return schema.meta({ [APPLIES_WHEN_KEY]: { field, equals: value } }) as T;
+}

@@ -43,7 +43,7 @@ export type { AuthInfo, ChannelFields, ConfigSections, ServerFields } from './ex
 export { ERRORS, IssuesError, SvcError, errorBody, type ErrorCode, type FieldIssue } from './errors.ts';
 export { clientErrorReply, listenerTimeouts, type ClientErrorLog } from './client-error.ts';
 export type { Channel, HttpMethod, SecurityEntry, ServerConfig, SvcConfig } from './config.ts';
-export { HTTP_METHODS, LIST_COLUMN_KEY, bundledPluginOn, listColumn, securityNameSchema } from './config.ts';
+export { APPLIES_WHEN_KEY, HTTP_METHODS, LIST_COLUMN_KEY, appliesWhen, bundledPluginOn, listColumn, securityNameSchema } from './config.ts';
 export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy } from './store.ts';
 export { FailureReport, closeRedis, connectRedis, createRedisConnection, deleteKeysUnder, maskRedisUrl, type RedisConnection } from './redis.ts';
 export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueViolation, redactStoreUrl, sqlTypes } from './store.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listColumn, type Channel, type ConfigIssue, type SvcConfig } from '../../../sdk/plugin/index.ts';
+import { appliesWhen, listColumn, type Channel, type ConfigIssue, type SvcConfig } from '../../../sdk/plugin/index.ts';
 
 /** Retry, ordering and depth settings of one queue (a channel's, or the background queue's). */
 export const deliverySchema = z
@@ -27,7 +27,7 @@ export const channelFields = {
   use_queue: listColumn(z.boolean(), 6, 'Use queue')
     .default(false)
     .describe("Use queue (Delivery tab): the request is stored and answered 200 with its CID at once; the service runs from the queue, retried on failure, dead-lettered after its last attempt."),
-  delivery: deliverySchema.optional().describe('Retries, concurrency and depth of the channel\'s queue (only with use_queue: true); defaults when absent.'),
+  delivery: appliesWhen(deliverySchema.optional(), 'use_queue', true).describe('Retries, concurrency and depth of the channel\'s queue (only with use_queue: true); defaults when absent.'),
 };
 
 export const optionsSchema = z

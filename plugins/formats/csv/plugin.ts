@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, MessageFormatError, SvcError, type Channel, type Exchange, type HookFn, type MessageDecoder, type ResponseDraft } from '../../../sdk/plugin/index.ts';
+import { appliesWhen, definePlugin, MessageFormatError, SvcError, type Channel, type Exchange, type HookFn, type MessageDecoder, type ResponseDraft } from '../../../sdk/plugin/index.ts';
 import { createCsvReader, CsvReadError, encodingOf, type CsvRecords } from './read.ts';
 import { checkSettingsPlacement, CSV, csvChannelSchema, type CsvSettings } from './schema.ts';
 import { createCsvWriter, CsvWriteError } from './write.ts';
@@ -97,7 +97,7 @@ export default definePlugin({
     dataFormats: [CSV],
     textFormats: [CSV],
     messageFormats: { [CSV]: csvMessages },
-    channelFields: { csv: csvChannelSchema.optional().describe('CSV settings of a channel with data_format: csv.') },
+    channelFields: { csv: appliesWhen(csvChannelSchema.optional(), 'data_format', 'csv').describe('CSV settings of a channel with data_format: csv.') },
     validateConfig: checkSettingsPlacement,
     channelOpenApi: {
       bodies: {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, MessageFormatError, type ConfigIssue, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
+import { appliesWhen, definePlugin, MessageFormatError, type ConfigIssue, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import { FORM_DEFAULTS, FormError, parseForm } from './codec.ts';
@@ -60,7 +60,7 @@ export default definePlugin({
     dataFormats: ['form'],
     textFormats: ['form'],
     messageFormats: { form: formMessages },
-    channelFields: { form: formChannelSchema.optional().describe('Form settings of a channel with data_format: form.') },
+    channelFields: { form: appliesWhen(formChannelSchema.optional(), 'data_format', 'form').describe('Form settings of a channel with data_format: form.') },
     validateConfig: checkSettingsPlacement,
     channelOpenApi: {
       bodies: {

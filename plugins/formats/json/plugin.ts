@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, MessageFormatError, type ConfigIssue, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
+import { appliesWhen, definePlugin, MessageFormatError, type ConfigIssue, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import { JSON_MAX_DEPTH, JSON_MAX_DEPTH_CEILING, JsonBodyError, readJsonBody } from '../../../sdk/plugin/index.ts';
@@ -91,7 +91,7 @@ export default definePlugin({
     jsonReplyFormats: ['json'],
     messageFormats: { json: jsonMessages },
     defaultDataFormat: 'json',
-    channelFields: { json: jsonChannelSchema.optional().describe('JSON settings of a channel with data_format: json.') },
+    channelFields: { json: appliesWhen(jsonChannelSchema.optional(), 'data_format', 'json').describe('JSON settings of a channel with data_format: json.') },
     validateConfig: checkSettingsPlacement,
     channelOpenApi: {
       bodies: {

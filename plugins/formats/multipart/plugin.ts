@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, type ConfigIssue, type HookFn } from '../../../sdk/plugin/index.ts';
+import { appliesWhen, definePlugin, type ConfigIssue, type HookFn } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
 import { MultipartError, parseMultipart, type MultipartLimits } from './codec.ts';
@@ -64,7 +64,7 @@ export default definePlugin({
   contributes: {
     dataFormats: ['multipart'],
     textFormats: ['multipart'],
-    channelFields: { multipart: multipartChannelSchema.optional().describe('Upload limits of a channel with data_format: multipart.') },
+    channelFields: { multipart: appliesWhen(multipartChannelSchema.optional(), 'data_format', 'multipart').describe('Upload limits of a channel with data_format: multipart.') },
     validateConfig: checkSettingsPlacement,
     channelOpenApi: {
       bodies: {

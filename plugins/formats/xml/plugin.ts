@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, MessageFormatError, type ConfigIssue, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
+import { appliesWhen, definePlugin, MessageFormatError, type ConfigIssue, type HookFn, type MessageDecoder } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import type { Exchange, ResponseDraft } from '../../../sdk/plugin/index.ts';
 import { SvcError } from '../../../sdk/plugin/index.ts';
@@ -97,7 +97,7 @@ export default definePlugin<XmlOptions, XmlOptions>({
     dataFormats: ['xml'],
     textFormats: ['xml'],
     messageFormats: { xml: xmlMessages(() => xmlLimits) },
-    channelFields: { xml: xmlChannelSchema.optional().describe('XML settings of a channel with data_format: xml.') },
+    channelFields: { xml: appliesWhen(xmlChannelSchema.optional(), 'data_format', 'xml').describe('XML settings of a channel with data_format: xml.') },
     validateConfig: checkSettingsPlacement,
     channelOpenApi: {
       bodies: {

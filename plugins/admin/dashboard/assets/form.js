@@ -70,11 +70,34 @@ export function field(schema, path, value, opts = {}) {
     const required = new Set(schema.required ?? []);
     const parts = Object.entries(schema.properties).map(([k, s]) => [k, field(s, [...path, k], value?.[k], { required: required.has(k) && s.default === undefined, secretsWriteOnly: opts.secretsWriteOnly, refs: opts.refs, secretsSet: path.length ? undefined : opts.secretsSet })]);
     const node = el('fieldset', { class: 'object', 'data-path': path.join('.') }, path.length ? el('legend', { text: String(name) }) : undefined, help, parts.map(([, p]) => p.node), error);
+    // Fields that apply only when a sibling has a value (`x-svc-when`: a format's settings, the
+    // queue's): shown then, hidden and left out otherwise, as the sibling changes.
+    const conditional = parts.filter(([k]) => schema.properties[k]?.['x-svc-when']);
+    const applies = (k) => {
+      const when = schema.properties[k]['x-svc-when'];
+      const sibling = parts.find(([name]) => name === when.field)?.[1];
+      let current;
+      try {
+        current = sibling?.read();
+      } catch {
+        current = undefined;
+      }
+      return current === when.equals || (current === undefined && schema.properties[when.field]?.default === when.equals);
+    };
+    const toggle = () => {
+      for (const [k, p] of conditional) p.node.hidden = !applies(k);
+    };
+    if (conditional.length) {
+      node.addEventListener('input', toggle);
+      node.addEventListener('change', toggle);
+      toggle();
+    }
     return {
       node,
       read() {
         const out = {};
         for (const [k, p] of parts) {
+          if (p.node.hidden) continue;
           const v = p.read();
           if (v !== undefined) out[k] = v;
         }

@@ -204,6 +204,18 @@ describe('the Dashboard in Chromium', () => {
       const ttlHelp = page.locator('.help', { hasText: 'How long an answer is served from the cache' }).first();
       expect(await ttlHelp.locator('code').allTextContents()).toEqual(['30s', '5m', '1h']);
       expect(await ttlHelp.textContent()).not.toContain('`');
+      // Settings shown only where they apply: the queue's with use_queue, a format's with its data_format.
+      const delivery = page.locator('fieldset[data-path="delivery"]');
+      const csv = page.locator('[data-path="csv"]').first();
+      expect(await delivery.isVisible()).toBe(false);
+      expect(await csv.isVisible()).toBe(false);
+      await page.locator('#f-use_queue').check();
+      expect(await delivery.isVisible()).toBe(true);
+      await page.locator('#f-use_queue').uncheck();
+      expect(await delivery.isVisible()).toBe(false);
+      await page.locator('#f-data_format').fill('csv');
+      expect(await csv.isVisible()).toBe(true);
+      await page.locator('#f-data_format').fill('');
       await page.locator('#f-name').fill('broken');
       await page.locator('#f-url_path').fill('/broken');
       await page.locator('#f-service').fill('echo');
