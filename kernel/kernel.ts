@@ -21,6 +21,7 @@ import { TenantLedger } from './tenants/ledger.ts';
 import { UsageSharing } from './tenants/cluster.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
 import { serviceControls } from './services/control.ts';
+import { serviceTestOp } from './services/test-op.ts';
 import { buildChain, expireStep, serviceSteps, type ActivePlugin, type ChainWatch, type ChannelRuntime } from './http/chain.ts';
 import { StepWatch } from './platform/step-watch.ts';
 import { ChannelRouter, toRoutePattern, type RouteEntry } from './http/router.ts';
@@ -202,6 +203,7 @@ export class Kernel {
     }
     for (const op of await serviceControls(this.services, () => this.configStore.current(), this.store, this.log, this.env.SVC_NODE_NAME || hostname())) this.api.addControl(op);
     this.api.addControl(configStatusOp(this.configStore, this.pool));
+    this.api.addControl(serviceTestOp(this.services, () => this.configStore.file));
     this.hostCalls.add(invokeCall(this.services, this.pool, () => this.configStore.current().server, this.log));
     await this.services.start(watch);
     this.configStore.extraCheck = (config) => this.routeIssues(config);

@@ -663,6 +663,24 @@ function serviceEditor(name, src) {
       failed(err);
     }
   });
+  // The service's own tests (services.test: `svc test` in a process of its own), for platform administrators.
+  const testOut = el('pre', { class: 'json test-output', id: 'test-output' });
+  const runTests = ops.has('services.test') && !name.includes('/') ? el('button', { type: 'button', id: 'run-tests', class: 'link', text: 'Run its tests' }) : '';
+  if (runTests)
+    runTests.addEventListener('click', async () => {
+      runTests.disabled = true;
+      testOut.textContent = 'running…';
+      try {
+        const r = await api.op('services.test', { name });
+        testOut.className = `json test-output ${r.passed ? 'passed' : 'failed'}`;
+        testOut.textContent = r.output;
+      } catch (err) {
+        testOut.textContent = '';
+        failed(err);
+      } finally {
+        runTests.disabled = false;
+      }
+    });
   const deploy = el('button', { type: 'button', id: 'deploy', text: 'Deploy' });
   deploy.addEventListener('click', async () => {
     try {
@@ -674,7 +692,7 @@ function serviceEditor(name, src) {
       failed(err);
     }
   });
-  return el('section', { id: 'editor' }, el('div', { class: 'editor' }, gutter, text), errors, el('div', { class: 'toolbar' }, check, deploy, el('span', { class: 'help', text: src.file })));
+  return el('section', { id: 'editor' }, el('div', { class: 'editor' }, gutter, text), errors, el('div', { class: 'toolbar' }, check, deploy, runTests, el('span', { class: 'help', text: src.file })), testOut);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -495,6 +495,20 @@ describe('the Dashboard in Chromium', () => {
     expect(await (await fetch(channelUrl('/uploaded'))).json()).toEqual({ word: 'edited' });
     expect(readFileSync(join(k.servicesDir, 'uploaded.ts'), 'utf8')).toBe(good('edited'));
   });
+
+  it("runs a service's own tests from its page and shows what they printed", async () => {
+    writeFileSync(
+      join(k.servicesDir, 'echo.test.ts'),
+      `import { expect, test, testService } from 'svc/sdk/testing';\nconst echo = testService('echo');\ntest('answers without a user', async () => { expect((await echo.get()).body).toEqual({ user: null }); });\ntest('a wrong expectation fails', async () => { expect((await echo.get()).body).toEqual({ user: 'someone' }); });\n`,
+    );
+    await step(page, 'run-tests', async () => {
+      await go('#/services/echo', 'echo');
+      await page.getByRole('button', { name: 'Run its tests' }).click();
+      const out = page.locator('#test-output.failed');
+      await out.waitFor({ timeout: 60_000 });
+      expect(await out.textContent()).toMatch(/answers without a user[^]*a wrong expectation fails/);
+    });
+  }, 90_000);
 
   it('downloads the OpenAPI documents', async () => {
     await create('channel_rest', { name: 'documented', url_path: '/documented', service: 'echo', security: 'none' });
