@@ -269,7 +269,8 @@ export const tenantsSchema = z
       seen.add(t.name);
     });
   })
-  .describe('Tenants: untrusted services side by side, each with its own services, resources, quotas and administrators (docs/tenants.md).');
+  .describe('Tenants: untrusted services side by side, each with its own services, resources, quotas and administrators (docs/tenants.md).')
+  .meta({ title: 'Tenants' });
 
 export const securityBaseShape = {
   name: securityNameSchema.describe('Unique name of the definition.'),
