@@ -60,7 +60,7 @@ describe("the Dashboard as a tenant's developer", () => {
       expect(await page.locator('#who').textContent()).toBe('acme/dev (developer of acme)');
       const nav = page.locator('nav');
       await nav.getByRole('link', { name: 'REST channels' }).waitFor();
-      expect(await nav.getByRole('link', { name: 'tenants', exact: true }).count()).toBe(0);
+      expect(await nav.getByRole('link', { name: 'Tenants', exact: true }).count()).toBe(0);
       expect(await nav.getByRole('link', { name: 'Accounts' }).count()).toBe(0);
       await go('#/r/channel_rest', 'channel_rest');
       const rows = await page.locator('table.list tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-name')));
