@@ -9,7 +9,6 @@
  */
 import ivm from 'isolated-vm';
 import { Socket } from 'node:net';
-import { readdirSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
 import { hostCallArgsLimit, Wire } from './wire.ts';
 import { monotonicNow } from '../platform/clock.ts';
@@ -530,24 +529,16 @@ function onMessage(message: KernelMessage, body: string, raw: string | undefined
  * threads of busy isolates (one each) otherwise take turns with the kernel's one thread, which
  * serves every tenant's requests: under a tenant's infinite loops and memory bombs the kernel
  * waited for a CPU 31–69 % of the time it was runnable, 7–32 % with this (bench/README.md,
- * Tenants). Linux keeps a nice value per thread: set on every thread the process has by now
- * (this one, V8's garbage-collection helpers, libuv's pool: a memory bomb's collections run on
- * the helpers), before any isolate exists; isolated-vm's threads, started later, inherit it.
- * Lowering a priority needs no privilege; where it is refused the thread runs at the one it has.
+ * Tenants). Set on this thread before any isolate exists: isolated-vm's threads, started later
+ * from it, inherit it (Linux keeps a nice value per thread); V8's helper threads, started with
+ * the process, keep the normal one. Lowering a priority needs no privilege; where it is refused
+ * the process runs at the priority it has.
  */
 function lowerPriority(): void {
-  let threads: number[] = [0];
   try {
-    threads = readdirSync('/proc/self/task').map(Number);
+    setPriority(0, constants.priority.PRIORITY_BELOW_NORMAL);
   } catch {
-    /* not Linux: the one call below sets the process's */
-  }
-  for (const tid of threads) {
-    try {
-      setPriority(tid, constants.priority.PRIORITY_BELOW_NORMAL);
-    } catch {
-      /* refused, or the thread ended meanwhile: its priority stays as it was */
-    }
+    /* refused: the priority stays as it was */
   }
 }
 
