@@ -61,6 +61,11 @@ function positionOf(error: string): { line: number; column: number } | null {
   return m ? { line: Number(m[1]), column: Number(m[2]) } : null;
 }
 
+/** A compile error as issues of `field`, one per message line, each with its position when it has one (the editor marks it). */
+function compileIssues(field: string, error: string): Array<{ path: string[]; message: string; position: { line: number; column: number } | null }> {
+  return error.split('\n').map((message) => ({ path: [field], message, position: positionOf(message) }));
+}
+
 export async function serviceControls(registry: ServiceRegistry, config: () => SvcConfig, store: DataStore, log: Logger, node: string): Promise<ControlOp[]> {
   const shared = await SharedServices.open(store, registry, log);
   const history = await DeployHistory.open(store, node, log);
@@ -145,7 +150,7 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
       const outcome = await target.upload(file, text, 'upload', actor);
       if (!outcome.ok) {
         const serving = registry.get(name) ? 'the previous version keeps serving' : 'nothing was deployed';
-        throw new IssuesError('SERVICE_NOT_COMPILED', `not deployed: ${outcome.error.split('\n')[0]}; ${serving}`, [{ path: ['source'], message: outcome.error }]);
+        throw new IssuesError('SERVICE_NOT_COMPILED', `not deployed: ${outcome.error.split('\n')[0]}; ${serving}`, compileIssues('source', outcome.error));
       }
       // Only a version that compiled is written, here and on the other nodes.
       await shared?.uploaded(file, text, tenant);
@@ -216,7 +221,7 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
       const other = filesOf(target).find((f) => f !== found.file && serviceName(f) === short);
       if (other) throw new SvcError('CONFLICT', `service '${name}' is the file ${other} now, version ${n} was ${found.file}: delete ${other} first`);
       const outcome = await target.upload(found.file, found.source, 'rollback', actor);
-      if (!outcome.ok) throw new IssuesError('SERVICE_NOT_COMPILED', `version ${n} did not deploy: ${outcome.error.split('\n')[0]}; the version before keeps serving`, [{ path: ['version'], message: outcome.error }]);
+      if (!outcome.ok) throw new IssuesError('SERVICE_NOT_COMPILED', `version ${n} did not deploy: ${outcome.error.split('\n')[0]}; the version before keeps serving`, compileIssues('version', outcome.error));
       await shared?.uploaded(found.file, found.source, tenant);
       await history.settled();
       const newest = (await history.list(name))[0];
@@ -233,7 +238,7 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     handler: async ({ file, source: text }) => {
       const compiled = transpile(file, text);
       if (!('error' in compiled)) return { ok: true, errors: [] };
-      return { ok: false, errors: compiled.error.split('\n').map((message) => ({ message, position: positionOf(message) })) };
+      return { ok: false, errors: compileIssues('source', compiled.error).map(({ message, position }) => ({ message, position })) };
     },
   };
 

@@ -111,6 +111,9 @@ describe('services.upload', () => {
     expect(err.issues).toHaveLength(1);
     expect(err.issues[0]!.path).toEqual(['source']);
     expect(err.issues[0]!.message).toMatch(/^hello\.ts:4:\d+: /);
+    // Each issue says where, as services.check does: the editor marks that line without reading the message.
+    const column = Number(/^hello\.ts:4:(\d+): /.exec(err.issues[0]!.message)![1]);
+    expect(err.issues[0]).toMatchObject({ position: { line: 4, column } });
     // The good file stays on disk, and it is what serves.
     expect(readFileSync(join(k.servicesDir, 'hello.ts'), 'utf8')).toBe(version('two'));
     expect((await get('/hello')).body).toEqual({ version: 'two' });

@@ -617,12 +617,6 @@ async function servicesPage(name) {
  * Deploy uploads it (services.upload: compiled again, deployed, written; a version that does not
  * compile changes nothing). The file as it is on disk is what opens.
  */
-/** `file:12:5: message` → `{ line, column }`, as the server words compile errors. */
-function positionIn(message) {
-  const m = /^[^:\n]+:(\d+):(\d+): /.exec(message);
-  return m ? { line: Number(m[1]), column: Number(m[2]) } : undefined;
-}
-
 function serviceEditor(name, src) {
   const text = el('textarea', { id: 'source', class: 'code', spellcheck: 'false', rows: Math.min(40, Math.max(12, src.source.split('\n').length + 2)), 'aria-label': `Source of ${src.file}` });
   text.value = src.source;
@@ -688,7 +682,8 @@ function serviceEditor(name, src) {
       await api.op('services.upload', { file: src.file, source: text.value, ...(tenant && !me?.tenant ? { tenant } : {}) });
       navigate(`#/services/${encodeURIComponent(name)}`, `${src.file} deployed: ${name} serves this version`);
     } catch (err) {
-      if (err instanceof ApiError && err.issues.length) mark(err.issues.flatMap((i) => i.message.split('\n')).map((message) => ({ message, position: positionIn(message) })));
+      // The refusal's issues carry each error's position, as services.check's do.
+      if (err instanceof ApiError && err.issues.length) mark(err.issues);
       failed(err);
     }
   });
