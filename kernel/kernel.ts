@@ -86,6 +86,8 @@ export class Kernel {
   private readonly drains: Array<() => Promise<void>> = [];
   private readonly connectionReporters: Array<() => ConnectionReport[]> = [];
   private readonly provided = new Map<string, unknown>();
+  /** The version of a service serving now, from its deploy history (services/control.ts). */
+  private servingVersion: KernelApi['servingVersion'] = async () => undefined;
   private control: ControlServer | undefined;
   private active: ActivePlugin[] = [];
   private closing = false;
@@ -134,6 +136,8 @@ export class Kernel {
       onListen: (start) => void kernel.listening.push(start),
       onDrain: (drain) => void kernel.drains.push(drain),
       serviceMeta: (name) => kernel.services.get(name)?.meta,
+      // The deploy history opens in init (after the plugins' setup); plugins ask at run time.
+      servingVersion: (name) => kernel.servingVersion(name),
       contributions: () => kernel.active.map((a) => a.plugin.contributes ?? {}),
       invoke: (req) => kernel.invoke(req),
       invokeRequestOf: (ex) => invokeRequestOf(ex, ex.channel.service),
@@ -201,7 +205,9 @@ export class Kernel {
       const state = plugin.setup ? await plugin.setup(this.api, options) : undefined;
       this.active.push({ plugin, state });
     }
-    for (const op of await serviceControls(this.services, () => this.configStore.current(), this.store, this.log, this.env.SVC_NODE_NAME || hostname())) this.api.addControl(op);
+    const controls = await serviceControls(this.services, () => this.configStore.current(), this.store, this.log, this.env.SVC_NODE_NAME || hostname(), () => this.configStore.file);
+    for (const op of controls.ops) this.api.addControl(op);
+    this.servingVersion = controls.servingVersion;
     this.api.addControl(configStatusOp(this.configStore, this.pool));
     this.api.addControl(serviceTestOp(this.services, () => this.configStore.file));
     this.hostCalls.add(invokeCall(this.services, this.pool, () => this.configStore.current().server, this.log));

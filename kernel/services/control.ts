@@ -1,15 +1,16 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { DataStore } from '../../sdk/plugin/store.ts';
 import type { SvcConfig } from '../config/schema.ts';
 import { scopedRef, tenantOf } from '../../sdk/plugin/tenants.ts';
 import { IssuesError, SvcError } from '../errors.ts';
-import type { ControlOp } from '../plugin.ts';
+import type { ControlOp, ServingVersion } from '../plugin.ts';
 import { isServiceFile, serviceName, transpile, type DeployedVersion, type ServiceRegistry } from './registry.ts';
 import { SharedServices } from './shared.ts';
 import { DeployHistory } from './history.ts';
+import { testCandidate, testFileOf } from './test-op.ts';
 
 /**
  * Deployed services as control ops (admin API, Dashboard, control socket): list, read the
@@ -50,6 +51,12 @@ export const uploadArgs = z
       .string()
       .refine((s) => Buffer.byteLength(s) <= MAX_SERVICE_SOURCE, `at most ${MAX_SERVICE_SOURCE / 1024} KiB`)
       .describe('The whole source text of the service (TypeScript or JavaScript).'),
+    test: z
+      .boolean()
+      .optional()
+      .describe(
+        "The test gate: run the service's own tests (`<name>.test.ts` beside it) against this version first, and deploy it only if they pass. A platform service's, by a platform administrator: a test file runs outside the sandbox.",
+      ),
   })
   .strict();
 
@@ -66,7 +73,19 @@ function compileIssues(field: string, error: string): Array<{ path: string[]; me
   return error.split('\n').map((message) => ({ path: [field], message, position: positionOf(message) }));
 }
 
-export async function serviceControls(registry: ServiceRegistry, config: () => SvcConfig, store: DataStore, log: Logger, node: string): Promise<ControlOp[]> {
+/** The tests' last lines, where `svc test` prints its summary (`1 failed, 9 passed (…)`). */
+function testSummary(output: string): string {
+  return output.trimEnd().split('\n').at(-1) ?? '';
+}
+
+export async function serviceControls(
+  registry: ServiceRegistry,
+  config: () => SvcConfig,
+  store: DataStore,
+  log: Logger,
+  node: string,
+  configPath: () => string,
+): Promise<{ ops: ControlOp[]; servingVersion: (name: string) => Promise<ServingVersion | undefined> }> {
   const shared = await SharedServices.open(store, registry, log);
   const history = await DeployHistory.open(store, node, log);
   registry.on('deployed', (version: DeployedVersion) => void history.record(version));
@@ -121,8 +140,10 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     handler: async ({ name }, caller) => {
       const file = caller === undefined || tenantOf(name) === caller.tenant ? fileOf(name) : undefined;
       if (!file || !existsSync(join(registry.dir, file))) throw new SvcError('NOT_FOUND', `no service file named '${name}' in ${registry.dir}`);
-      // The file as it is now: when its last deploy failed, not the version that serves.
-      return { name, file, source: readFileSync(join(registry.dir, file), 'utf8') };
+      // The file as it is now: when its last deploy failed, not the version that serves. Its test
+      // file, when it has one, is what the test gate and Run tests run.
+      const tests = tenantOf(name) === undefined ? testFileOf(registry.dir, name) : undefined;
+      return { name, file, source: readFileSync(join(registry.dir, file), 'utf8'), test_file: tests ? basename(tests) : null };
     },
   };
 
@@ -139,7 +160,7 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     op: 'services.upload',
     tenantScoped: true,
     args: uploadArgs,
-    handler: async ({ file, source: text, tenant: asked }, caller, actor) => {
+    handler: async ({ file, source: text, tenant: asked, test }, caller, actor) => {
       const tenant = caller?.tenant ?? asked;
       const target = registryOf(tenant);
       const short = serviceName(file);
@@ -147,16 +168,29 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
       const other = filesOf(target).find((f) => f !== file && serviceName(f) === short);
       if (other) throw new SvcError('CONFLICT', `service '${name}' is already the file ${other}: delete it first, or upload as ${other}`);
       if (!existsSync(target.dir)) throw new SvcError('NOT_FOUND', `services directory ${target.dir} does not exist`);
+      const serving = () => (registry.get(name) ? 'the previous version keeps serving' : 'nothing was deployed');
+      const tests = test ? await gate(target, tenant, name, file, text, serving) : undefined;
       const outcome = await target.upload(file, text, 'upload', actor);
-      if (!outcome.ok) {
-        const serving = registry.get(name) ? 'the previous version keeps serving' : 'nothing was deployed';
-        throw new IssuesError('SERVICE_NOT_COMPILED', `not deployed: ${outcome.error.split('\n')[0]}; ${serving}`, compileIssues('source', outcome.error));
-      }
+      if (!outcome.ok) throw new IssuesError('SERVICE_NOT_COMPILED', `not deployed: ${outcome.error.split('\n')[0]}; ${serving()}`, compileIssues('source', outcome.error));
       // Only a version that compiled is written, here and on the other nodes.
       await shared?.uploaded(file, text, tenant);
-      return { ...describe(name), serving: 'this version' };
+      return { ...describe(name), serving: 'this version', ...(tests ? { tests } : {}) };
     },
   };
+
+  /**
+   * The test gate: the candidate compiled, then its own tests run against it (test-op.ts), before
+   * anything is deployed or written. A tenant's tests are never run: they are its code outside the sandbox.
+   */
+  async function gate(target: ServiceRegistry, tenant: string | undefined, name: string, file: string, text: string, serving: () => string) {
+    if (tenant !== undefined) throw new SvcError('FORBIDDEN', "a tenant's service is deployed without its tests run: they would run outside the sandbox");
+    const compiled = transpile(file, text);
+    if ('error' in compiled) throw new IssuesError('SERVICE_NOT_COMPILED', `not deployed: ${compiled.error.split('\n')[0]}; ${serving()}`, compileIssues('source', compiled.error));
+    const run = await testCandidate(target.dir, file, text, configPath(), name);
+    if (!run) throw new SvcError('NOT_FOUND', `service '${name}' has no test file (${name}.test.ts beside it) to run before deploying`);
+    if (!run.passed) throw new IssuesError('SERVICE_TESTS_FAILED', `not deployed: its tests failed (${testSummary(run.output)}); ${serving()}`, [{ path: ['test'], message: run.output }]);
+    return { passed: true, summary: testSummary(run.output), output: run.output };
+  }
 
   const remove: ControlOp<z.infer<typeof nameArgs>> = {
     op: 'services.delete',
@@ -242,7 +276,16 @@ export async function serviceControls(registry: ServiceRegistry, config: () => S
     },
   };
 
-  return [list, source, upload, remove, versions, version, rollback, check];
+  /** The version serving now: the newest recorded while the service is deployed (as services.history says). */
+  async function servingVersion(name: string): Promise<ServingVersion | undefined> {
+    if (!registry.get(name)) return undefined;
+    await history.settled();
+    const all = await history.list(name);
+    const newest = all[0];
+    return newest && { version: newest.version, hash: newest.hash, sameSource: all.filter((v) => v.hash === newest.hash).map((v) => v.version) };
+  }
+
+  return { ops: [list, source, upload, remove, versions, version, rollback, check], servingVersion };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { SvcError } from '../errors.ts';
@@ -28,14 +29,43 @@ export function serviceTestOp(registry: ServiceRegistry, configPath: () => strin
     readOnly: true,
     args: testArgs,
     handler: async ({ name }) => {
-      const file = ['ts', 'js', 'mjs'].map((ext) => join(registry.dir, `${name}.test.${ext}`)).find((f) => existsSync(f));
+      const file = testFileOf(registry.dir, name);
       if (!file) throw new SvcError('NOT_FOUND', `service '${name}' has no test file (${name}.test.ts beside it)`);
       return runTestProcess(file, configPath());
     },
   };
 }
 
-function runTestProcess(file: string, configPath: string): Promise<{ passed: boolean; exitCode: number | null; output: string }> {
+export type TestRun = { passed: boolean; exitCode: number | null; output: string };
+
+/** The service's own test file in `dir` (`<name>.test.ts`, .js or .mjs), or undefined. */
+export function testFileOf(dir: string, name: string): string | undefined {
+  return ['ts', 'js', 'mjs'].map((ext) => join(dir, `${name}.test.${ext}`)).find((f) => existsSync(f));
+}
+
+/**
+ * The test gate of an upload: the service's own tests run against a version not yet deployed. The
+ * services directory is copied to a temporary one with the candidate in its file's place, so the
+ * test file finds it (and anything else it imports) beside it as `svc test` would; the copy goes
+ * afterwards. Undefined when the service has no test file.
+ */
+export async function testCandidate(dir: string, file: string, source: string, configPath: string, name: string): Promise<TestRun | undefined> {
+  const testFile = testFileOf(dir, name);
+  if (!testFile) return undefined;
+  const copy = mkdtempSync(join(tmpdir(), 'svc-test-gate-'));
+  try {
+    // Dot files (the registry's own) stay behind.
+    cpSync(dir, copy, { recursive: true, filter: (from) => from === dir || !basename(from).startsWith('.') });
+    writeFileSync(join(copy, file), source);
+    const run = await runTestProcess(join(copy, basename(testFile)), configPath);
+    // Paths as the author knows them: the services directory's, not the copy's.
+    return { ...run, output: run.output.replaceAll(copy, dir) };
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
+}
+
+function runTestProcess(file: string, configPath: string): Promise<TestRun> {
   return new Promise((resolve) => {
     // The kernel's own Node (bin/svc.js brings its loader); no colour codes in what a page shows.
     const child = spawn(process.execPath, [SVC_BIN, 'test', file, '--config', configPath], { env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });

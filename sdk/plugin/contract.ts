@@ -360,6 +360,15 @@ export interface TenantQuotaApi {
 }
 
 /** What the kernel offers plugins. */
+/** A deployed version of a service as its deploy history numbers it (`svc service history`). */
+export interface ServingVersion {
+  version: number;
+  /** sha256 of its source, hex. */
+  hash: string;
+  /** Every recorded version with this same source (a rollback deploys an earlier one again as a new number), this one included. */
+  sameSource: number[];
+}
+
 export interface KernelApi {
   /** Tenants' quotas (SDK 1.11). */
   readonly tenantQuotas: TenantQuotaApi;
@@ -392,6 +401,11 @@ export interface KernelApi {
   onDrain(drain: () => Promise<void>): void;
   /** What a deployed service declares (verb handlers, typed input model, limits), or undefined. */
   serviceMeta(name: string): ServiceMeta | undefined;
+  /**
+   * The version of a service serving now, by its deploy history's number and content hash;
+   * undefined when it is not deployed (or no version is recorded). SDK 1.13.
+   */
+  servingVersion(name: string): Promise<ServingVersion | undefined>;
   /** The enabled plugins' contributions, in load order (for generic readers such as the channels' OpenAPI document). */
   contributions(): readonly Contributions[];
   addRoute(route: PluginRoute): void;

@@ -24,6 +24,7 @@ export const ERRORS = {
   SERVICE_FAILED: { status: 500, message: 'Service raised an exception' },
   SERVICE_NOT_DEPLOYED: { status: 500, message: 'Service is not deployed' },
   SERVICE_NOT_COMPILED: { status: 422, message: 'Service did not compile' },
+  SERVICE_TESTS_FAILED: { status: 422, message: 'Service version failed its own tests' },
   SERVICE_MEMORY_LIMIT: { status: 500, message: 'Service exceeded its memory limit' },
   SERVICE_OUTPUT_TOO_LARGE: { status: 500, message: 'Service output exceeds the limit' },
   SERVICE_OUTPUT_INVALID: { status: 500, message: 'Service output is invalid' },

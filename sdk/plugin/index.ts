@@ -33,6 +33,7 @@ export type {
   PluginKind,
   PluginRoute,
   RawConfig,
+  ServingVersion,
   TenantQuotaApi,
   TenantQuotaName,
   ValidationContext,

@@ -172,7 +172,7 @@ export function createUseQueuePlugin(deps: UseQueueDeps = {}) {
       const quota = new QueuedEventsQuota(kernel.tenantQuotas, (tenant) => table.queuedOf(tenant), kernel.clock);
       kernel.addHostCall(invokeAsyncCall(scheduler, kernel, quota));
       const replayChecks: ReplayChecks = [];
-      for (const op of queueControls(kernel.store, table, scheduler, () => kernel.clock.now(), replayChecks)) kernel.addControl(op);
+      for (const op of queueControls(kernel.store, table, scheduler, () => kernel.clock.now(), (name) => kernel.servingVersion(name), replayChecks)) kernel.addControl(op);
       kernel.provide('use-queue.stats', () => queueStats(scheduler, table));
       kernel.provide('events.durable', durableEvents(scheduler, kernel, replayChecks));
       return { scheduler, quota };

@@ -285,10 +285,11 @@ export class QueueTable {
 
   /** Events for operators, newest last; channel null selects background events, undefined every queue. */
   /** `tenant` given: the events of that tenant's services only. */
-  async list(filter: { channel?: string | null; state?: EventState; limit: number; afterId?: number; tenant?: string | undefined }): Promise<EventView[]> {
+  async list(filter: { channel?: string | null; service?: string; state?: EventState; limit: number; afterId?: number; tenant?: string | undefined }): Promise<EventView[]> {
     const where: string[] = ['id > ?'];
     const params: unknown[] = [filter.afterId ?? 0];
     if (filter.tenant !== undefined) (where.push(OF_TENANT), params.push(...tenantParams(filter.tenant)));
+    if (filter.service !== undefined) (where.push('service = ?'), params.push(filter.service));
     if (filter.channel === null) where.push('channel IS NULL');
     else if (filter.channel !== undefined) (where.push('channel = ?'), params.push(filter.channel));
     if (filter.state) (where.push('state = ?'), params.push(filter.state));
@@ -337,6 +338,8 @@ export interface Selector {
   error?: string;
   /** A channel's events; null: background work; absent: every queue. */
   channel?: string | null;
+  /** One service's events, whichever queue they are in. */
+  service?: string;
   /** For `all` and `error`: which events; an `id` may be pending or dead. */
   state?: 'pending' | 'dead';
 }
@@ -349,19 +352,20 @@ export interface Selector {
 const OF_TENANT = 'substr(service, 1, ?) = ?';
 const tenantParams = (tenant: string) => [tenant.length + 1, `${tenant}/`];
 
-export async function selectEvents(store: DataStore, s: Selector, tenant?: string): Promise<Array<{ id: number; channel: string | null }>> {
+export async function selectEvents(store: DataStore, s: Selector, tenant?: string): Promise<Array<{ id: number; channel: string | null; service: string }>> {
   const where: string[] = ["state <> 'running'"];
   const params: unknown[] = [];
   if (tenant !== undefined) (where.push(OF_TENANT), params.push(...tenantParams(tenant)));
+  if (s.service !== undefined) (where.push('service = ?'), params.push(s.service));
   if (s.id !== undefined) (where.push('id = ?'), params.push(s.id));
   else (where.push('state = ?'), params.push(s.state ?? 'dead'));
   if (s.channel === null) where.push('channel IS NULL');
   else if (s.channel !== undefined) (where.push('channel = ?'), params.push(s.channel));
-  const rows = await store.all<Pick<EventRow, 'id' | 'channel' | 'errors'>>(`SELECT id, channel, errors FROM use_queue_event WHERE ${where.join(' AND ')} ORDER BY id`, params);
+  const rows = await store.all<Pick<EventRow, 'id' | 'channel' | 'service' | 'errors'>>(`SELECT id, channel, service, errors FROM use_queue_event WHERE ${where.join(' AND ')} ORDER BY id`, params);
   const text = s.error?.toLowerCase();
   const matches = (errorsJson: string) => {
     const last = (JSON.parse(errorsJson) as AttemptError[]).at(-1);
     return last !== undefined && `${last.kind}: ${last.message}`.toLowerCase().includes(text!);
   };
-  return rows.filter((r) => text === undefined || matches(r.errors)).map((r) => ({ id: r.id, channel: r.channel }));
+  return rows.filter((r) => text === undefined || matches(r.errors)).map((r) => ({ id: r.id, channel: r.channel, service: r.service }));
 }

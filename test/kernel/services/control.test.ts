@@ -74,8 +74,8 @@ describe('services.list and services.source', () => {
   });
 
   it('returns the source of a service file as it is on disk', async () => {
-    expect(await op('services.source', { name: 'hello' })).toEqual({ name: 'hello', file: 'hello.ts', source: version('one') });
-    expect(await op('services.source', { name: 'broken' })).toEqual({ name: 'broken', file: 'broken.ts', source: BROKEN });
+    expect(await op('services.source', { name: 'hello' })).toEqual({ name: 'hello', file: 'hello.ts', source: version('one'), test_file: null });
+    expect(await op('services.source', { name: 'broken' })).toEqual({ name: 'broken', file: 'broken.ts', source: BROKEN, test_file: null });
     await expect(op('services.source', { name: 'nosuch' })).rejects.toThrow("no service file named 'nosuch'");
     await expect(op('services.source', { name: '../etc' })).rejects.toThrow(/invalid arguments for 'services.source': name/);
   });

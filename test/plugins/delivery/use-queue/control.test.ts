@@ -59,6 +59,38 @@ describe('queue control ops', () => {
     await until(k, (r) => r.length === 0);
   });
 
+  it("replays a service's dead letters against a chosen version: only while that version serves", async () => {
+    const OTHER = `import { service } from 'svc/sdk';\nexport default service({ handle: () => { throw new Error('other fails too'); } });\n`;
+    k = await startKernel({ config: `${CONFIG}  - { name: other, url_path: /other, service: other, security: none, use_queue: true, delivery: { max_attempts: 1 } }\n`, services: { 'handler.ts': BROKEN, 'other.ts': OTHER } });
+    await post('/orders', { n: 1 });
+    await post('/other');
+    await until(k, (r) => r.length === 2 && r.every((x) => x.state === 'dead'));
+    const history = async () => ((await control(k, 'queue.list', { service: 'handler', state: 'dead' })) as Listed[]).map((e) => e.id);
+    const [dead] = await history();
+    expect(await history()).toHaveLength(1);
+    // Version 1 of handler is the broken one; the fix deployed makes version 2.
+    await k.writeService('handler.ts', FIXED);
+    const serving = (await control(k, 'services.history', { name: 'handler' })) as { serving: number };
+    expect(serving.serving).toBe(2);
+
+    // Against version 1, which no longer serves: refused, nothing replayed, the event stays dead.
+    await expect(control(k, 'queue.replay', { all: true, service: 'handler', version: 1 })).rejects.toThrow("version 1 of 'handler' is not serving (version 2 serves): roll back to it first (services.rollback), then replay");
+    expect(await history()).toEqual([dead]);
+    // Events of two services cannot be pinned to one version.
+    await expect(control(k, 'queue.replay', { all: true, version: 2 })).rejects.toThrow('the events chosen are of 2 services (handler, other)');
+    // Against the fixed version, which serves: replayed, and it runs there (the event is done).
+    expect(await control(k, 'queue.replay', { all: true, service: 'handler', version: 2 })).toEqual({ replayed: 1, ids: [dead], version: 2 });
+    await until(k, (r) => r.length === 1);
+    expect(((await control(k, 'queue.list', {})) as Listed[]).map((e) => e.channel)).toEqual(['other']);
+
+    // Rolled back to version 1, its source serves again as version 3: a replay against 1 is taken.
+    expect(await control(k, 'services.rollback', { name: 'handler', version: 1 })).toMatchObject({ rolled_back_to: 1, version: 3 });
+    await post('/orders', { n: 2 });
+    const [again] = await until(k, (r) => r.some((x) => x.channel === 'orders' && x.state === 'dead')).then(() => history());
+    await expect(control(k, 'queue.replay', { id: again!, version: 2 })).rejects.toThrow("version 2 of 'handler' is not serving (version 3 serves)");
+    expect(await control(k, 'queue.replay', { id: again!, version: 1 })).toEqual({ replayed: 1, ids: [again], version: 1 });
+  });
+
   it('replaying keeps the error history and counts attempts afresh', async () => {
     k = await startKernel({ config: CONFIG, services: { 'handler.ts': BROKEN } });
     await post('/orders');
