@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import pino from 'pino';
-import { controlOrStore, type CliCommand, type CliEnv } from '../sdk/plugin/index.ts';
+import { controlOrStore, usage, type CliCommand } from '../sdk/plugin/index.ts';
 import { DeployHistory, type VersionInfo } from '../kernel/services/history.ts';
 
 /**
@@ -9,11 +9,6 @@ import { DeployHistory, type VersionInfo } from '../kernel/services/history.ts';
  * services.rollback). With no server running, history and show read the store; a rollback
  * deploys, so it needs the server.
  */
-
-function usage(env: CliEnv, line: string): number {
-  env.err(`usage: svc ${line}`);
-  return 2;
-}
 
 /** NAME VERSION, or undefined when the arguments are not exactly those. */
 function nameAndVersion(argv: string[]): { name: string; version: number } | undefined {

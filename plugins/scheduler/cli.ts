@@ -1,4 +1,4 @@
-import { controlOrStore, type CliCommand, type CliEnv } from '../../sdk/plugin/index.ts';
+import { controlOrStore, usage, type CliCommand, type CliEnv } from '../../sdk/plugin/index.ts';
 import { listJobs, showJob, type JobView, type RunView } from './control.ts';
 import { SchedulerTables } from './store.ts';
 
@@ -27,11 +27,6 @@ function jobLine(j: JobView): string {
   const state = !j.enabled ? 'disabled' : j.paused ? 'paused' : 'active';
   const last = j.lastRun ? `last ${j.lastRun.state} ${j.lastRun.tick}` : 'never ran';
   return `${j.name}  ${j.service}  ${j.schedule} (${j.timezone})  ${state}  next ${j.nextRuns[0] ?? '-'}  ${last}`;
-}
-
-function usage(env: CliEnv, line: string): number {
-  env.err(`usage: svc ${line}`);
-  return 2;
 }
 
 const listCommand: CliCommand = {

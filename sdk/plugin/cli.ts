@@ -34,3 +34,12 @@ export async function controlOrStore(
     await store.close();
   }
 }
+
+/**
+ * A CLI command's refusal of its arguments: `why`, when given, then the command's usage line
+ * (`usage: svc LINE`) on stderr. Returns the exit code for it, 2.
+ */
+export function usage(env: CliEnv, line: string, why?: string): number {
+  env.err(why === undefined ? `usage: svc ${line}` : `${why}\nusage: svc ${line}`);
+  return 2;
+}

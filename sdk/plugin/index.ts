@@ -60,7 +60,7 @@ export type { Capabilities, CapabilityName } from './capabilities.ts';
 export { ConnectionMeter, LATENCY_BOUNDS_S, countKey, type ConnectionMeterView, type ConnectionReport } from './connections.ts';
 export { MessageFormatError, type DecodedMessage, type MessageDecoder } from './messages.ts';
 export { PLUGIN_SDK_VERSION } from './version.ts';
-export { controlOrStore } from './cli.ts';
+export { controlOrStore, usage } from './cli.ts';
 export { jsonSchemaOf, openApiDocument } from './openapi.ts';
 export {
   HMAC_ALGORITHMS,

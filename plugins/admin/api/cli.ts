@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { ConfigError, controlOrStore, hashSecret, isScryptHash, readConfigSource, type CliCommand, type CliEnv, type ControlOp, type DataStore, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { ConfigError, controlOrStore, hashSecret, isScryptHash, readConfigSource, usage, type CliCommand, type CliEnv, type ControlOp, type DataStore, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { AdminAuth } from './auth.ts';
 import { addUser, deleteKey, deleteUser, newKey, storeKey, storePasswordHash, type Grant } from './credential.ts';
 import { IssuesError } from './errors.ts';
@@ -137,7 +137,7 @@ function grantOf(env: CliEnv, local: string | undefined, flags: Map<string, stri
 
 async function readPassword(env: CliEnv, line: string): Promise<string | number> {
   const password = await readStdinSecret(env);
-  if (password.length < 8 || password.length > 1024) return usage(env, 'the password must be 8 to 1024 characters', line);
+  if (password.length < 8 || password.length > 1024) return usage(env, line, 'the password must be 8 to 1024 characters');
   return password;
 }
 
@@ -148,7 +148,7 @@ const setPassword: CliCommand = {
   describe: "Sets an account's password (admin by default), read from standard input (never from arguments); stored hashed; ends that account's sessions.",
   async run(args, env) {
     const user = accountNameSchema.safeParse(args[0] ?? ADMIN_USER);
-    if (args.length > 1 || !user.success) return usage(env, 'at most one argument, the account (admin by default, a tenant\'s as TENANT/NAME): the password is read from standard input', SET_PASSWORD);
+    if (args.length > 1 || !user.success) return usage(env, SET_PASSWORD, 'at most one argument, the account (admin by default, a tenant\'s as TENANT/NAME): the password is read from standard input');
     const password = await readPassword(env, SET_PASSWORD);
     if (typeof password === 'number') return password;
     const hash = await hashSecret(password);
@@ -163,9 +163,9 @@ const addUserCommand: CliCommand = {
   describe: 'Creates an admin account with a role (platform, or owner, developer or viewer of a tenant); the password is read from standard input. A tenant\'s account logs in as TENANT/NAME.',
   async run(args, env) {
     const read = readArgs(args, ['--role', '--tenant']);
-    if (typeof read === 'string' || read.words.length !== 1 || !read.flags.has('--role')) return usage(env, typeof read === 'string' ? read : 'NAME and --role are required', ADD_USER);
+    if (typeof read === 'string' || read.words.length !== 1 || !read.flags.has('--role')) return usage(env, ADD_USER, typeof read === 'string' ? read : 'NAME and --role are required');
     const grant = grantOf(env, read.words[0], read.flags);
-    if (typeof grant === 'string') return usage(env, grant, ADD_USER);
+    if (typeof grant === 'string') return usage(env, ADD_USER, grant);
     const password = await readPassword(env, ADD_USER);
     if (typeof password === 'number') return password;
     const user = { ...grant, hash: await hashSecret(password) };
@@ -180,7 +180,7 @@ const deleteUserCommand: CliCommand = {
   describe: "Deletes an admin account (a tenant's as TENANT/NAME) and ends its sessions.",
   async run(args, env) {
     const name = accountNameSchema.safeParse(args[0]);
-    if (args.length !== 1 || !name.success) return usage(env, 'NAME is required', DELETE_USER);
+    if (args.length !== 1 || !name.success) return usage(env, DELETE_USER, 'NAME is required');
     const change = async (store: DataStore) => {
       if (!(await deleteUser(store, name.data))) throw new Error(`no account named '${name.data}'`);
     };
@@ -195,10 +195,10 @@ const createKey: CliCommand = {
   describe: "Creates an admin API key for automation (Authorization: Bearer KEY) and prints it once; stored as a digest. A platform key unless --tenant and --role say whose.",
   async run(args, env) {
     const read = readArgs(args, ['--role', '--tenant']);
-    if (typeof read === 'string' || read.words.length !== 1) return usage(env, typeof read === 'string' ? read : 'NAME is required', CREATE_KEY);
-    if (read.flags.has('--tenant') && !read.flags.has('--role')) return usage(env, "a tenant's key needs --role (owner, developer or viewer)", CREATE_KEY);
+    if (typeof read === 'string' || read.words.length !== 1) return usage(env, CREATE_KEY, typeof read === 'string' ? read : 'NAME is required');
+    if (read.flags.has('--tenant') && !read.flags.has('--role')) return usage(env, CREATE_KEY, "a tenant's key needs --role (owner, developer or viewer)");
     const grant = grantOf(env, read.words[0], read.flags, 'platform');
-    if (typeof grant === 'string') return usage(env, grant, CREATE_KEY);
+    if (typeof grant === 'string') return usage(env, CREATE_KEY, grant);
     const key = newKey();
     const record = { ...grant, id: key.id, digest: key.digest };
     const code = await applyChange(env, 'admin.create-key', record, (store) => storeKey(store, record, Date.now()));
@@ -215,7 +215,7 @@ const deleteKeyCommand: CliCommand = {
   describe: "Revokes an admin API key at once (a tenant's as TENANT/NAME).",
   async run(args, env) {
     const name = accountNameSchema.safeParse(args[0]);
-    if (args.length !== 1 || !name.success) return usage(env, 'NAME is required', 'admin delete-key NAME');
+    if (args.length !== 1 || !name.success) return usage(env, 'admin delete-key NAME', 'NAME is required');
     const change = async (store: DataStore) => {
       if (!(await deleteKey(store, name.data))) throw new Error(`no API key named '${name.data}'`);
     };
@@ -251,7 +251,7 @@ const exportCommand: CliCommand = {
   describe: 'Writes the running config (file and admin edits) as YAML in the config file shape; secrets become ${VARIABLE} references.',
   async run(args, env) {
     const out = args[0] === '--out' ? args[1] : args[0]?.startsWith('--out=') ? args[0].slice(6) : undefined;
-    if ((args.length && out === undefined) || (args[0] === '--out' && args.length !== 2)) return usage(env, 'unknown arguments', 'export [--out FILE]');
+    if ((args.length && out === undefined) || (args[0] === '--out' && args.length !== 2)) return usage(env, 'export [--out FILE]', 'unknown arguments');
     const reply = await env.control('config.export', {});
     if (!reply) {
       env.err('no server is running: export reads the running config (start it with `svc start`)');
@@ -270,7 +270,7 @@ const importCommand: CliCommand = {
   usage: 'import FILE',
   describe: 'Merges a YAML file (the config file shape, `${ENV}` allowed) into the running server: each entry is created or replaces the one of its name; checked whole, all or nothing.',
   async run(args, env) {
-    if (args.length !== 1) return usage(env, 'FILE is required', 'import FILE');
+    if (args.length !== 1) return usage(env, 'import FILE', 'FILE is required');
     let sections: unknown;
     try {
       sections = readConfigSource(await readFile(args[0]!, 'utf8'), process.env);
@@ -292,11 +292,6 @@ const importCommand: CliCommand = {
     return 0;
   },
 };
-
-function usage(env: CliEnv, why: string, line: string): number {
-  env.err(`${why}\nusage: svc ${line}`);
-  return 2;
-}
 
 function done(env: CliEnv, reply: { ok: boolean; error?: string }, message: string): number {
   if (!reply.ok) {

@@ -1,4 +1,4 @@
-import { controlOrStore, type CliCommand, type CliEnv } from '../../../sdk/plugin/index.ts';
+import { controlOrStore, usage, type CliCommand, type CliEnv } from '../../../sdk/plugin/index.ts';
 import { listArgs, listEvents, selectorArgs, showEvent, type EventSummary } from './control.ts';
 import { QueueTable } from './store.ts';
 
@@ -36,11 +36,6 @@ function channelOf(flags: Flags): string | null | undefined {
   return flags.values.get('--channel');
 }
 
-function usage(env: CliEnv, why: string, line: string): number {
-  env.err(`${why}\nusage: svc ${line}`);
-  return 2;
-}
-
 function line(e: EventSummary): string {
   const last = e.lastError ? `  last error: ${e.lastError.kind}: ${e.lastError.message.replace(/\s+/g, ' ').slice(0, 120)}` : '';
   const next = e.state === 'pending' && e.nextAttemptAt ? ` next ${e.nextAttemptAt}` : '';
@@ -59,10 +54,10 @@ const listCommand: CliCommand = {
   describe: 'Lists queued events (pending, running, dead-lettered) of one channel, the background work, or every queue, oldest first.',
   async run(argv, env) {
     const flags = readFlags(argv, ['--channel', '--state', '--limit']);
-    if (typeof flags === 'string') return usage(env, flags, LIST_USAGE);
+    if (typeof flags === 'string') return usage(env, LIST_USAGE, flags);
     const limit = flags.values.get('--limit');
     const parsed = listArgs.safeParse({ channel: channelOf(flags), state: flags.values.get('--state'), limit: limit === undefined ? undefined : Number(limit) });
-    if (!parsed.success || flags.positional.length) return usage(env, parsed.error?.issues[0]?.message ?? 'unexpected arguments', LIST_USAGE);
+    if (!parsed.success || flags.positional.length) return usage(env, LIST_USAGE, parsed.error?.issues[0]?.message ?? 'unexpected arguments');
     const out = await run(env, 'queue.list', parsed.data, (table) => listEvents(table, parsed.data));
     if (typeof out === 'number') return out;
     const events = out.value as EventSummary[];
@@ -80,7 +75,7 @@ const showCommand: CliCommand = {
   describe: 'Prints one queued event as JSON: its state, the request it runs with, and the error of every failed attempt with its CID.',
   async run(argv, env) {
     const id = Number(argv[0]);
-    if (argv.length !== 1 || !Number.isInteger(id) || id < 1) return usage(env, 'the event id, and nothing else', SHOW_USAGE);
+    if (argv.length !== 1 || !Number.isInteger(id) || id < 1) return usage(env, SHOW_USAGE, 'the event id, and nothing else');
     const out = await run(env, 'queue.show', { id }, (table) => showEvent(table, id));
     if (typeof out === 'number') return out;
     env.out(JSON.stringify(out.value, null, 2));
@@ -96,9 +91,9 @@ function selectorCommand(verb: 'replay' | 'delete', describe: string): CliComman
     describe,
     async run(argv, env) {
       const flags = readFlags(argv, ['--channel', '--state', '--error']);
-      if (typeof flags === 'string') return usage(env, flags, USAGE);
+      if (typeof flags === 'string') return usage(env, USAGE, flags);
       const id = flags.positional.length ? Number(flags.positional[0]) : undefined;
-      if (flags.positional.length > 1 || (id !== undefined && (!Number.isInteger(id) || id < 1))) return usage(env, 'one event id at most', USAGE);
+      if (flags.positional.length > 1 || (id !== undefined && (!Number.isInteger(id) || id < 1))) return usage(env, USAGE, 'one event id at most');
       const parsed = selectorArgs.safeParse({
         id,
         all: flags.switches.has('--all') ? true : undefined,
@@ -106,7 +101,7 @@ function selectorCommand(verb: 'replay' | 'delete', describe: string): CliComman
         channel: channelOf(flags),
         state: flags.values.get('--state'),
       });
-      if (!parsed.success) return usage(env, parsed.error.issues[0]?.message ?? 'invalid arguments', USAGE);
+      if (!parsed.success) return usage(env, USAGE, parsed.error.issues[0]?.message ?? 'invalid arguments');
       const out = await run(env, `queue.${verb}`, parsed.data);
       if (typeof out === 'number') return out;
       const { ids, refused = [] } = out.value as { ids: number[]; refused?: Array<{ id: number; reason: string }> };
