@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { definePlugin } from '../../../sdk/plugin/index.ts';
 import '../../capabilities.ts';
 import type { AdminPage } from '../../capabilities.ts';
+import { readSdkTypes } from './sdk-types.ts';
 
 const ASSETS = fileURLToPath(new URL('./assets/', import.meta.url));
 const TYPES: Record<string, string> = {
@@ -38,6 +39,8 @@ export default definePlugin({
   configSchema: z.object({}).strict(),
   setup(kernel) {
     const assets = readAssets();
+    // The service editor's completions after `ctx.`, from the SDK this server runs.
+    assets.set('/admin/sdk-types.json', { contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify(readSdkTypes())) });
     // Registered once every plugin is set up, whatever order they were set up in. Without the
     // admin plugin there is no admin listener, so nothing to serve: not an error.
     kernel.onListen(async () => {

@@ -4,6 +4,7 @@ import { api, ApiError } from './client.js';
 import { el, field, prose, showIssues } from './form.js';
 import { sparkline } from './chart.js';
 import { lineDiff } from './diff.js';
+import { codeEditor } from './editor.js';
 import { accountsView, usageView } from './tenants.js';
 
 const main = () => document.getElementById('main');
@@ -226,7 +227,12 @@ async function overviewPage() {
   const attention = [];
   const channels = (traffic?.channels ?? []).slice().sort((a, b) => b.totals.errors_5xx - a.totals.errors_5xx || b.totals.requests - a.totals.requests);
   const failing = channels.filter((c) => c.totals.errors_5xx > 0);
-  for (const c of failing) attention.push(el('li', { class: 'bad' }, link(`#/traffic`, c.channel), ` answered 5xx ${c.totals.errors_5xx} times of ${c.totals.requests} in 15 minutes`));
+  // A failing channel leads to its requests (by CID, for the log) and to its service (its state, dead letters and versions).
+  const serviceOf = new Map((services ?? []).flatMap((sv) => sv.channels.map((c) => [c, sv.name])));
+  for (const c of failing) {
+    const sv = serviceOf.get(c.channel);
+    attention.push(el('li', { class: 'bad' }, link(`#/traffic`, c.channel), ` answered 5xx ${c.totals.errors_5xx} times of ${c.totals.requests} in 15 minutes`, sv ? [': service ', link(`#/services/${encodeURIComponent(sv)}`, sv, { class: 'service' })] : ''));
+  }
   for (const sv of (services ?? []).filter((x) => x.state !== 'serving')) attention.push(el('li', { class: 'bad' }, link(`#/services/${encodeURIComponent(sv.name)}`, sv.name), ` ${sv.state.replace('_', ' ')}${sv.error ? `: ${sv.error.split('\n')[0]}` : sv.quarantine ? `: ${sv.quarantine}` : ''}`));
   const deadByChannel = new Map();
   for (const e of dead ?? []) deadByChannel.set(e.channel ?? e.service ?? '?', (deadByChannel.get(e.channel ?? e.service ?? '?') ?? 0) + 1);
@@ -574,9 +580,13 @@ async function trafficPage() {
 async function servicesPage(name) {
   const seq = routeSeq;
   if (name) {
-    const [src, history] = await Promise.all([api.op('services.source', { name }), historySection(name)]);
+    const [src, history, dead] = await Promise.all([
+      api.op('services.source', { name }),
+      ops.has('services.history') ? api.op('services.history', { name }).catch((err) => (err instanceof ApiError && err.status === 404 ? undefined : Promise.reject(err))) : undefined,
+      opIf('queue.list', { service: name, state: 'dead', limit: 1000 }),
+    ]);
     const editor = canChange() && ops.has('services.upload') ? serviceEditor(name, src) : pre(src.source ?? src);
-    return show(seq, el('p', {}, link('#/services', '← Services')), h1(name), editor, history);
+    return show(seq, el('p', {}, link('#/services', '← Services')), h1(name), editor, deadLetterSection(name, dead ?? [], history), historySection(name, history));
   }
   const list = await api.op('services.list', {});
   const file = el('input', { id: 'upload-file', name: 'file', placeholder: 'name.ts' });
@@ -612,40 +622,22 @@ async function servicesPage(name) {
 }
 
 /**
- * A service's source, editable: line numbers beside it, Check (compiled on the server, nothing
- * deployed: services.check) marks the first error at its line and puts the cursor there, and
- * Deploy uploads it (services.upload: compiled again, deployed, written; a version that does not
- * compile changes nothing). The file as it is on disk is what opens.
+ * A service's source, editable (editor.js: coloured, numbered, completions after `ctx.`): Check
+ * (compiled on the server, nothing deployed: services.check) marks the first error at its line and
+ * puts the cursor there, and Deploy uploads it (services.upload: compiled again, deployed, written;
+ * a version that does not compile changes nothing), with its tests run first when it has some and
+ * the gate is ticked. The file as it is on disk is what opens.
  */
 function serviceEditor(name, src) {
-  const text = el('textarea', { id: 'source', class: 'code', spellcheck: 'false', rows: Math.min(40, Math.max(12, src.source.split('\n').length + 2)), 'aria-label': `Source of ${src.file}` });
-  text.value = src.source;
-  const gutter = el('pre', { class: 'gutter', 'aria-hidden': 'true' });
+  const editor = codeEditor(src.source, `Source of ${src.file}`);
+  const text = editor.textarea;
   const errors = el('div', { id: 'editor-errors', class: 'field-error' });
-  let bad;
-  const number = () => {
-    const lines = text.value.split('\n').length;
-    gutter.replaceChildren(...Array.from({ length: lines }, (_, i) => el('span', { class: i + 1 === bad ? 'bad' : '', text: `${i + 1}\n` })));
-  };
-  text.addEventListener('input', () => {
-    bad = undefined;
-    number();
-  });
-  text.addEventListener('scroll', () => {
-    gutter.scrollTop = text.scrollTop;
-  });
-  number();
   const mark = (list) => {
     const first = list.find((e) => e.position)?.position;
-    bad = first?.line;
-    number();
+    editor.markLine(first?.line);
     errors.replaceChildren(...list.map((e) => el('div', { text: e.message })));
-    if (first) {
-      // The cursor at the error: line and column (esbuild's column counts from 0).
-      const offset = text.value.split('\n').slice(0, first.line - 1).reduce((n, l) => n + l.length + 1, 0) + first.column;
-      text.focus();
-      text.setSelectionRange(offset, offset);
-    }
+    // The cursor at the error: line and column (esbuild's column counts from 0).
+    if (first) editor.goTo(first.line, first.column);
   };
   const check = el('button', { type: 'button', id: 'check', text: 'Check' });
   check.addEventListener('click', async () => {
@@ -675,34 +667,80 @@ function serviceEditor(name, src) {
         runTests.disabled = false;
       }
     });
+  // The test gate (services.upload's `test`): a platform service with a test file deploys only if its tests pass against this version.
+  const gate = runTests && src.test_file ? el('input', { type: 'checkbox', id: 'test-gate', checked: true }) : undefined;
   const deploy = el('button', { type: 'button', id: 'deploy', text: 'Deploy' });
   deploy.addEventListener('click', async () => {
+    const tested = gate?.checked === true;
+    deploy.disabled = true;
+    if (tested) testOut.textContent = `running ${src.test_file} against this version…`;
     try {
       const tenant = name.includes('/') ? name.slice(0, name.indexOf('/')) : undefined;
-      await api.op('services.upload', { file: src.file, source: text.value, ...(tenant && !me?.tenant ? { tenant } : {}) });
-      navigate(`#/services/${encodeURIComponent(name)}`, `${src.file} deployed: ${name} serves this version`);
+      const r = await api.op('services.upload', { file: src.file, source: text.value, ...(tenant && !me?.tenant ? { tenant } : {}), ...(tested ? { test: true } : {}) });
+      navigate(`#/services/${encodeURIComponent(name)}`, `${src.file} deployed: ${name} serves this version${r.tests ? ` (its tests: ${r.tests.summary})` : ''}`);
     } catch (err) {
-      // The refusal's issues carry each error's position, as services.check's do.
-      if (err instanceof ApiError && err.issues.length) mark(err.issues);
+      testOut.textContent = '';
+      const compile = err instanceof ApiError ? err.issues.filter((i) => i.path[0] === 'source') : [];
+      // The refusal's issues carry each error's position, as services.check's do (none: an earlier mark goes).
+      mark(compile);
+      // Failing tests: what they printed, as Run its tests shows it.
+      const tests = err instanceof ApiError ? err.issues.find((i) => i.path[0] === 'test') : undefined;
+      if (tests) {
+        testOut.className = 'json test-output failed';
+        testOut.textContent = tests.message;
+      }
       failed(err);
+    } finally {
+      deploy.disabled = false;
     }
   });
-  return el('section', { id: 'editor' }, el('div', { class: 'editor' }, gutter, text), errors, el('div', { class: 'toolbar' }, check, deploy, runTests, el('span', { class: 'help', text: src.file })), testOut);
+  const gateLabel = gate ? el('label', { class: 'gate', for: 'test-gate' }, gate, ` only if ${src.test_file} passes`) : '';
+  return el('section', { id: 'editor' }, editor.root, errors, el('div', { class: 'toolbar' }, check, deploy, gateLabel, runTests, el('span', { class: 'help', text: src.file })), testOut);
+}
+
+/**
+ * The service's dead letters (queue.list by service) and their replay against a version chosen
+ * from its history (queue.replay's `version`: refused unless that version's source serves). A
+ * version that does not serve is rolled back to first, after asking.
+ */
+function deadLetterSection(name, dead, history) {
+  if (!dead.length) return '';
+  const versions = history?.versions ?? [];
+  // A service's exception is stored as `Error: its message`: its kind is said once.
+  const lastError = ({ kind, message }) => (message.startsWith(`${kind}: `) ? message : `${kind}: ${message}`);
+  const row = (e) =>
+    el('tr', { 'data-id': String(e.id) }, el('td', { text: String(e.id) }), el('td', { text: e.channel ?? '(background)' }), el('td', { text: String(e.attempts) }), el('td', { text: e.lastError ? lastError(e.lastError) : '' }));
+  const parts = [el('h2', { text: `Dead letters (${dead.length})` }), el('table', { class: 'list', id: 'dead-letters' }, el('tr', {}, ['id', 'channel', 'attempts', 'last error'].map((t) => el('th', { text: t }))), dead.map(row))];
+  if (canChange() && ops.has('queue.replay') && versions.length) {
+    const choose = el('select', { id: 'replay-version' }, versions.map((v) => el('option', { value: String(v.version), text: `version ${v.version}${v.version === history.serving ? ' (serving)' : ''}`, selected: v.version === history.serving })));
+    const replay = el('button', { type: 'button', id: 'replay-dead', text: `Replay ${dead.length === 1 ? 'it' : `all ${dead.length}`}` });
+    replay.addEventListener('click', async () => {
+      const version = Number(choose.value);
+      try {
+        const serves = versions.find((v) => v.version === history.serving);
+        const same = versions.find((v) => v.version === version)?.hash === serves?.hash;
+        if (!same) {
+          if (!confirm(`Version ${version} of ${name} does not serve. Roll back to it, then replay the dead letters against it?`)) return;
+          await api.op('services.rollback', { name, version });
+        }
+        const r = await api.op('queue.replay', { all: true, service: name, version });
+        navigate(`#/services/${encodeURIComponent(name)}`, `${r.replayed} dead letter${r.replayed === 1 ? '' : 's'} of ${name} replayed against version ${version}`);
+      } catch (err) {
+        failed(err);
+      }
+    });
+    parts.push(el('div', { class: 'toolbar' }, replay, el('span', { text: 'against' }), choose));
+  }
+  return el('section', { id: 'dead' }, parts);
 }
 
 /**
  * A service's deploy history (services.history): its versions, newest first, the changes between
  * any two (services.version, diffed here line by line), and a rollback to an earlier one.
  */
-async function historySection(name) {
+function historySection(name, history) {
   if (!ops.has('services.history')) return '';
-  let history;
-  try {
-    history = await api.op('services.history', { name });
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return el('section', { id: 'history' }, el('h2', { text: 'Deploy history' }), el('p', { class: 'help', text: 'No deployed version is recorded yet.' }));
-    throw err;
-  }
+  if (!history) return el('section', { id: 'history' }, el('h2', { text: 'Deploy history' }), el('p', { class: 'help', text: 'No deployed version is recorded yet.' }));
   const { versions } = history;
   const rollback = (v) => {
     if (!canChange() || !ops.has('services.rollback')) return '';
