@@ -24,3 +24,32 @@ export async function step<T>(page: Page, name: string, fn: () => Promise<T>): P
     throw Object.assign(err as Error, { message: `${(err as Error).message}\n(screenshot: ${file})` });
   }
 }
+
+/**
+ * Chromium with one page, as the Dashboard's suites drive it: 1280×860, and an action that waits
+ * fails after 8 s (well within a test's time, with the reason the page shows). Close it with
+ * closePage.
+ */
+export async function openPage(): Promise<Page> {
+  const browser = await launchBrowser();
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    page.setDefaultTimeout(8_000);
+    return page;
+  } catch (err) {
+    await browser.close();
+    throw err;
+  }
+}
+
+/** Closes the browser of a page openPage opened (none opened: nothing to do, as in an afterAll after a failed beforeAll). */
+export async function closePage(page: Page | undefined): Promise<void> {
+  await page?.context().browser()?.close();
+}
+
+/** Fills the Dashboard's login form (the username too when given; without, the form's own, admin) and submits it. */
+export async function submitLogin(page: Page, password: string, username?: string): Promise<void> {
+  if (username !== undefined) await page.locator('#username').fill(username);
+  await page.locator('#password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}

@@ -1,8 +1,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, step } from '../../../helpers/browser.ts';
+import type { Page } from 'playwright-core';
+import { closePage, openPage, step, submitLogin } from '../../../helpers/browser.ts';
 import { openApiProblems } from '../../../helpers/openapi.ts';
 import { ADMIN_PASSWORD, AdminClient, resourcePath, startAdmin, type AdminKernel } from '../api/support.ts';
 
@@ -36,7 +36,6 @@ const LOOKUP = `import { service, sql } from 'svc/sdk';\nexport default service(
 const SHOTS = process.env.SVC_SCREENSHOTS ? join(import.meta.dirname, '../../../../docs/img') : undefined;
 
 let k: AdminKernel;
-let browser: Browser;
 let page: Page;
 let api: AdminClient;
 
@@ -44,13 +43,10 @@ beforeAll(async () => {
   k = await startAdmin({ config: CONFIG, services: { 'boom.ts': BOOM, 'lookup.ts': LOOKUP } });
   api = new AdminClient(k.admin);
   expect((await api.login()).status).toBe(200);
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-  // Fail a step well within the test's time, with the reason the page shows.
-  page.setDefaultTimeout(8_000);
+  page = await openPage();
 }, 60_000);
 afterAll(async () => {
-  await browser?.close();
+  await closePage(page);
   await k?.close();
 });
 
@@ -106,8 +102,7 @@ async function signIn(): Promise<void> {
   const form = page.locator('#password');
   await Promise.race([signedIn.waitFor(), form.waitFor()]);
   if (await signedIn.isVisible()) return;
-  await form.fill(ADMIN_PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await submitLogin(page, ADMIN_PASSWORD);
   await signedIn.waitFor();
 }
 
@@ -126,12 +121,10 @@ describe('the Dashboard in Chromium', () => {
     await step(page, 'login', async () => {
       await page.context().clearCookies();
       await go('');
-      await page.locator('#password').fill('wrong password');
-      await page.getByRole('button', { name: 'Log in' }).click();
+      await submitLogin(page, 'wrong password');
       await page.locator('#flash.error').waitFor();
       await shot('login');
-      await page.locator('#password').fill(ADMIN_PASSWORD);
-      await page.getByRole('button', { name: 'Log in' }).click();
+      await submitLogin(page, ADMIN_PASSWORD);
       await page.locator('nav').getByRole('link', { name: 'REST channels' }).waitFor();
       await shot('overview');
     });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, step } from '../../../helpers/browser.ts';
+import type { Page } from 'playwright-core';
+import { closePage, openPage, step, submitLogin } from '../../../helpers/browser.ts';
 import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { AdminClient, startAdmin, type AdminKernel } from '../api/support.ts';
 
@@ -12,37 +12,29 @@ import { AdminClient, startAdmin, type AdminKernel } from '../api/support.ts';
 /** The server's clock: the throttle's minute passes when the test says (the page counts down on the browser's own). */
 const clock = new ManualClock();
 let k: AdminKernel;
-let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
   k = await startAdmin({ clock, config: 'plugins:\n  admin: { config: { login_failures_per_minute: 2 } }\nchannel_rest:\n  - { name: hello, url_path: /hello, service: echo, security: none }\n' });
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-  page.setDefaultTimeout(8_000);
+  page = await openPage();
 }, 60_000);
 afterAll(async () => {
-  await browser?.close();
+  await closePage(page);
   await k?.close();
 });
-
-async function tryLogin(password: string): Promise<void> {
-  await page.locator('#password').fill(password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-}
 
 describe('the Dashboard login', () => {
   it("shows the throttle's wait, counted down, and holds the button until it passes", async () => {
     await step(page, 'login-throttled', async () => {
       await page.goto(`${k.admin}/admin/#/login`);
       for (let i = 0; i < 2; i++) {
-        await tryLogin('wrong');
+        await submitLogin(page, 'wrong');
         await page.locator('#flash.error').filter({ hasText: 'Wrong username or password' }).waitFor();
         await page.evaluate(() => {
           document.getElementById('flash')!.textContent = '';
         });
       }
-      await tryLogin('wrong');
+      await submitLogin(page, 'wrong');
       const wait = page.locator('#login-wait');
       await expect.poll(() => wait.textContent()).toMatch(/^Too many failed logins from this address: try again in \d+ s\.$/);
       expect(await page.getByRole('button', { name: 'Log in' }).isDisabled()).toBe(true);

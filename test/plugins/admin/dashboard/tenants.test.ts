@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, step } from '../../../helpers/browser.ts';
+import type { Page } from 'playwright-core';
+import { closePage, openPage, step, submitLogin } from '../../../helpers/browser.ts';
 import { AdminClient, callChannel, startAdmin, type AdminKernel } from '../api/support.ts';
 import { createMatrixAccounts, TENANTS_CONFIG, USER_PASSWORD } from '../api/tenants.ts';
 import { TENANTS_RUN_HERE } from '../../../helpers/kernel.ts';
@@ -15,7 +15,6 @@ describe.runIf(TENANTS_RUN_HERE)('with tenants', () => {
  */
 
 let k: AdminKernel;
-let browser: Browser;
 let page: Page;
 /** Every text the pages showed, to check that nothing of the other tenant ever appeared. */
 const shown: string[] = [];
@@ -28,12 +27,10 @@ beforeAll(async () => {
   // Something of beta's in every list a page could show: an admin edit (override, audit row) and traffic.
   expect((await admin.post('/admin/api/resources/channel_rest', { name: 'beta/secret-plans', url_path: '/t/beta/secret-plans', service: 'beta/orders', security: 'none' })).status).toBe(201);
   for (const path of ['/t/acme/orders', '/t/beta/orders', '/t/beta/secret-plans', '/ping']) await callChannel(k, path);
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-  page.setDefaultTimeout(8_000);
+  page = await openPage();
 }, 60_000);
 afterAll(async () => {
-  await browser?.close();
+  await closePage(page);
   await k?.close();
 });
 
@@ -47,9 +44,7 @@ async function go(hash: string, heading: string): Promise<void> {
 async function logIn(username: string): Promise<void> {
   await page.context().clearCookies();
   await page.goto(`${k.admin}/admin/#/login`);
-  await page.locator('#username').fill(username);
-  await page.locator('#password').fill(USER_PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await submitLogin(page, USER_PASSWORD, username);
   await page.locator('#who', { hasText: username }).waitFor();
 }
 
