@@ -1,5 +1,5 @@
 import { controlOrStore, usage, type CliCommand, type CliEnv } from '../../../sdk/plugin/index.ts';
-import { listArgs, listEvents, selectorArgs, showEvent, type EventSummary } from './control.ts';
+import { listArgs, listEvents, replayArgs, selectorArgs, showEvent, type EventSummary } from './control.ts';
 import { QueueTable } from './store.ts';
 
 /**
@@ -47,16 +47,16 @@ function run(env: CliEnv, op: string, args: unknown, offline?: (table: QueueTabl
   return controlOrStore(env, op, args, offline && (async (store) => offline(await QueueTable.open(store))), 'no server is running: replay and delete act through the running server (start it with `svc start`)');
 }
 
-const LIST_USAGE = 'queue list [--channel NAME | --background] [--state pending|running|dead] [--limit N] [--json]';
+const LIST_USAGE = 'queue list [--channel NAME | --background] [--service NAME] [--state pending|running|dead] [--limit N] [--json]';
 const listCommand: CliCommand = {
   words: ['queue', 'list'],
   usage: LIST_USAGE,
   describe: 'Lists queued events (pending, running, dead-lettered) of one channel, the background work, or every queue, oldest first.',
   async run(argv, env) {
-    const flags = readFlags(argv, ['--channel', '--state', '--limit']);
+    const flags = readFlags(argv, ['--channel', '--state', '--limit', '--service']);
     if (typeof flags === 'string') return usage(env, LIST_USAGE, flags);
     const limit = flags.values.get('--limit');
-    const parsed = listArgs.safeParse({ channel: channelOf(flags), state: flags.values.get('--state'), limit: limit === undefined ? undefined : Number(limit) });
+    const parsed = listArgs.safeParse({ channel: channelOf(flags), service: flags.values.get('--service'), state: flags.values.get('--state'), limit: limit === undefined ? undefined : Number(limit) });
     if (!parsed.success || flags.positional.length) return usage(env, LIST_USAGE, parsed.error?.issues[0]?.message ?? 'unexpected arguments');
     const out = await run(env, 'queue.list', parsed.data, (table) => listEvents(table, parsed.data));
     if (typeof out === 'number') return out;
@@ -84,28 +84,33 @@ const showCommand: CliCommand = {
 };
 
 function selectorCommand(verb: 'replay' | 'delete', describe: string): CliCommand {
-  const USAGE = `queue ${verb} (ID | --all | --error TEXT) [--channel NAME | --background] [--state pending|dead]`;
+  const replay = verb === 'replay';
+  const USAGE = `queue ${verb} (ID | --all | --error TEXT) [--channel NAME | --background] [--service NAME] [--state pending|dead]${replay ? ' [--version N]' : ''}`;
   return {
     words: ['queue', verb],
     usage: USAGE,
     describe,
     async run(argv, env) {
-      const flags = readFlags(argv, ['--channel', '--state', '--error']);
+      const flags = readFlags(argv, ['--channel', '--state', '--error', '--service', ...(replay ? ['--version'] : [])]);
       if (typeof flags === 'string') return usage(env, USAGE, flags);
       const id = flags.positional.length ? Number(flags.positional[0]) : undefined;
       if (flags.positional.length > 1 || (id !== undefined && (!Number.isInteger(id) || id < 1))) return usage(env, USAGE, 'one event id at most');
-      const parsed = selectorArgs.safeParse({
+      const version = flags.values.get('--version');
+      const parsed = (replay ? replayArgs : selectorArgs).safeParse({
         id,
         all: flags.switches.has('--all') ? true : undefined,
         error: flags.values.get('--error'),
         channel: channelOf(flags),
+        service: flags.values.get('--service'),
         state: flags.values.get('--state'),
+        ...(version === undefined ? {} : { version: Number(version) }),
       });
       if (!parsed.success) return usage(env, USAGE, parsed.error.issues[0]?.message ?? 'invalid arguments');
       const out = await run(env, `queue.${verb}`, parsed.data);
       if (typeof out === 'number') return out;
       const { ids, refused = [] } = out.value as { ids: number[]; refused?: Array<{ id: number; reason: string }> };
-      if (ids.length || !refused.length) env.out(ids.length ? `${verb === 'replay' ? 'replayed' : 'deleted'} ${ids.length} event(s): ${ids.map((i) => `#${i}`).join(' ')}` : 'no event matched (running events are left alone)');
+      const against = version === undefined ? '' : ` against version ${version}`;
+      if (ids.length || !refused.length) env.out(ids.length ? `${replay ? 'replayed' : 'deleted'} ${ids.length} event(s)${against}: ${ids.map((i) => `#${i}`).join(' ')}` : 'no event matched (running events are left alone)');
       for (const r of refused) env.out(`not replayed #${r.id}: ${r.reason}`);
       return 0;
     },
@@ -115,6 +120,9 @@ function selectorCommand(verb: 'replay' | 'delete', describe: string): CliComman
 export const queueCommands: CliCommand[] = [
   listCommand,
   showCommand,
-  selectorCommand('replay', 'Runs pending or dead-lettered events again now, attempts counted afresh (their error history is kept): one by id, all, or those whose last error contains TEXT.'),
-  selectorCommand('delete', 'Deletes pending or dead-lettered events for good: one by id, all, or those whose last error contains TEXT.'),
+  selectorCommand(
+    'replay',
+    "Runs pending or dead-lettered events again now, attempts counted afresh (their error history is kept): one by id, all, or those whose last error contains TEXT; --service: one service's; --version N: only while version N of their service (`svc service history`) serves.",
+  ),
+  selectorCommand('delete', "Deletes pending or dead-lettered events for good: one by id, all, or those whose last error contains TEXT; --service: one service's."),
 ];

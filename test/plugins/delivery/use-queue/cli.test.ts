@@ -56,7 +56,12 @@ describe('svc queue (real processes)', () => {
     expect(shown.status).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ id: dead[0]!.id, channel: 'hook', state: 'dead', errors: [{ attempt: 1, kind: 'Error', message: 'Error: refused alpha' }] });
 
-    expect(cli(dir, ['queue', 'replay', '--error', 'alpha', '--channel', 'hook'])).toMatchObject({ status: 0, stdout: `replayed 1 event(s): #${dead[0]!.id}\n` });
+    expect(JSON.parse(cli(dir, ['queue', 'list', '--service', 'hook', '--state', 'dead', '--json']).stdout)).toHaveLength(2);
+    expect(JSON.parse(cli(dir, ['queue', 'list', '--service', 'other', '--json']).stdout)).toEqual([]);
+    // Against a version that does not serve: refused, nothing replayed.
+    expect(cli(dir, ['queue', 'replay', '--all', '--service', 'hook', '--version', '2'])).toMatchObject({ status: 1, stderr: expect.stringContaining("version 2 of 'hook' is not serving (version 1 serves)") });
+    expect(cli(dir, ['queue', 'replay', '--error', 'alpha', '--channel', 'hook', '--version', '1'])).toMatchObject({ status: 0, stdout: `replayed 1 event(s) against version 1: #${dead[0]!.id}\n` });
+    expect(cli(dir, ['queue', 'delete', '--all', '--version', '1'])).toMatchObject({ status: 2, stderr: expect.stringMatching(/usage: svc queue delete/) });
     expect(cli(dir, ['queue', 'delete', String(dead[1]!.id)])).toMatchObject({ status: 0, stdout: `deleted 1 event(s): #${dead[1]!.id}\n` });
     expect(cli(dir, ['queue', 'replay'])).toMatchObject({ status: 2, stderr: expect.stringMatching(/name one event[\s\S]*usage: svc queue replay/) });
 
