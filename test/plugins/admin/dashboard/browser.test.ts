@@ -307,7 +307,7 @@ describe('the Dashboard in Chromium', () => {
       const line = readFileSync(k.configPath, 'utf8').split('\n').findIndex((l) => l.includes('every day')) + 1;
       expect(await banner.locator('li').first().textContent()).toMatch(new RegExp(`^line ${line}: scheduler_job\\[0\\]`));
       const attention = page.locator('#attention li');
-      expect(await attention.filter({ hasText: 'crashing' }).textContent()).toBe('crashing answered 5xx 3 times of 3 in 15 minutes');
+      expect(await attention.filter({ hasText: 'crashing' }).textContent()).toBe('crashing answered 5xx 3 times of 3 in 15 minutes: service boom');
       expect(await attention.filter({ hasText: 'dead letter' }).textContent()).toMatch(/^fail has \d+ dead letters?$/);
       expect(await page.locator('#health .card').first().textContent()).toContain('Readyyes');
       const hello = page.locator('#channel-health tr[data-channel="hello"] td');

@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, step } from '../../../helpers/browser.ts';
+import type { Page } from 'playwright-core';
+import { closePage, openPage, step, submitLogin } from '../../../helpers/browser.ts';
 import { ADMIN_PASSWORD, AdminClient, startAdmin, type AdminKernel } from '../api/support.ts';
 
 /**
@@ -47,7 +47,6 @@ test('totals an order', async () => {
 const SHOTS = process.env.SVC_SCREENSHOTS ? join(import.meta.dirname, '../../../../docs/img') : undefined;
 
 let k: AdminKernel;
-let browser: Browser;
 let page: Page;
 let api: AdminClient;
 
@@ -55,12 +54,10 @@ beforeAll(async () => {
   k = await startAdmin({ config: CONFIG, services: { 'orders.ts': BROKEN, 'orders.test.ts': ORDERS_TEST } });
   api = new AdminClient(k.admin);
   expect((await api.login()).status).toBe(200);
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.setDefaultTimeout(10_000);
+  page = await openPage();
 }, 60_000);
 afterAll(async () => {
-  await browser?.close();
+  await closePage(page);
   await k?.close();
 });
 
@@ -99,8 +96,7 @@ describe('a walk through the Dashboard', () => {
 
     await step(page, 'walk-overview', async () => {
       await page.goto(`${k.admin}/admin/`);
-      await page.locator('#password').fill(ADMIN_PASSWORD);
-      await page.getByRole('button', { name: 'Log in' }).click();
+      await submitLogin(page, ADMIN_PASSWORD);
       await page.locator('h1', { hasText: 'Overview' }).waitFor();
       const attention = page.locator('#attention');
       await attention.getByText('answered 5xx 2 times of 2').waitFor();
