@@ -10,7 +10,7 @@ import { configSectionSchemas, formatIssue, zodIssues } from './config/compose.t
 import type { Channel, SvcConfig } from './config/schema.ts';
 import type { ConfigIssue, RawConfig } from './plugin.ts';
 import { loadPlugins, type LoadedPlugin } from './plugin-loader.ts';
-import { logRedactPaths, openApiFragments, type ControlOp, type HostCall, type KernelApi, type Plugin, type PluginRoute } from './plugin.ts';
+import { logRedactPaths, openApiFragments, type ControlOp, type ControlRun, type HostCall, type KernelApi, type Plugin, type PluginRoute } from './plugin.ts';
 import { openStore } from './store/open.ts';
 import { isolatedVmAdvisory, isolatedVmEntry, tenantsRefusedHere } from './sandbox/ivm.ts';
 import { accessLogVia, serverLoggers, type AccessLog } from './platform/log.ts';
@@ -86,6 +86,8 @@ export class Kernel {
   private readonly drains: Array<() => Promise<void>> = [];
   private readonly connectionReporters: Array<() => ConnectionReport[]> = [];
   private readonly provided = new Map<string, unknown>();
+  /** Listeners of the ops run through the control socket (KernelApi.onControlRun). */
+  private readonly controlListeners: Array<(run: ControlRun) => Promise<void>> = [];
   /** The version of a service serving now, from its deploy history (services/control.ts). */
   private servingVersion: KernelApi['servingVersion'] = async () => undefined;
   private control: ControlServer | undefined;
@@ -133,6 +135,7 @@ export class Kernel {
       rawConfig: () => configStore.rawConfig(),
       configSections: () => configSectionSchemas(loaded.map((l) => l.plugin)),
       controlOps: () => [...kernel.controlOps.values()],
+      onControlRun: (listener) => void kernel.controlListeners.push(listener),
       onListen: (start) => void kernel.listening.push(start),
       onDrain: (drain) => void kernel.drains.push(drain),
       serviceMeta: (name) => kernel.services.get(name)?.meta,
@@ -294,7 +297,26 @@ export class Kernel {
     if (!entry) throw new Error(`unknown control op '${op}'`);
     const parsed = entry.args.safeParse(args);
     if (!parsed.success) throw new SvcError('INVALID_INPUT', `invalid arguments for '${op}': ${zodIssues(parsed.error.issues).join('; ')}`);
-    return entry.handler(parsed.data, undefined, 'cli');
+    if (entry.readOnly || !this.controlListeners.length) return entry.handler(parsed.data, undefined, 'cli');
+    try {
+      const result = await entry.handler(parsed.data, undefined, 'cli');
+      await this.controlRan({ op, args: parsed.data, actor: 'cli' });
+      return result;
+    } catch (err) {
+      await this.controlRan({ op, args: parsed.data, actor: 'cli', failure: err instanceof SvcError ? err.details : (err as Error).message });
+      throw err;
+    }
+  }
+
+  /** Tells the listeners (onControlRun) of a run: one that fails is logged, the op's answer stands. */
+  private async controlRan(run: ControlRun): Promise<void> {
+    for (const listener of this.controlListeners) {
+      try {
+        await listener(run);
+      } catch (err) {
+        this.log.error({ op: run.op, err: (err as Error).message }, 'a listener of control ops failed');
+      }
+    }
   }
 
   async listen(): Promise<string> {

@@ -360,6 +360,16 @@ export interface TenantQuotaApi {
 }
 
 /** What the kernel offers plugins. */
+/** A control op run through the control socket, as onControlRun reports it. */
+export interface ControlRun {
+  op: string;
+  /** Its arguments as parsed by the op's schema. */
+  args: unknown;
+  actor: string;
+  /** Why it failed; absent when it succeeded. */
+  failure?: string;
+}
+
 /** A deployed version of a service as its deploy history numbers it (`svc service history`). */
 export interface ServingVersion {
   version: number;
@@ -392,6 +402,13 @@ export interface KernelApi {
   configSections(): Record<string, z.ZodType>;
   /** The control ops registered so far (by every plugin). */
   controlOps(): ControlOp[];
+  /**
+   * Called after each control op that changes something is run through the control socket (the
+   * `svc` commands), whether it succeeded or not: what the admin plugin audits as `cli`. Ops run
+   * through a plugin's own API are that plugin's to record. A listener's failure is logged, and
+   * the op's answer stands. SDK 1.13.
+   */
+  onControlRun(listener: (run: ControlRun) => Promise<void>): void;
   /** Runs once the kernel's listener is up (`svc start`): plugins with listeners of their own start them here. */
   onListen(start: () => Promise<void>): void;
   /**

@@ -17,6 +17,7 @@ export type {
   ConfigLayer,
   Contributions,
   ControlOp,
+  ControlRun,
   ErrorHookFn,
   HookContext,
   HookFactory,

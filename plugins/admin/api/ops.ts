@@ -50,12 +50,21 @@ export async function runOp(kernel: KernelApi, scope: TenantScope, op: string, a
     failure = (err as Error).message;
   }
   if (entry.readOnly && failure === undefined) return result;
-  const auditTenant = tenant ?? walkRefs(entry.args, data).refs.map((r) => tenantOf(r.value)).find((t) => t !== undefined);
-  await kernel.store.transaction(
-    (tx) => writeAudit(tx, { at: kernel.clock.now(), actor: p.who, tenant: auditTenant, action: failure === undefined ? 'op' : 'op (failed)', name: op, detail: { args: redactSecrets(data) } }),
-    { durable: true },
-  );
+  await auditOp(kernel, entry, data, p.who, tenant, failure);
   // Ops report refusals as plain errors whose messages are written for operators (no secrets).
   if (failure !== undefined) throw new SvcError('BAD_REQUEST', failure);
   return result;
+}
+
+/**
+ * An op's audit row: who ran it, its arguments (secrets redacted), the tenant (the caller's, or
+ * the one its arguments name), and whether it failed. Through the admin API and, with actor
+ * `cli`, through the control socket (the `svc` commands: KernelApi.onControlRun).
+ */
+export async function auditOp(kernel: KernelApi, entry: ControlOp, args: unknown, actor: string, tenant: string | undefined, failure: string | undefined): Promise<void> {
+  const auditTenant = tenant ?? walkRefs(entry.args, args).refs.map((r) => tenantOf(r.value)).find((t) => t !== undefined);
+  await kernel.store.transaction(
+    (tx) => writeAudit(tx, { at: kernel.clock.now(), actor, tenant: auditTenant, action: failure === undefined ? 'op' : 'op (failed)', name: entry.op, detail: { args: redactSecrets(args) } }),
+    { durable: true },
+  );
 }

@@ -4,6 +4,7 @@ import '../../capabilities.ts';
 import { AdminAccounts } from './accounts.ts';
 import { AdminAuth } from './auth.ts';
 import { adminCommands, adminControls } from './cli.ts';
+import { auditOp } from './ops.ts';
 import { ensurePassword } from './credential.ts';
 import { EndpointRegistry } from './endpoints.ts';
 import { buildAdminApp } from './http.ts';
@@ -46,7 +47,14 @@ export default definePlugin<AdminOptions, AdminState>({
     kernel.provide('admin.pages', pages);
     const endpoints = new EndpointRegistry();
     kernel.provide('admin.endpoints', endpoints);
-    for (const op of adminControls(kernel, auth, resources)) kernel.addControl(op);
+    const own = adminControls(kernel, auth, resources);
+    for (const op of own) kernel.addControl(op);
+    // The `svc` commands' ops are audited as `cli`; this plugin's own write rows of their own (set-password…).
+    const ownNames = new Set(own.map((o) => o.op));
+    kernel.onControlRun(async (run) => {
+      const entry = ownNames.has(run.op) ? undefined : kernel.controlOps().find((o) => o.op === run.op);
+      if (entry) await auditOp(kernel, entry, run.args, run.actor, undefined, run.failure);
+    });
     kernel.onListen(async () => {
       const settings = kernel.server().admin ?? adminServerSchema.parse(undefined);
       if (!settings.enabled) return;

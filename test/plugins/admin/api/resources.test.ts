@@ -185,6 +185,23 @@ describe('ops, audit, OpenAPI', () => {
     for (const secret of ['first-secret', 'second-secret', 's3cret-value', 'hook-secret', 'rotated-value', 'k-123456']) expect(r.text).not.toContain(secret);
   });
 
+  it("audits the svc commands' ops (the control socket) as cli: those that change something, failed or not, secrets redacted", async () => {
+    await k.kernel.runControl('limits.clear', { kind: 'channel', name: 'orders' });
+    await k.kernel.runControl('secrets.set', { name: 'hook', value: 'cli-secret-value', configValue: 'hook-secret' });
+    await expect(k.kernel.runControl('queue.replay', { id: 999_999 })).resolves.toMatchObject({ replayed: 0 });
+    await expect(k.kernel.runControl('services.rollback', { name: 'echo', version: 99 })).rejects.toThrow('has no version 99');
+    await k.kernel.runControl('config.export', {});
+    const items = (await admin.get('/admin/api/audit?limit=50')).body.items as Array<{ actor: string; action: string; name: string; detail: unknown }>;
+    const cli = items.filter((i) => i.actor === 'cli');
+    expect(cli).toContainEqual(expect.objectContaining({ action: 'op', name: 'limits.clear', detail: { args: { kind: 'channel', name: 'orders' } } }));
+    expect(cli).toContainEqual(expect.objectContaining({ action: 'op', name: 'secrets.set', detail: { args: { name: 'hook', value: '[redacted]', configValue: '[redacted]' } } }));
+    expect(cli).toContainEqual(expect.objectContaining({ action: 'op', name: 'queue.replay' }));
+    expect(cli).toContainEqual(expect.objectContaining({ action: 'op (failed)', name: 'services.rollback', detail: { args: { name: 'echo', version: 99 } } }));
+    // Reading ops are not audited from the command line either.
+    expect(cli.filter((i) => i.name === 'config.export')).toEqual([]);
+    expect(JSON.stringify(items)).not.toContain('cli-secret-value');
+  });
+
   it('serves an OpenAPI 3.1 document with paths for every section and op', async () => {
     const r = await admin.get('/admin/api/openapi.json');
     expect(r.body.openapi).toBe('3.1.0');
