@@ -237,6 +237,9 @@ async function overviewPage() {
   const deadByChannel = new Map();
   for (const e of dead ?? []) deadByChannel.set(e.channel ?? e.service ?? '?', (deadByChannel.get(e.channel ?? e.service ?? '?') ?? 0) + 1);
   for (const [queue, n] of deadByChannel) attention.push(el('li', { class: 'bad' }, link('#/queue', queue), ` has ${n}${dead.length >= 1000 ? '+' : ''} dead letter${n === 1 ? '' : 's'}`));
+  // Connectors that are not up (/ready's connections): `idle` ones open on first use, so they are not listed.
+  for (const c of (ready?.body.connections ?? []).filter((x) => x.state === 'down' || x.state === 'connecting'))
+    attention.push(el('li', { class: 'bad', 'data-connection': `${c.kind}:${c.name}` }, el('strong', { text: `${c.kind} ${c.role} ${c.name}` }), ` is ${c.state}${c.reason ? `: ${c.reason}` : ''}`));
   for (const j of (jobs ?? []).filter((x) => x.lastRun && x.lastRun.state !== 'succeeded' && x.lastRun.state !== 'running')) attention.push(el('li', { class: 'bad' }, link(`#/jobs/${encodeURIComponent(j.name)}`, j.name), ` last run ${j.lastRun.state} at ${j.lastRun.tick}`));
 
   const trafficTable = traffic
@@ -270,7 +273,7 @@ async function overviewPage() {
     h1('Overview'),
     banner,
     el('h2', { text: 'Needs attention' }),
-    attention.length ? el('ul', { class: 'attention', id: 'attention' }, attention) : el('p', { class: 'help', id: 'attention', text: 'Nothing: no channel answered 5xx in the last 15 minutes, every service serves, no dead letters, no failed jobs.' }),
+    attention.length ? el('ul', { class: 'attention', id: 'attention' }, attention) : el('p', { class: 'help', id: 'attention', text: 'Nothing: no channel answered 5xx in the last 15 minutes, every service serves, every connector is up, no dead letters, no failed jobs.' }),
     el('h2', { text: 'Health' }),
     health,
     traffic ? el('h2', { text: 'Channels, last 15 minutes' }) : '',

@@ -16,6 +16,10 @@ import { ADMIN_PASSWORD, AdminClient, startAdmin, type AdminKernel } from '../ap
  */
 
 const CONFIG = `
+amqp_connection:
+  - { name: billing, url: 'amqp://guest:guest@127.0.0.1:1' }
+channel_amqp:
+  - { name: invoices, connection: billing, queue: invoices, service: orders }
 security:
   - { name: partner, type: basic_auth, username: partner, password: partner-password }
 channel_rest:
@@ -101,6 +105,10 @@ describe('a walk through the Dashboard', () => {
       const attention = page.locator('#attention');
       await attention.getByText('answered 5xx 2 times of 2').waitFor();
       expect(await attention.textContent()).toContain('orders has 2 dead letters');
+      // A connector that cannot connect (nothing listens on port 1), without its credentials.
+      const invoices = attention.locator('li[data-connection="amqp:invoices"]');
+      expect(await invoices.textContent()).toMatch(/^amqp channel invoices is (down|connecting)/);
+      expect(await attention.textContent()).not.toContain('guest:guest');
       await shot('walk-overview');
       // The failing channel leads to its service.
       await attention.locator('a.service', { hasText: 'orders' }).click();
