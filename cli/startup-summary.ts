@@ -21,6 +21,13 @@ export class StartupSummary {
   private adminAddress: string | undefined;
   private deployed = 0;
   private done = false;
+  private readonly told: string[] = [];
+
+  /** Plugins' lines for the operator (KernelApi.tellOperator), under the Dashboard's; once rendered, on stderr at once. */
+  readonly tell = (text: string): void => {
+    if (this.done) process.stderr.write(`${text}\n`);
+    else this.told.push(text);
+  };
 
   readonly tap = (text: string): void => {
     if (this.done) return;
@@ -42,6 +49,7 @@ export class StartupSummary {
     const services = `${this.deployed} service${this.deployed === 1 ? '' : 's'} deployed`;
     const out = [`svc started in ${seconds.toFixed(1)} s: ${services}, config ${config}`, `  channels   ${info.address}`];
     out.push(`  Dashboard  ${this.adminAddress ? `${this.adminAddress}/admin/` : 'not listening (or not logged: server.log_level is above info)'}`);
+    for (const text of this.told) out.push(`  ${text}`);
     const kinds = groupByKind(this.problems);
     if (kinds.length) {
       const errors = this.problems.filter((l) => Number(l.level) >= 50).length;

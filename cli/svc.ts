@@ -81,7 +81,7 @@ async function start(configPath: string, dev = false): Promise<number> {
   const summary = dev ? undefined : new StartupSummary();
   try {
     devLog = dev ? await devLogger(configPath) : undefined;
-    kernel = await Kernel.create({ configPath, watch: true, logger: devLog?.log, logTap: summary?.tap });
+    kernel = await Kernel.create({ configPath, watch: true, logger: devLog?.log, logTap: summary?.tap, tellOperator: summary?.tell });
   } catch (err) {
     return printConfigError(err);
   }

@@ -51,6 +51,8 @@ export interface KernelOptions {
   env?: NodeJS.ProcessEnv;
   /** Sees each line of the server's own logger before it is written (`svc start`'s startup summary); not with `logger`. */
   logTap?: (line: string) => void;
+  /** Where plugins' lines for the operator go (KernelApi.tellOperator): `svc start`'s summary; stdout without. */
+  tellOperator?: (text: string) => void;
 }
 
 /** Config and plugins, loaded and checked, before anything starts. */
@@ -86,6 +88,8 @@ export class Kernel {
   private readonly drains: Array<() => Promise<void>> = [];
   private readonly connectionReporters: Array<() => ConnectionReport[]> = [];
   private readonly provided = new Map<string, unknown>();
+  /** Where plugins' lines for the operator go (KernelOptions.tellOperator). */
+  private tellOperator = (text: string): void => void process.stdout.write(`${text}\n`);
   /** Listeners of the ops run through the control socket (KernelApi.onControlRun). */
   private readonly controlListeners: Array<(run: ControlRun) => Promise<void>> = [];
   /** The version of a service serving now, from its deploy history (services/control.ts). */
@@ -136,6 +140,7 @@ export class Kernel {
       configSections: () => configSectionSchemas(loaded.map((l) => l.plugin)),
       controlOps: () => [...kernel.controlOps.values()],
       onControlRun: (listener) => void kernel.controlListeners.push(listener),
+      tellOperator: (text) => kernel.tellOperator(text),
       onListen: (start) => void kernel.listening.push(start),
       onDrain: (drain) => void kernel.drains.push(drain),
       serviceMeta: (name) => kernel.services.get(name)?.meta,
@@ -194,6 +199,7 @@ export class Kernel {
     const configStore = new ConfigStore(configPath, plugins, log, text, config, env, raw);
     refusalPauseMs = () => configStore.current().server.refusal_pause_ms;
     const kernel = new Kernel(configStore, loaded, store, pool, services, log, access, opts.clock ?? systemClock, opts.monotonic ?? monotonicClock, dataDir, hostCalls, env, ledger);
+    if (opts.tellOperator) kernel.tellOperator = opts.tellOperator;
     try {
       await kernel.init(opts.watch ?? false);
     } catch (err) {

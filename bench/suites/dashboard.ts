@@ -71,7 +71,10 @@ export async function run(): Promise<void> {
   try {
     // The admin listener may come up just after the channels answer.
     for (let i = 0; i < 100 && !(await fetch(`${admin}/admin/`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
-    const password = /the admin password is (\S+)/.exec(readFileSync(join(svc.dir, 'server.log'), 'utf8'))?.[1];
+    // In the startup summary, written just after the server listens.
+    const passwordIn = () => /the admin password is (\S+)/.exec(readFileSync(join(svc.dir, 'server.log'), 'utf8'))?.[1];
+    for (let i = 0; i < 50 && !passwordIn(); i++) await new Promise((r) => setTimeout(r, 100));
+    const password = passwordIn();
     if (!password) throw new Error('no admin password in the server log');
     const login = await fetch(`${admin}/admin/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) });
     const session = /svc_admin_session=([^;]+)/.exec(login.headers.get('set-cookie') ?? '')?.[1];

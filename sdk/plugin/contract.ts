@@ -409,6 +409,11 @@ export interface KernelApi {
    * the op's answer stands. SDK 1.13.
    */
   onControlRun(listener: (run: ControlRun) => Promise<void>): void;
+  /**
+   * A line for the person who started the server, never logged (the admin password made at first
+   * start): in `svc start`'s summary on its terminal, else on stdout. SDK 1.13.
+   */
+  tellOperator(text: string): void;
   /** Runs once the kernel's listener is up (`svc start`): plugins with listeners of their own start them here. */
   onListen(start: () => Promise<void>): void;
   /**

@@ -30,6 +30,7 @@ describe('the startup summary (unit)', () => {
     summary.tap('{"level":30,"time":1,"service":"b","msg":"service deployed"}');
     summary.tap('{"level":30,"time":1,"address":"http://127.0.0.1:9","msg":"svc admin listening"}');
     summary.tap(line({ msg: 'one warning' }));
+    summary.tell('first start: the admin password is pw-123 (shown once)');
     const text = summary.render({ address: 'http://127.0.0.1:8', configPath: '/p/config/svc.yaml', startedAt: 1_000, now: 2_500, cwd: '/p' });
     summary.tap(line({ msg: 'after the summary' }));
     expect(text).toBe(
@@ -37,6 +38,7 @@ describe('the startup summary (unit)', () => {
         'svc started in 1.5 s: 2 services deployed, config config/svc.yaml',
         '  channels   http://127.0.0.1:8',
         '  Dashboard  http://127.0.0.1:9/admin/',
+        '  first start: the admin password is pw-123 (shown once)',
         '  1 kind of warning at startup (each line of the log has the details):',
         '    - one warning',
         '',
@@ -66,6 +68,10 @@ describe('svc start, as a person at a terminal sees it', () => {
       expect(summary).toMatch(/1 service deployed, config config\/svc\.yaml/);
       expect(summary).toContain(`  channels   ${server.url}\n`);
       expect(summary).toMatch(/ {2}Dashboard {2}http:\/\/127\.0\.0\.1:\d+\/admin\//);
+      // First start: the admin password under the Dashboard's address, in the summary and nowhere else (never a log line).
+      const password = /\n {2}first start: the admin password is (\S+) \(shown once; change it with `svc admin set-password`\)\n/.exec(summary)?.[1];
+      expect(password).toBeDefined();
+      expect(server.output().split(password!).length - 1).toBe(1);
       // erp, crm, and the pub/sub plugin's own test definition: one line for the three.
       expect(summary).toContain('3 × security definition has a random password nobody knows; set it with `svc secdef set-password DEFINITION` or in the config file before use (definition: erp, crm, svc.pubsub.test.secdef)');
       expect(summary.match(/random password/g)).toHaveLength(1);

@@ -59,8 +59,8 @@ export default definePlugin<AdminOptions, AdminState>({
       const settings = kernel.server().admin ?? adminServerSchema.parse(undefined);
       if (!settings.enabled) return;
       const created = await ensurePassword(kernel.store, kernel.env, kernel.clock.now());
-      // Printed, not logged: log lines are kept and shipped; this line is for the one who started the server.
-      if (created !== undefined) process.stdout.write(`svc admin: first start, the admin password is ${created} (shown once; change it with \`svc admin set-password\`)\n`);
+      // Told, not logged: log lines are kept and shipped; this line is for the one who started the server.
+      if (created !== undefined) kernel.tellOperator(`first start: the admin password is ${created} (shown once; change it with \`svc admin set-password\`)`);
       const accounts = new AdminAccounts(kernel, auth, resources.scope);
       const app = buildAdminApp({ kernel, auth, resources, accounts, pages, endpoints, version: VERSION });
       state.app = app;

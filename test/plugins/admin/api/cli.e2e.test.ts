@@ -34,8 +34,8 @@ async function waitFor<T>(fn: () => T | null | undefined): Promise<T> {
 
 describe('svc admin, export and import', () => {
   it('prints a random admin password once at first start, never in a log line', async () => {
-    const m = /the admin password is (\S+) \(shown once/.exec(server.output());
-    expect(m).not.toBeNull();
+    // In the startup summary on stderr, written just after the server listens.
+    const m = await waitFor(() => /\n {2}first start: the admin password is (\S+) \(shown once/.exec(server.output()));
     const password = m![1]!;
     expect(server.output().split(password).length - 1).toBe(1);
     expect((await new AdminClient(admin).login(password)).status).toBe(200);
