@@ -106,7 +106,7 @@ async function route() {
   try {
     if (page === 'login') return loginPage();
     const mine = routeSeq;
-    if (!(await ensureSession())) return void (location.hash = '#/login');
+    if (!(await ensureSession())) return toLogin();
     // The operator moved on while the session was checked: that navigation draws the page.
     if (mine !== routeSeq) return;
     if (page === 'r' && rest.length === 1) return await listPage(rest[0]);
@@ -124,11 +124,18 @@ async function route() {
     if (page === 'downloads') return downloadsPage();
     return overviewPage();
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) return void (location.hash = '#/login');
+    if (err instanceof ApiError && err.status === 401) return toLogin();
     // The page could not be drawn (a 404): the one before it must not stay, as if it were this one.
     show(routeSeq);
     failed(err);
   }
+}
+
+/** The page asked for before the login (a link to a service, a bookmark): where the login leads. */
+let afterLogin;
+function toLogin() {
+  if (location.hash && location.hash !== '#/login') afterLogin = location.hash;
+  location.hash = '#/login';
 }
 
 function loginPage() {
@@ -172,7 +179,8 @@ function loginPage() {
     e.preventDefault();
     try {
       await api.login(password.value, username.value.trim() || undefined);
-      location.hash = '#/';
+      location.hash = afterLogin ?? '#/';
+      afterLogin = undefined;
     } catch (err) {
       if (err instanceof ApiError && err.status === 429 && err.retryAfter) holdFor(err.retryAfter);
       else failed(err);

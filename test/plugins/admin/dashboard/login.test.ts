@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { closePage, openPage, step, submitLogin } from '../../../helpers/browser.ts';
 import { ManualClock } from '../../../../kernel/platform/clock.ts';
-import { AdminClient, startAdmin, type AdminKernel } from '../api/support.ts';
+import { ADMIN_PASSWORD, AdminClient, startAdmin, type AdminKernel } from '../api/support.ts';
 
 /**
  * The Dashboard's login in headless Chromium, on a server of its own (its throttle would hold the
@@ -47,6 +47,24 @@ describe('the Dashboard login', () => {
     const refused = await api.login();
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('leads back to the page asked for before the login (a link to a service, a bookmark)', async () => {
+    clock.advance(61_000);
+    await page.context().clearCookies();
+    await step(page, 'login-returns', async () => {
+      await page.goto(`${k.admin}/admin/#/services/echo`);
+      await page.locator('#password').waitFor();
+      expect(page.url()).toMatch(/#\/login$/);
+      await submitLogin(page, ADMIN_PASSWORD);
+      await page.getByRole('heading', { level: 1, name: 'echo', exact: true }).waitFor();
+      expect(page.url()).toMatch(/#\/services\/echo$/);
+      // Logged out and in again from the login page itself: the overview, not the page of before.
+      await page.getByRole('button', { name: 'Log out' }).click();
+      await page.locator('#password').waitFor();
+      await submitLogin(page, ADMIN_PASSWORD);
+      await page.locator('h1', { hasText: 'Overview' }).waitFor();
+    });
   });
 
   it('lists refused logins and what an edit changed in the audit log', async () => {
