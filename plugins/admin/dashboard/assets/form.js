@@ -15,6 +15,11 @@ const el = (tag, attrs = {}, ...children) => {
 };
 export { el };
 
+/** A link, a page's heading, and a value shown as JSON (text as it is): the pages' small parts. */
+export const link = (href, text, attrs = {}) => el('a', { href, ...attrs, text });
+export const h1 = (text) => el('h1', { text });
+export const pre = (value) => el('pre', { class: 'json', text: typeof value === 'string' ? value : JSON.stringify(value, null, 2) });
+
 /** A description as people read it: its `code` spans as code, the rest as text (never HTML). */
 export function prose(text) {
   return String(text)

@@ -1,9 +1,8 @@
 // The Dashboard's tenant pages: usage per tenant, and the accounts and API keys a role manages.
 // Each returns the nodes of its page; app.js draws them.
 import { api, ApiError } from './client.js';
-import { el, showIssues } from './form.js';
+import { el, h1, showIssues } from './form.js';
 
-const h1 = (text) => el('h1', { text });
 const count = (n) => String(n ?? 0);
 
 /** CPU of the last minute against the tenant's quota, or what is missing. */
