@@ -71,6 +71,17 @@ export function codeEditor(source, label) {
     // A last newline gets a space after it, or the <pre> would be a line shorter than the textarea.
     shown.replaceChildren(...tokens(`${text.value} `).map(([kind, t]) => (kind ? el('span', { class: kind, text: t }) : document.createTextNode(t))));
   };
+  // Keystrokes faster than frames (a paste, a held key) colour the text once per frame.
+  let painting = false;
+  const paintSoon = () => {
+    if (painting) return;
+    painting = true;
+    requestAnimationFrame(() => {
+      painting = false;
+      paint();
+      follow();
+    });
+  };
   const follow = () => {
     shown.scrollTop = gutter.scrollTop = text.scrollTop;
     shown.scrollLeft = text.scrollLeft;
@@ -128,7 +139,7 @@ export function codeEditor(source, label) {
   text.addEventListener('input', () => {
     bad = undefined;
     number();
-    paint();
+    paintSoon();
     follow();
     suggest();
   });
