@@ -59,11 +59,13 @@ export interface Meter {
   pids?: number[];
   /** Called when the measured part starts (after the warm-up). */
   onMeasure?: () => void;
+  /** Seconds of load before the measured part (default 1). */
+  warmup?: number;
 }
 
 export async function load(url: string, opts: Partial<Omit<CannonOptions, 'url'>> = {}, meter: Meter = {}): Promise<Load> {
   const o = { url, connections: CONNECTIONS, ...opts };
-  await autocannon({ ...o, duration: 1 });
+  await autocannon({ ...o, duration: meter.warmup ?? 1 });
   meter.onMeasure?.();
   const run = () => autocannon({ ...o, duration: opts.duration ?? SECONDS });
   const { result: r, cost } = meter.pids ? await metered(meter.pids, run, (res) => res.requests.total) : { result: await run(), cost: undefined };
@@ -571,12 +573,25 @@ export const PUBSUB = {
   },
 };
 
-/** A publish of PUBSUB.message by ep.bench to `topic`, as autocannon options (variant A: `has_gd` as given). */
-export function publishRequest(base: string, variant: 'A' | 'B', gd: boolean, topic: string): { url: string; method: string; body: string; headers: Record<string, string> } {
+/**
+ * The body of a publish (variant A: with `has_gd` as given). With `bytes`, PUBSUB.message's data
+ * gains a `note` of spaces so the body is exactly that long: every peer then carries as many
+ * bytes (RabbitMQ's message is publishBody('B', …), the same length).
+ */
+export function publishBody(variant: 'A' | 'B', gd: boolean, bytes?: number): string {
+  const body = (note?: string) => JSON.stringify({ data: note === undefined ? PUBSUB.message.data : { ...PUBSUB.message.data, note }, ...(variant === 'A' ? { has_gd: gd } : {}) });
+  if (bytes === undefined) return body();
+  const pad = bytes - body('').length;
+  if (pad < 0) throw new Error(`a publish body cannot be shorter than ${body('').length} bytes`);
+  return body(' '.repeat(pad));
+}
+
+/** A publish of PUBSUB.message by ep.bench to `topic`, as autocannon options (variant A: `has_gd` as given; `bytes`: see publishBody). */
+export function publishRequest(base: string, variant: 'A' | 'B', gd: boolean, topic: string, bytes?: number): { url: string; method: string; body: string; headers: Record<string, string> } {
   return {
     url: `${base}${variant === 'A' ? '/svc/pubsub/topic' : '/pubsub/topic'}${topic}`,
     method: 'POST',
-    body: JSON.stringify(variant === 'A' ? { ...PUBSUB.message, has_gd: gd } : PUBSUB.message),
+    body: publishBody(variant, gd, bytes),
     headers: { authorization: PUBSUB.publisher, 'content-type': 'application/json' },
   };
 }

@@ -19,6 +19,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   outgoing: () => import('./suites/outgoing.ts'),
   queue: () => import('./suites/queue.ts'),
   peers: () => import('./suites/peers.ts'),
+  'publish-outside': () => import('./suites/publish-outside.ts'),
   floor: () => import('./suites/floor.ts'),
   tracing: () => import('./suites/tracing.ts'),
   memory: () => import('./suites/memory.ts'),

@@ -5,10 +5,12 @@
  * medians reported; ratios against the quorum queue. A second table runs the same cases with each
  * server on one core and the load generator on another, where the machine allows pinning.
  */
-import { drain, getter, getterLoop, load, median, onOwnCores, printGrid, processTree, PUBSUB, publishRequest, rounds, roundSpread, startSvcCli, type Load } from '../lib.ts';
+import { drain, getter, getterLoop, load, median, onOwnCores, printGrid, processTree, PUBSUB, publishBody, publishRequest, rounds, roundSpread, startSvcCli, type Load } from '../lib.ts';
 import type { QueueKind, Rabbit } from './rabbitmq.ts';
 
 const PUBLISHERS = 50;
+/** BENCH_PUBLISH_BYTES=106: every body that long, svc's and RabbitMQ's (publishBody); default PUBSUB.message as it is (74 bytes, A's 88). */
+const BYTES = process.env.BENCH_PUBLISH_BYTES ? Number(process.env.BENCH_PUBLISH_BYTES) : undefined;
 
 interface Result {
   l: Load;
@@ -24,15 +26,25 @@ interface Case {
   alone?: string;
 }
 
-const QUORUM = 'RabbitMQ, quorum queue, confirms';
+/** The baseline: 50 confirm channels on one connection, as one amqplib client process publishes (issue 45). */
+const QUORUM = 'RabbitMQ, quorum queue, confirms, 1 connection';
+
+/** How one publish measurement runs, when not as the peers suite does (bench/peers/publish-outside.ts). */
+export interface PublishRun {
+  /** Body length in bytes (publishBody); default PUBSUB.message as it is. */
+  bytes?: number;
+  /** Seconds of warm-up (default 1) and measured (default SECONDS). */
+  warmup?: number;
+  seconds?: number;
+}
 
 /**
  * One measurement of durable publish with no getter: PUBLISHERS publishers to /bench/pub (ep.bench's
  * subscription), which is emptied afterwards so the next round starts from an empty queue.
  */
-export async function publishAlone(svc: { url: string; pid: number }, variant: 'A' | 'B'): Promise<Load> {
-  const { url, ...req } = publishRequest(svc.url, variant, true, '/bench/pub');
-  const l = await load(url, { ...req, connections: PUBLISHERS }, { pids: processTree(svc.pid) });
+export async function publishAlone(svc: { url: string; pid: number }, variant: 'A' | 'B', run: PublishRun = {}): Promise<Load> {
+  const { url, ...req } = publishRequest(svc.url, variant, true, '/bench/pub', run.bytes);
+  const l = await load(url, { ...req, connections: PUBLISHERS, ...(run.seconds ? { duration: run.seconds } : {}) }, { pids: processTree(svc.pid), ...(run.warmup ? { warmup: run.warmup } : {}) });
   await drain(getter(svc.url, 'A', PUBSUB.publisher, '/bench/pub'));
   return l;
 }
@@ -43,9 +55,9 @@ export async function publishAlone(svc: { url: string; pid: number }, variant: '
  * each measurement; with a getter to /bench/flow, which ep.reader's getter drains as they come.
  */
 function publishCases(svc: { url: string; pid: number }, rabbit: Rabbit | string, kinds: readonly QueueKind[]): Case[] {
-  const alone = (variant: 'A' | 'B') => async (): Promise<Result> => ({ l: await publishAlone(svc, variant) });
+  const alone = (variant: 'A' | 'B') => async (): Promise<Result> => ({ l: await publishAlone(svc, variant, BYTES === undefined ? {} : { bytes: BYTES }) });
   const withGetter = (variant: 'A' | 'B') => async (): Promise<Result> => {
-    const { url, ...req } = publishRequest(svc.url, variant, true, '/bench/flow');
+    const { url, ...req } = publishRequest(svc.url, variant, true, '/bench/flow', BYTES);
     const get = getter(svc.url, variant, PUBSUB.reader, '/bench/flow');
     const loop = getterLoop(get);
     let started = 0;
@@ -56,15 +68,25 @@ function publishCases(svc: { url: string; pid: number }, rabbit: Rabbit | string
     await drain(get);
     return { l, delivered };
   };
-  const queueName: Record<QueueKind, string> = { classic: 'RabbitMQ, classic durable queue, confirms', quorum: QUORUM };
+  const brokerCases = (broker: Rabbit): Record<QueueKind, Case[]> => {
+    const body = BYTES === undefined ? undefined : publishBody('B', true, BYTES);
+    const amqp = (kind: QueueKind, connections: number, name: string): Case => ({
+      name,
+      note: `AMQP, ${PUBLISHERS} channels on ${connections} connection${connections > 1 ? 's' : ''}, persistent`,
+      run: async () => ({ l: await broker.publish(kind, PUBLISHERS, { connections, ...(body ? { body } : {}) }) }),
+    });
+    return {
+      classic: [amqp('classic', 1, 'RabbitMQ, classic durable queue, confirms, 1 connection')],
+      // Until issue 45 the suite spread the channels over 5 connections, which costs the broker more per message.
+      quorum: [amqp('quorum', 1, QUORUM), amqp('quorum', 5, 'RabbitMQ, quorum queue, confirms, 5 connections')],
+    };
+  };
   return [
     { name: 'svc variant A publish, `has_gd: true`', note: 'HTTP, Basic Auth', run: alone('A') },
     { name: 'svc variant B publish (always GD)', note: 'HTTP, Basic Auth', run: alone('B') },
     { name: 'svc variant A publish + 1 getter draining', note: 'getter: PATCH of the subscription in a loop', run: withGetter('A'), alone: 'svc variant A publish, `has_gd: true`' },
     { name: 'svc variant B publish + 1 getter draining', note: 'getter: POST /pubsub/messages/get in a loop', run: withGetter('B'), alone: 'svc variant B publish (always GD)' },
-    ...(typeof rabbit === 'string'
-      ? []
-      : kinds.map((kind) => ({ name: queueName[kind], note: `AMQP, ${PUBLISHERS} channels on 5 connections, persistent`, run: async () => ({ l: await rabbit.publish(kind, PUBLISHERS) }) }))),
+    ...(typeof rabbit === 'string' ? [] : kinds.flatMap((kind) => brokerCases(rabbit)[kind])),
   ];
 }
 

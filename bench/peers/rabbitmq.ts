@@ -8,10 +8,11 @@
 import { createRequire } from 'node:module';
 import { connect as tcpConnect } from 'node:net';
 import { join } from 'node:path';
-import { cachedPackage, findProcess, metered, processTree, PUBSUB, SECONDS, versionOf, type Load } from '../lib.ts';
+import { cachedPackage, findProcess, metered, processTree, publishBody, SECONDS, versionOf, type Load } from '../lib.ts';
 
 /** The broker; BENCH_AMQP_URL points elsewhere (e.g. a port nothing answers on, to see the skip). */
 const BROKER = new URL(process.env.BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672');
+/** The connections the peers suite spreads its channels over; `publish()` may use fewer. */
 const CONNECTIONS = 5;
 const QUEUES = { classic: 'svc-bench-classic', quorum: 'svc-bench-quorum' } as const;
 export type QueueKind = keyof typeof QUEUES;
@@ -29,10 +30,22 @@ interface AmqpConnection {
   close(): Promise<void>;
 }
 
+/** How one measurement publishes (defaults: the peers suite's). */
+export interface PublishOptions {
+  /** AMQP connections the publishers' channels are spread over, 1 to CONNECTIONS (default CONNECTIONS). */
+  connections?: number;
+  /** The message body (default publishBody('B', true): PUBSUB.message). */
+  body?: string;
+  /** Seconds of publishing before the measured part (default 1). */
+  warmup?: number;
+  /** Seconds measured (default SECONDS). */
+  seconds?: number;
+}
+
 export interface Rabbit {
   server: string;
   client: string;
-  publish(kind: QueueKind, publishers: number): Promise<Load>;
+  publish(kind: QueueKind, publishers: number, opts?: PublishOptions): Promise<Load>;
   /** The broker's processes on this machine (none when it runs elsewhere or cannot be found). */
   pids(): number[];
   close(): Promise<void>;
@@ -65,14 +78,18 @@ export async function rabbit(): Promise<Rabbit | string> {
     await admin.assertQueue(QUEUES.quorum, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
   };
   await fresh();
-  const channels: ConfirmChannel[] = [];
+  // Channels by the number of connections they are spread over (1 and CONNECTIONS: distinct sets).
+  const channels = new Map<number, ConfirmChannel[]>();
   const beam = findProcess('beam.smp');
   return {
     server: String(conns[0]!.connection.serverProperties.version ?? 'unknown'),
     client: versionOf(dir),
-    async publish(kind, publishers) {
-      while (channels.length < publishers) channels.push(await conns[channels.length % CONNECTIONS]!.createConfirmChannel());
-      const r = await confirmedPublishing(channels.slice(0, publishers), QUEUES[kind], beam ? processTree(beam) : []);
+    async publish(kind, publishers, opts = {}) {
+      const spread = Math.min(CONNECTIONS, Math.max(1, opts.connections ?? CONNECTIONS));
+      const set = channels.get(spread) ?? [];
+      channels.set(spread, set);
+      while (set.length < publishers) set.push(await conns[set.length % spread]!.createConfirmChannel());
+      const r = await confirmedPublishing(set.slice(0, publishers), QUEUES[kind], beam ? processTree(beam) : [], opts);
       await admin.purgeQueue(QUEUES[kind]);
       return r;
     },
@@ -84,9 +101,10 @@ export async function rabbit(): Promise<Rabbit | string> {
   };
 }
 
-/** Each channel publishes and awaits the confirm, in a loop: 1 s warm-up, then SECONDS measured. */
-async function confirmedPublishing(channels: ConfirmChannel[], queue: string, brokerPids: number[]): Promise<Load> {
-  const body = Buffer.from(JSON.stringify(PUBSUB.message));
+/** Each channel publishes and awaits the confirm, in a loop: a warm-up (1 s), then the measured seconds (SECONDS). */
+async function confirmedPublishing(channels: ConfirmChannel[], queue: string, brokerPids: number[], opts: PublishOptions): Promise<Load> {
+  const seconds = opts.seconds ?? SECONDS;
+  const body = Buffer.from(opts.body ?? publishBody('B', true));
   const options = { persistent: true, contentType: 'application/json' };
   const latencies: number[] = [];
   let measuring = false;
@@ -99,12 +117,12 @@ async function confirmedPublishing(channels: ConfirmChannel[], queue: string, br
     }
   };
   const all = Promise.all(channels.map(publisher));
-  await new Promise((r) => setTimeout(r, 1_000));
+  await new Promise((r) => setTimeout(r, (opts.warmup ?? 1) * 1_000));
   const { cost } = await metered(
     brokerPids,
     async () => {
       measuring = true;
-      await new Promise((r) => setTimeout(r, SECONDS * 1_000));
+      await new Promise((r) => setTimeout(r, seconds * 1_000));
       measuring = false;
     },
     () => latencies.length,
@@ -113,5 +131,5 @@ async function confirmedPublishing(channels: ConfirmChannel[], queue: string, br
   await all;
   const sorted = latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
-  return { rps: latencies.length / SECONDS, p50: at(0.5), p99: at(0.99), non2xx: 0, errors: 0, ...(brokerPids.length ? { cost } : {}) };
+  return { rps: latencies.length / seconds, p50: at(0.5), p99: at(0.99), non2xx: 0, errors: 0, ...(brokerPids.length ? { cost } : {}) };
 }

@@ -1,7 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { onOwnCores } from '../../bench/lib.ts';
+import { onOwnCores, PUBSUB, publishBody } from '../../bench/lib.ts';
 
 const affinity = (pid: number) => execFileSync('taskset', ['-c', '-p', String(pid)], { encoding: 'utf8' }).split(':').pop()!.trim();
 
@@ -24,5 +24,18 @@ describe("onOwnCores (the publish suite's one-core table)", () => {
     const before = affinity(process.pid);
     await expect(onOwnCores([], async () => Promise.reject(new Error('round failed')))).rejects.toThrow('round failed');
     expect(affinity(process.pid)).toBe(before);
+  });
+});
+
+describe('publishBody, the message of the publish suites', () => {
+  it('is PUBSUB.message as before without a length, and exactly `bytes` long with one', () => {
+    expect(publishBody('B', true)).toBe(JSON.stringify(PUBSUB.message));
+    expect(publishBody('A', true)).toBe(JSON.stringify({ ...PUBSUB.message, has_gd: true }));
+    for (const variant of ['A', 'B'] as const) {
+      const body = publishBody(variant, true, 106);
+      expect(Buffer.byteLength(body)).toBe(106);
+      expect(JSON.parse(body).data.order).toBe(PUBSUB.message.data.order);
+    }
+    expect(() => publishBody('A', true, 20)).toThrow(/shorter/);
   });
 });

@@ -1,0 +1,77 @@
+import { median, printGrid, processTree, PUBSUB, publishBody, rounds, startSvcCli, type Load } from '../lib.ts';
+import { publishAlone } from '../peers/publish.ts';
+import { rabbit, type QueueKind } from '../peers/rabbitmq.ts';
+
+/**
+ * Issue 45: durable publish measured the way the independent benchmark did, beside the peers
+ * suite's way (bench/README.md, Peers). 50 publishers; a 106-byte JSON body in every case; svc
+ * started through the CLI (Basic Auth of a pub/sub endpoint, autocannon in this process, 50
+ * keep-alive connections); RabbitMQ with amqplib, 50 confirm channels on ONE connection; 2 s of
+ * warm-up and 6 s measured per round, BENCH_ROUNDS (3) interleaved rounds, medians. Server CPU
+ * is that of every process of the server: svc's kernel and its children (sandbox processes,
+ * esbuild), the broker's beam.smp and its children (erl_child_setup, inet_gethost).
+ * BENCH_OUTSIDE_ALL=1 adds the peers suite's own ways beside (5 AMQP connections, svc's
+ * 74/88-byte bodies, 1 s + 5 s) to tell which difference moves what.
+ */
+const PUBLISHERS = 50;
+const BYTES = 106;
+const WARMUP = Number(process.env.BENCH_OUTSIDE_WARMUP ?? 2);
+const SECONDS = Number(process.env.BENCH_OUTSIDE_SECONDS ?? 6);
+
+interface Case {
+  name: string;
+  run: () => Promise<Load>;
+  quorum?: boolean;
+}
+
+export async function run(): Promise<void> {
+  const broker = await rabbit();
+  if (typeof broker === 'string') {
+    console.log(`\npublish-outside: skipped, ${broker}.`);
+    return;
+  }
+  const svc = await startSvcCli(PUBSUB.config, {}, '/svc/pubsub/openapi.json');
+  try {
+    const outside = { bytes: BYTES, warmup: WARMUP, seconds: SECONDS };
+    const amqp = (kind: QueueKind, connections: number, body: string | undefined, timing: { warmup?: number; seconds?: number }) => () =>
+      broker.publish(kind, PUBLISHERS, { connections, ...(body ? { body } : {}), ...timing });
+    const cases: Case[] = [
+      { name: 'svc variant B publish', run: () => publishAlone(svc, 'B', outside) },
+      { name: 'svc variant A publish, `has_gd: true`', run: () => publishAlone(svc, 'A', outside) },
+      { name: 'RabbitMQ quorum queue, confirms, 1 connection', run: amqp('quorum', 1, publishBody('B', true, BYTES), outside), quorum: true },
+      { name: 'RabbitMQ classic durable queue, confirms, 1 connection', run: amqp('classic', 1, publishBody('B', true, BYTES), outside) },
+    ];
+    if (process.env.BENCH_OUTSIDE_ALL === '1') {
+      cases.push(
+        { name: 'RabbitMQ quorum queue, confirms, 5 connections (peers suite)', run: amqp('quorum', 5, publishBody('B', true, BYTES), outside) },
+        { name: 'svc variant B, 74-byte body, 1 s + 5 s (peers suite)', run: () => publishAlone(svc, 'B', { warmup: 1, seconds: 5 }) },
+        { name: 'RabbitMQ quorum, 5 connections, 74-byte body, 1 s + 5 s (peers suite)', run: amqp('quorum', 5, undefined, { warmup: 1, seconds: 5 }) },
+      );
+    }
+    const results = await rounds(cases.map((c) => c.run));
+    const q = cases.findIndex((c) => c.quorum);
+    const rows = cases.map((c, i) => {
+      const ls = results[i]!;
+      const m = (f: (l: Load) => number) => median(ls.map(f));
+      const ratios = ls.map((l, r) => l.rps / results[q]![r]!.rps);
+      return [
+        c.name,
+        ls.map((l) => Math.round(l.rps)).join(' / '),
+        String(Math.round(m((l) => l.rps))),
+        i === q ? '1.00' : `${median(ratios).toFixed(2)} (${ratios.map((x) => x.toFixed(2)).join(' ')})`,
+        ls.map((l) => l.cost!.serverUs.toFixed(0)).join(' / '),
+        `${m((l) => l.cost!.serverUs).toFixed(0)} (${m((l) => l.cost!.mainUs).toFixed(0)})`,
+        m((l) => l.cost!.loaderUs).toFixed(0),
+        m((l) => l.cost!.otherCores).toFixed(2),
+      ];
+    });
+    printGrid(
+      `Durable publish measured as the independent benchmark did (issue 45): ${PUBLISHERS} publishers, ${BYTES}-byte JSON, ${WARMUP} s + ${SECONDS} s × ${results[0]!.length} interleaved rounds; svc pids ${processTree(svc.pid).length}, broker pids ${broker.pids().length}`,
+      ['case', 'msg/s per round', 'median msg/s', 'vs quorum (each round)', 'server CPU µs/msg per round', 'median (main process)', 'load-gen µs/msg', 'other load cores'],
+      rows,
+    );
+  } finally {
+    await svc.stop();
+    await broker.close();
+  }
+}
