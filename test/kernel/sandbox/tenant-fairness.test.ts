@@ -59,7 +59,10 @@ describe.each([
     return took;
   }
 
-  it("a tenant flooding them with CPU-bound calls does not raise another tenant's latency", async () => {
+  // One retry: b's latencies are wall times on 2 cores that another test file shares (maxWorkers 2),
+  // and one busy moment of that file during the flood has read 3.07 where quiet runs read 1.2–1.6.
+  // Without fair shares b's calls take 5–10× as long, every time: a retry does not hide that.
+  it("a tenant flooding them with CPU-bound calls does not raise another tenant's latency", { retry: 1, timeout: 60_000 }, async () => {
     // Warm: each isolate built and its code compiled.
     await callsOfB(3);
     await Promise.all(Array.from({ length: FLOODED }, (_, i) => runner.invoke(request(`a/w${i}`, { n: 1000 }))));
@@ -90,5 +93,5 @@ describe.each([
     // a was held to its share, not stopped.
     expect(answeredDuring).toBeGreaterThan(0);
     expect(cpu.a).toBeGreaterThan(0);
-  }, 60_000);
+  });
 });
