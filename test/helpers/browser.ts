@@ -53,3 +53,13 @@ export async function submitLogin(page: Page, password: string, username?: strin
   await page.locator('#password').fill(password);
   await page.getByRole('button', { name: 'Log in' }).click();
 }
+
+/** Where `SVC_SCREENSHOTS=1` writes the Dashboard's pictures: docs/img/, the README's. */
+const DOC_SHOTS = join(import.meta.dirname, '../../docs/img');
+
+/** With `SVC_SCREENSHOTS=1`, the page as it is now, as docs/img/NAME.png (how the README's pictures are made); else nothing. */
+export async function docShot(page: Page, name: string): Promise<void> {
+  if (!process.env.SVC_SCREENSHOTS) return;
+  mkdirSync(DOC_SHOTS, { recursive: true });
+  await page.screenshot({ path: join(DOC_SHOTS, `${name}.png`) });
+}

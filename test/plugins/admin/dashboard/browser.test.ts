@@ -1,8 +1,8 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { closePage, openPage, step, submitLogin } from '../../../helpers/browser.ts';
+import { closePage, docShot, openPage, step, submitLogin } from '../../../helpers/browser.ts';
 import { openApiProblems } from '../../../helpers/openapi.ts';
 import { ADMIN_PASSWORD, AdminClient, resourcePath, startAdmin, type AdminKernel } from '../api/support.ts';
 
@@ -33,7 +33,6 @@ scheduler_job:
 `;
 const BOOM = `import { service } from 'svc/sdk';\nexport default service({ handle() { throw new Error('the upstream is down'); } });\n`;
 const LOOKUP = `import { service, sql } from 'svc/sdk';\nexport default service({ async handle() { const { rows } = await sql('crm_db').query('SELECT $1::int + 1 AS n', [41]); return rows[0]; } });\n`;
-const SHOTS = process.env.SVC_SCREENSHOTS ? join(import.meta.dirname, '../../../../docs/img') : undefined;
 
 let k: AdminKernel;
 let page: Page;
@@ -58,11 +57,7 @@ async function call(path: string, user?: string, password?: string, init: Reques
   await res.text();
   return res.status;
 }
-async function shot(name: string): Promise<void> {
-  if (!SHOTS) return;
-  mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
-}
+const shot = (name: string) => docShot(page, name);
 /** Opens a page; with `heading`, waits until that page is drawn (the one before may share field ids). */
 async function go(hash: string, heading?: string): Promise<void> {
   await page.goto(`${k.admin}/admin/${hash}`);

@@ -1,8 +1,6 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { closePage, openPage, step, submitLogin } from '../../../helpers/browser.ts';
+import { closePage, docShot, openPage, step, submitLogin } from '../../../helpers/browser.ts';
 import { ADMIN_PASSWORD, AdminClient, startAdmin, type AdminKernel } from '../api/support.ts';
 
 /**
@@ -48,7 +46,6 @@ test('totals an order', async () => {
   expect((await orders.post({ qty: 2, price: 3 })).body).toEqual({ total: 6 });
 });
 `;
-const SHOTS = process.env.SVC_SCREENSHOTS ? join(import.meta.dirname, '../../../../docs/img') : undefined;
 
 let k: AdminKernel;
 let page: Page;
@@ -65,11 +62,7 @@ afterAll(async () => {
   await k?.close();
 });
 
-async function shot(name: string): Promise<void> {
-  if (!SHOTS) return;
-  mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
-}
+const shot = (name: string) => docShot(page, name);
 const op = async <T>(name: string, args: object) => {
   const r = await api.post(`/admin/api/ops/${name}`, args);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
