@@ -74,7 +74,10 @@ describe('channel_file exactly once on two nodes (PostgreSQL)', () => {
     // (a run that ends in the moment before the kill would leave nothing to take over).
     await until(() => ups[1]!.hits('/hit').length >= 10 && tally(ups, folder).runs >= FILES / 3, 30_000, 'both nodes running the batch');
     holdB.on = true;
-    await until(async () => (await runningClaims(store, 'node-b')) > 0, 30_000, 'node-b running some files');
+    // A run node-b started before the hold ends within 20 ms and may end before the kill: wait for
+    // one its upstream received after the hold (held unanswered, its claim running until the kill).
+    const hitsAtHold = ups[1]!.hits('/hit').length;
+    await until(async () => ups[1]!.hits('/hit').length > hitsAtHold && (await runningClaims(store, 'node-b')) > 0, 30_000, 'node-b running a held file');
     await nodes[1]!.stop('SIGKILL');
     const killedAt = Date.now();
     const atKill = tally(ups, folder);
