@@ -6,6 +6,7 @@ import { ServicePositions } from './source-map.ts';
 import { residentMb } from './resident.ts';
 import { acquireWorkerBundle, releaseWorkerBundle, sandboxEnv, SandboxWorker, type DeployKind, type DeployOutcome, type PendingCall } from './process.ts';
 import { wireLineLimit } from './wire.ts';
+import { IdTable } from './id-table.ts';
 import { parseInvokeResult, type InvokeRequest, type InvokeResult, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
 import { tenantOf } from '../../sdk/plugin/tenants.ts';
 import type { FairShare, Release } from './fair.ts';
@@ -165,7 +166,7 @@ export class SandboxPool {
   /** Fresh processes starting to replace an idle home (RecyclePolicy), by slot. */
   private readonly successors = new Map<number, SandboxWorker>();
   private readonly services = new Map<string, ServiceCode>();
-  private readonly pending = new Map<number, PendingCall>();
+  private readonly pending = new IdTable<PendingCall>();
   /** Calls with no ready process to go to yet. */
   private waiting: PendingCall[] = [];
   private readonly strikes = new Map<string, number[]>();
@@ -271,7 +272,7 @@ export class SandboxPool {
     if (worker.state === 'dead') return;
     worker.state = 'dead';
     const suspects = new Set<string>();
-    for (const call of [...worker.inflight.values()]) {
+    for (const call of worker.inflight.values()) {
       suspects.add(call.request.service);
       this.settle(call, new SvcError('SANDBOX_CRASHED'));
     }
@@ -621,8 +622,7 @@ export class SandboxPool {
   private busy(worker: SandboxWorker, call: PendingCall, delta: 1 | -1): void {
     const service = call.request.service;
     const n = (worker.busy.get(service) ?? 0) + delta;
-    if (n > 0) worker.busy.set(service, n);
-    else worker.busy.delete(service);
+    worker.busy.set(service, n);
     if (delta > 0 && n === 1) this.fair!.threadStarted(call.tenant!);
     else if (delta < 0 && n === 0) {
       this.fair!.threadEnded(call.tenant!);
@@ -786,7 +786,7 @@ export class SandboxPool {
     if (this.closing) return;
     this.closing = true;
     clearInterval(this.sweeper);
-    for (const call of [...this.pending.values()]) this.settle(call, new SvcError('SERVICE_UNAVAILABLE'));
+    for (const call of this.pending.values()) this.settle(call, new SvcError('SERVICE_UNAVAILABLE'));
     this.waiting = [];
     const all = [...this.homes, ...[...this.probation.values()].map((p) => p.worker), ...this.successors.values()];
     await Promise.all(

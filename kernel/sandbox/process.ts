@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import { buildSync } from 'esbuild';
 import { isolatedVmEntry } from './ivm.ts';
 import { Wire } from './wire.ts';
+import { IdTable } from './id-table.ts';
 import { readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxMessage, type ServiceMeta } from './protocol.ts';
 
 /** One sandbox process as the pool sees it (pool.ts), and what starting one takes: its code bundle and environment. */
@@ -94,7 +95,7 @@ export type DeployKind = 'probe' | 'spread' | 'replay';
 export class SandboxWorker {
   readonly wire: Wire;
   state: 'starting' | 'ready' | 'dead' = 'starting';
-  readonly inflight = new Map<number, PendingCall>();
+  readonly inflight = new IdTable<PendingCall>();
   /** Deploys sent and not answered, in the order the process runs them. */
   readonly deploys = new Map<number, { name: string; kind: DeployKind; done: (o: DeployOutcome) => void }>();
   /** Service versions this process holds. */
@@ -119,7 +120,10 @@ export class SandboxWorker {
   successor = false;
   /** A successor was started for it: it is never recycled twice. */
   recycled = false;
-  /** In the tenants' shared group: calls running (not waiting on a host call) by service; a service with any is a busy isolate, a thread (fair.ts). */
+  /**
+   * In the tenants' shared group: calls running (not waiting on a host call) by service; a service with any is a busy isolate, a thread (fair.ts).
+   * A service's count stays at 0 rather than being deleted, so the map is not rebuilt per call (id-table.ts says why that costs).
+   */
   readonly busy = new Map<string, number>();
 
   constructor(

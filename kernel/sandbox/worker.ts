@@ -12,6 +12,7 @@ import { Socket } from 'node:net';
 import { constants, setPriority } from 'node:os';
 import { hostCallArgsLimit, Wire } from './wire.ts';
 import { monotonicNow } from '../platform/clock.ts';
+import { IdTable } from './id-table.ts';
 import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
 import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
 
@@ -22,7 +23,7 @@ interface Instance {
   dispatchMany: ivm.Reference<(json: string, raws: string) => void>;
   resolveHostCall: ivm.Reference<(seq: number, json: string) => void>;
   /** Calls handed to the isolate and not finished. */
-  running: Map<number, Call>;
+  running: IdTable<Call>;
   /** Calls waiting for a slot: each call holds heap in the isolate, so few run at once. */
   waiting: Queued[];
   /** Calls another service made with invoke() waiting for a slot: they start before `waiting`. */
@@ -115,7 +116,8 @@ const BUSY_CPU_NS = 2_000_000n;
 let sdkCode = '';
 let caps: SandboxCaps = { defaultMemoryMb: 64, maxMemoryMb: 512, defaultTimeoutMs: 5000, maxTimeoutMs: 60000, maxOutputBytes: 16 << 20, idleMs: 0 };
 const services = new Map<string, Deployed>();
-const calls = new Map<number, Call>();
+/** Calls by the kernel's id; an IdTable, not a Map, for the reason id-table.ts gives. */
+const calls = new IdTable<Call>();
 /** Instances with no call running whose last deadline has not passed, or that still use CPU. */
 const cooling = new Set<Instance>();
 
@@ -188,7 +190,7 @@ async function createInstance(svc: Deployed): Promise<{ instance: Instance; meta
     const definition = mod.namespace.getSync('default', { reference: true }) as ivm.Reference<unknown>;
     if (definition.typeof === 'undefined') throw new Error('the service file must `export default service({...})`');
     const metaJson = await register.apply(undefined, [definition.derefInto(), caps.maxOutputBytes], { timeout: EVALUATE_MS });
-    const instance: Instance = { service: svc.name, isolate, dispatchMany, resolveHostCall, running: new Map(), waiting: [], nested: [], held: [], parked: 0, flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined, lastUsed: monotonicNow(), cpuSeen: 0n };
+    const instance: Instance = { service: svc.name, isolate, dispatchMany, resolveHostCall, running: new IdTable<Call>(8), waiting: [], nested: [], held: [], parked: 0, flushQueued: false, disposed: false, busyUntil: 0, idleCpu: undefined, lastUsed: monotonicNow(), cpuSeen: 0n };
     holder.instance = instance;
     // The build ran the service's top-level code: its CPU counts as the service's.
     watchCpu(instance);

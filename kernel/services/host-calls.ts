@@ -43,6 +43,33 @@ const KIND_OF: Partial<Record<ErrorCode, ServiceErrorKind>> = {
   SERVICE_UNAVAILABLE: 'ServiceUnavailable',
 };
 
+/**
+ * What a host call's handler is given. A class, not an object literal with a getter: the literal
+ * made an accessor pair and an uncompiled function per call, and an invoke's context lives as long
+ * as its callee runs.
+ */
+class CallContext implements HostCallContext {
+  readonly cid: string;
+  readonly service: string;
+  readonly channel: string | undefined;
+  readonly trace: InvokeRequest['trace'];
+
+  constructor(
+    invocation: InvokeRequest,
+    readonly log: RequestTally,
+  ) {
+    this.cid = invocation.cid;
+    this.service = invocation.service;
+    this.channel = invocation.channel;
+    this.trace = invocation.trace;
+  }
+
+  /** Made only for a call that reads it (outgoing calls): an abort costs an Error and its stack. */
+  get signal(): AbortSignal {
+    return this.log.signal;
+  }
+}
+
 /** Log lines the host calls of one request may write; the rest are counted and reported once. */
 const LOG_LINES_PER_REQUEST = 3;
 
@@ -105,9 +132,17 @@ class RequestTally implements HostCallLog {
  * a few lines are written, then refusals and further lines are counted and reported once,
  * when the request ends (`finish`).
  */
+/**
+ * A request's tally rides on its request object (JSON.stringify, which sends the request to the
+ * sandbox, skips a symbol key), not in a Map by CID: a Map that gains and loses an entry per
+ * request is rebuilt every few dozen, and the tables it leaves in the old generation keep the
+ * requests they held alive through every scavenge (kernel/sandbox/id-table.ts says more).
+ */
+const TALLY = Symbol('host call tally');
+type TalliedRequest = InvokeRequest & { [TALLY]?: RequestTally };
+
 export class HostCalls {
   private readonly calls = new Map<string, HostCall | KernelHostCall>();
-  private readonly tallies = new Map<string, RequestTally>();
 
   constructor(
     private readonly log: Logger,
@@ -122,9 +157,8 @@ export class HostCalls {
     this.calls.set(call.op, call);
   }
 
-  async run(op: string, argsJson: string, invocation: InvokeRequest, caller: HostCaller): Promise<string> {
-    let tally = this.tallies.get(invocation.cid);
-    if (!tally) this.tallies.set(invocation.cid, (tally = new RequestTally(this.log, invocation)));
+  async run(op: string, argsJson: string, invocation: TalliedRequest, caller: HostCaller): Promise<string> {
+    const tally = (invocation[TALLY] ??= new RequestTally(this.log, invocation));
     const reply = await this.answer(op, argsJson, { request: invocation, caller }, tally);
     if (reply.startsWith('{"ok":false')) {
       const name = op.slice(0, 100);
@@ -134,10 +168,10 @@ export class HostCalls {
   }
 
   /** The request ended: one line for what its host calls did not log each. */
-  finish(invocation: InvokeRequest): void {
-    const tally = this.tallies.get(invocation.cid);
+  finish(invocation: TalliedRequest): void {
+    const tally = invocation[TALLY];
     if (!tally) return;
-    this.tallies.delete(invocation.cid);
+    invocation[TALLY] = undefined;
     tally.end();
     if (tally.refused.size || tally.unlogged) {
       const refused = Object.fromEntries(tally.refused);
@@ -167,17 +201,7 @@ export class HostCalls {
       }
     }
     try {
-      // The signal is made only for a call that reads it (outgoing calls): an abort costs an Error and its stack.
-      const ctx: HostCallContext = {
-        cid: invocation.cid,
-        service: invocation.service,
-        channel: invocation.channel,
-        log,
-        get signal() {
-          return log.signal;
-        },
-        trace: invocation.trace,
-      };
+      const ctx = new CallContext(invocation, log);
       const value = await call.handler(args, ctx, origin);
       return value instanceof EncodedValue ? '{"ok":true,"value":' + value.json + '}' : JSON.stringify({ ok: true, value: value ?? null });
     } catch (err) {

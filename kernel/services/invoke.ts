@@ -58,17 +58,32 @@ function failed(code: ErrorCode, kind: ServiceErrorKind, message: string, status
 
 const NO_TEXT: ReadonlySet<string> = new Set();
 
-export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, server: () => ServerConfig, log: Logger): KernelHostCall<z.infer<typeof invokeArgs>> {
-  /** The services from the one a channel or the queue ran down to each invoked call's, by the request the kernel sent it. */
-  const chains = new WeakMap<InvokeRequest, readonly string[]>();
-  /** Invokes made so far by each call, for its callees' CIDs. */
-  const made = new WeakMap<InvokeRequest, number>();
+/**
+ * What invoke keeps of a call that invokes or was invoked, on the call's request object itself under
+ * a symbol (JSON.stringify, which sends the request to the sandbox, skips it). Not in WeakMaps, as
+ * it was: one entry per nested call grew their ephemeron tables faster than major GCs emptied them,
+ * and every scavenge walked them (bench/README.md, Tenants, item 6).
+ */
+const INVOKE_STATE = Symbol('invoke state');
+interface InvokeState {
+  /** The services from the one a channel or the queue ran down to this call's. */
+  readonly chain: readonly string[];
+  /** Invokes made so far by this call, for its callees' CIDs. */
+  made: number;
+}
+type TrackedRequest = InvokeRequest & { [INVOKE_STATE]?: InvokeState };
 
+function stateOf(request: TrackedRequest): InvokeState {
+  return (request[INVOKE_STATE] ??= { chain: [request.service], made: 0 });
+}
+
+export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, server: () => ServerConfig, log: Logger): KernelHostCall<z.infer<typeof invokeArgs>> {
   async function invoke(args: z.infer<typeof invokeArgs>, origin: HostCallOrigin): Promise<Reply> {
-    const caller = origin.request;
+    const caller: TrackedRequest = origin.request;
+    const state = stateOf(caller);
     // A tenant's service names its tenant's services, whatever it writes (docs/tenants.md).
     const name = scopedFor(caller.service, args.service);
-    const chain = [...(chains.get(caller) ?? [caller.service]), name];
+    const chain = [...state.chain, name];
     const target = registry.get(name);
     if (!target) return failed('INVOKE_NOT_FOUND', 'NotFound', `No service '${args.service}' is deployed`);
     const allowed = target.meta.invokableBy;
@@ -90,12 +105,10 @@ export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, serve
     const limitMs = Math.floor(Math.min(own, args.timeoutMs ?? Infinity, origin.caller.remainingMs - INVOKE_RESERVE_MS));
     if (limitMs < 1) return failed('SERVICE_TIMEOUT', 'GatewayTimeout', `No time left to invoke '${name}'`, 504);
 
-    const n = (made.get(caller) ?? 0) + 1;
-    made.set(caller, n);
+    const n = ++state.made;
     // The input is the payload, crossing once (inputOverPayload: nothing on top of it); the callee acts for the same user, in the same trace.
     // Its answer comes back as its JSON text when it is JSON (replyBodyJson), and goes on to the caller as that text.
-    const request: InvokeRequest = { service: name, cid: `${caller.cid}.${n}`, method, inputOverPayload: {}, payload: input, replyBodyJson: true, auth: caller.auth, trace: caller.trace };
-    chains.set(request, chain);
+    const request: TrackedRequest = { service: name, cid: `${caller.cid}.${n}`, method, inputOverPayload: {}, payload: input, replyBodyJson: true, auth: caller.auth, trace: caller.trace, [INVOKE_STATE]: { chain, made: 0 } };
     let result: InvokeResult;
     try {
       result = await pool.invoke(request, { caller: origin.caller.id, timeoutMs: limitMs, depth: chain.length - 1 });
