@@ -36,8 +36,11 @@ export class SqliteStore implements DataStore {
   private durableBatch: DurableJob[] | undefined;
   private readonly walFile: string | undefined;
   private walFd: number | undefined;
-  /** Flushes in progress (at most MAX_FLUSHES), and the one queued for callers that found them all busy. */
-  private readonly flushing = new Set<Promise<void>>();
+  /**
+   * Flushes in progress (at most MAX_FLUSHES), and the one queued for callers that found them all
+   * busy. An array changed in place, not a Set rebuilt every few flushes (kernel/sandbox/id-table.ts says why).
+   */
+  private readonly flushing: Array<Promise<void>> = [];
   private queuedFlush: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void } | undefined;
   private flushes = 0;
   private readonly listeners = new ChangeListeners((err, topic) => process.emitWarning(`store listener of '${topic}' failed: ${(err as Error).message}`));
@@ -131,7 +134,7 @@ export class SqliteStore implements DataStore {
    */
   sync(): Promise<void> {
     if (this.walFile === undefined) return Promise.resolve();
-    if (this.flushing.size < MAX_FLUSHES) return this.startFlush();
+    if (this.flushing.length < MAX_FLUSHES) return this.startFlush();
     if (!this.queuedFlush) {
       let resolve!: () => void;
       let reject!: (err: unknown) => void;
@@ -150,7 +153,7 @@ export class SqliteStore implements DataStore {
     const flush = new Promise<void>((resolve, reject) => {
       // A failed flush fails its waiters only, as a failed COMMIT does at synchronous=FULL.
       fdatasync(this.walDescriptor(), (err) => {
-        this.flushing.delete(flush);
+        this.flushing.splice(this.flushing.indexOf(flush), 1);
         // The queued flush takes the freed place at once, before any later caller could.
         const queued = this.queuedFlush;
         this.queuedFlush = undefined;
@@ -160,7 +163,7 @@ export class SqliteStore implements DataStore {
         resolve();
       });
     });
-    this.flushing.add(flush);
+    this.flushing.push(flush);
     return flush;
   }
 
