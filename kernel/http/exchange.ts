@@ -25,6 +25,8 @@ export class HttpExchange implements Exchange {
   replied = false;
   /** When the chain step it awaits is past its time (StepWatch); Infinity while that step bounds itself. */
   stepUntil = Infinity;
+  /** Its place in the StepWatch while a step of it is watched; -1 otherwise. */
+  watchIndex = -1;
   /** The connection was dropped on purpose (firewall): no reply is owed. */
   dropped = false;
   /** Answered with a refusal that is not a 429 but is paused as one (server.refusal_pause_ms): a quarantined service's 503. */

@@ -13,8 +13,17 @@ import { monotonicClock, type Clock } from './clock.ts';
  * so the first deadline starts it. A request past its deadline goes to `expire`, which answers it, or says it is
  * not to be cut yet (its body is still arriving): then its step gets the whole limit again.
  */
-export class StepWatch<R extends { stepUntil: number }, C> {
-  private readonly waiting = new Map<R, C>();
+export class StepWatch<R extends { stepUntil: number; watchIndex: number }, C> {
+  /**
+   * The requests watched, in the first `count` places, each at its `watchIndex`; removal moves
+   * the last one into the hole. Arrays kept at their longest, not a Map: a Map that gains and
+   * loses a request per request is rebuilt every few dozen, and the dead tables it leaves in the
+   * old generation keep the requests they held alive through every scavenge until a full GC
+   * (kernel/sandbox/id-table.ts says more). Emptied places hold nothing.
+   */
+  private readonly requests: Array<R | undefined> = [];
+  private readonly contexts: Array<C | undefined> = [];
+  private count = 0;
   private timer: NodeJS.Timeout | undefined;
   /** Coarse time, advanced by the timer; read only while the timer runs. */
   private now = 0;
@@ -37,7 +46,14 @@ export class StepWatch<R extends { stepUntil: number }, C> {
   }
 
   watch(request: R, context: C): void {
-    this.waiting.set(request, context);
+    if (request.watchIndex >= 0) {
+      this.contexts[request.watchIndex] = context;
+      return;
+    }
+    request.watchIndex = this.count;
+    this.requests[this.count] = request;
+    this.contexts[this.count] = context;
+    this.count++;
     this.start();
   }
 
@@ -49,14 +65,32 @@ export class StepWatch<R extends { stepUntil: number }, C> {
   }
 
   unwatch(request: R): void {
-    this.waiting.delete(request);
+    const at = request.watchIndex;
+    if (at < 0 || this.requests[at] !== request) return;
+    request.watchIndex = -1;
+    const last = --this.count;
+    if (at !== last) {
+      const moved = this.requests[last]!;
+      this.requests[at] = moved;
+      this.contexts[at] = this.contexts[last];
+      moved.watchIndex = at;
+    }
+    this.requests[last] = undefined;
+    this.contexts[last] = undefined;
+  }
+
+  /** Requests watched now (tests). */
+  get size(): number {
+    return this.count;
   }
 
   private sweep(): void {
     this.now = this.clock.now();
-    for (const [request, context] of this.waiting) {
-      if (request.stepUntil > this.now) continue;
-      if (this.expire(request, context)) this.waiting.delete(request);
+    // From the end: a removal moves the last request, already seen, into the hole.
+    for (let i = this.count - 1; i >= 0; i--) {
+      const request = this.requests[i];
+      if (request === undefined || request.stepUntil > this.now) continue;
+      if (this.expire(request, this.contexts[i]!)) this.unwatch(request);
       else request.stepUntil = this.deadline();
     }
   }
@@ -64,6 +98,9 @@ export class StepWatch<R extends { stepUntil: number }, C> {
   close(): void {
     clearInterval(this.timer);
     this.timer = undefined;
-    this.waiting.clear();
+    for (let i = 0; i < this.count; i++) this.requests[i]!.watchIndex = -1;
+    this.requests.length = 0;
+    this.contexts.length = 0;
+    this.count = 0;
   }
 }
