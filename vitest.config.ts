@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * Suites that run a second time on PostgreSQL (the `postgres` project): together they apply every
@@ -30,6 +30,13 @@ const POSTGRES_SUITES = [
   'test/plugins/observe/health/health.test.ts',
   'test/plugins/connectors/file-pickup/local.test.ts',
 ];
+
+/**
+ * Suites that load both cores for minutes and count what happens on time (three nodes running
+ * 200 jobs a second): they run alone, after the rest (the `solo` project), so neither they nor the
+ * suites beside them are measured against each other's load.
+ */
+const SOLO_SUITES = ['test/plugins/scheduler/cluster.test.ts'];
 
 const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -70,8 +77,9 @@ export default defineConfig(async () => {
       projects: [
         // Only the repository's own tests: services/*.test.ts are services' tests, run by `svc test`
         // (test/e2e/svc-test.test.ts runs them that way).
-        { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
+        { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SOLO_SUITES] } },
         ...(withPostgres ? [{ extends: true, test: { name: 'postgres', include: POSTGRES_SUITES, env: { SVC_TEST_STORE: 'postgres' } } }] : []),
+        { extends: true, test: { name: 'solo', include: SOLO_SUITES, maxWorkers: 1, sequence: { groupOrder: 1 } } },
       ],
     },
   };

@@ -81,12 +81,17 @@ describe.runIf(pgRuns)('scheduler on three nodes', () => {
   it(`runs each tick of ${JOBS} one-second jobs exactly once for a minute, and again with a node killed -9 mid-run`, async () => {
     // job tick → event CID → runs heard
     const heard = new Map<string, Map<string, number>>();
+    // job tick → when the counter first heard it
+    const firstHeard = new Map<string, number>();
     const counter = new Upstream();
     counter.route('/hit', (req, res) => {
       const q = new URL(req.url!, 'http://x').searchParams;
       const key = `${q.get('job')} ${q.get('tick')}`;
       let events = heard.get(key);
-      if (!events) heard.set(key, (events = new Map()));
+      if (!events) {
+        heard.set(key, (events = new Map()));
+        firstHeard.set(key, Date.now());
+      }
       events.set(q.get('event')!, (events.get(q.get('event')!) ?? 0) + 1);
       setTimeout(() => json(res, 200, {}), 50);
     });
@@ -105,9 +110,12 @@ describe.runIf(pgRuns)('scheduler on three nodes', () => {
       await new Promise((r) => victim.proc.once('exit', r));
       // Past the window, and long enough for the survivors to take over the victim's events and run them.
       await sleepUntil(w2 * 1000 + 5_000);
+      // Exactly once, not on time: on a loaded machine the survivors may still be working off a
+      // backlog of runs taken in time; they are run, not lost.
+      await drained(heard, w0, w2);
       const steady = tally(heard, w0, w1);
       const killed = tally(heard, w1, w2);
-      console.log(`scheduler cluster: ${JOBS} jobs every 1 s on 3 nodes (PostgreSQL)\n  ${STEADY_S} s, all up: ${JSON.stringify(steady)}\n  ${KILL_S} s, node-b killed -9 at +${KILL_AT_S} s: ${JSON.stringify(killed)}`);
+      console.log(`scheduler cluster: ${JOBS} jobs every 1 s on 3 nodes (PostgreSQL), lateness of the first run heard after its tick\n  ${STEADY_S} s, all up: ${JSON.stringify(steady)}, ${lateness(firstHeard, w0, w1)}\n  ${KILL_S} s, node-b killed -9 at +${KILL_AT_S} s: ${JSON.stringify(killed)}, ${lateness(firstHeard, w1, w2)}`);
       expect(steady).toEqual({ expected: JOBS * STEADY_S, missed: 0, doubled: 0, repeated: 0 });
       expect({ ...killed, repeated: 0 }).toEqual({ expected: JOBS * KILL_S, missed: 0, doubled: 0, repeated: 0 });
       // Only runs cut short by the kill may run again: a handful, not a second of ticks.
@@ -116,8 +124,26 @@ describe.runIf(pgRuns)('scheduler on three nodes', () => {
       for (const n of nodes) if (n.proc.exitCode === null) await n.stop('SIGKILL');
       await counter.close();
     }
-  }, 240_000);
+  }, 320_000);
 });
+
+/** p50, p99 and max of (first heard − tick time) over the ticks of [from, to) that were heard. */
+function lateness(firstHeard: Map<string, number>, from: number, to: number): string {
+  const late: number[] = [];
+  for (const [key, at] of firstHeard) {
+    const tick = Date.parse(key.slice(key.indexOf(' ') + 1)) / 1000;
+    if (tick >= from && tick < to) late.push(at - tick * 1000);
+  }
+  late.sort((a, b) => a - b);
+  const q = (p: number) => late[Math.min(late.length - 1, Math.floor(p * late.length))] ?? NaN;
+  return `lateness p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${late.at(-1)} ms`;
+}
+
+/** Waits until every tick of [from, to) has been heard, or for 60 s (the misfire threshold: a tick taken later is missed by design). */
+async function drained(heard: Map<string, Map<string, number>>, from: number, to: number): Promise<void> {
+  const until = Date.now() + 60_000;
+  while (tally(heard, from, to).missed > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 500));
+}
 
 async function sleepUntil(ms: number): Promise<void> {
   const wait = ms - Date.now();
