@@ -1,6 +1,5 @@
 import { relative } from 'node:path';
 import pino, { type Logger } from 'pino';
-import { prettyFactory } from 'pino-pretty';
 import { loadConfig, resolveDir } from '../kernel/kernel.ts';
 import { logRedactPaths } from '../kernel/plugin.ts';
 
@@ -61,6 +60,8 @@ export async function devLogger(configPath: string, color = !!process.stdout.isT
   const { config, plugins } = await loadConfig(configPath);
   const servicesDir = resolveDir(config.server.services_dir);
   const dir = relative(process.cwd(), servicesDir) || '.';
+  // Loaded here, not at the top: every `svc` command imports this file, only `svc dev` prints this way.
+  const { prettyFactory } = await import('pino-pretty');
   const pretty = prettyFactory({ colorize: color, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
   let admin: string | undefined;
   const destination = {

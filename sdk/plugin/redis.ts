@@ -1,4 +1,5 @@
-import { createClient } from 'redis';
+import type * as Redis from 'redis';
+import { onFirstUse } from './lazy.ts';
 
 /**
  * A Redis connection as plugins that keep shared state there hold one (the rate limit's redis
@@ -8,7 +9,11 @@ import { createClient } from 'redis';
  * logs: the URL with its password masked, and failures at most once per interval.
  */
 
-export type RedisConnection = ReturnType<typeof createClient>;
+export type RedisConnection = ReturnType<typeof Redis.createClient>;
+
+/** The client library (some 650 modules), loaded by the first connection. */
+const redis = onFirstUse<typeof Redis>(import.meta.url, 'redis');
+let connected = false;
 
 /** How long a reconnect waits after `retries` failed attempts: 100 ms doubling, at most 5 s. */
 const backoff = (retries: number) => Math.min(100 * 2 ** retries, 5000);
@@ -16,7 +21,8 @@ const backoff = (retries: number) => Math.min(100 * 2 ** retries, 5000);
 const PING_EVERY_MS = 30_000;
 
 export function createRedisConnection(url: string, connectTimeoutMs: number): RedisConnection {
-  return createClient({ url, disableOfflineQueue: true, pingInterval: PING_EVERY_MS, socket: { connectTimeout: connectTimeoutMs, reconnectStrategy: backoff } });
+  connected = true;
+  return redis().createClient({ url, disableOfflineQueue: true, pingInterval: PING_EVERY_MS, socket: { connectTimeout: connectTimeoutMs, reconnectStrategy: backoff } });
 }
 
 /**
@@ -36,6 +42,11 @@ export async function connectRedis(client: RedisConnection, connectTimeoutMs: nu
   await first;
   clearTimeout(timer);
   client.off('ready', settle).off('error', settle);
+}
+
+/** Redis answered the command with an error (a wrong type, a script's error), as opposed to the connection failing. */
+export function isRedisErrorReply(err: unknown): boolean {
+  return connected && err instanceof redis().ErrorReply;
 }
 
 /** Waits a moment for commands in flight, then lets go of the connection whatever Redis does. */

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ErrorReply } from 'redis';
-import { closeRedis, connectRedis, createRedisConnection, deleteKeysUnder, FailureReport, maskRedisUrl, SvcError, type RedisConnection } from '../../../sdk/plugin/index.ts';
+import { closeRedis, connectRedis, createRedisConnection, deleteKeysUnder, FailureReport, isRedisErrorReply, maskRedisUrl, SvcError, type RedisConnection } from '../../../sdk/plugin/index.ts';
 import type { CacheBackend } from './backend.ts';
 
 /**
@@ -125,7 +124,7 @@ export class RedisCache implements CacheBackend {
    * refusing (out of memory, a read-only replica) or not answering, is SERVICE_UNAVAILABLE.
    */
   private refusal(err: Error): Error {
-    if (!(err instanceof ErrorReply)) return this.unavailable(err.message);
+    if (!isRedisErrorReply(err)) return this.unavailable(err.message);
     if (err.message.startsWith('NOSCRIPT')) return new NoScript(err.message);
     if (err.message.includes('SVC_RANGE')) return new SvcError('BAD_REQUEST', `incr would take the value past ${Number.MAX_SAFE_INTEGER}`);
     if (err.message.includes('not an integer')) return new SvcError('BAD_REQUEST', 'incr needs a value that is an integer');

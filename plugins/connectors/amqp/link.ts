@@ -1,10 +1,14 @@
 import { readFileSync } from 'node:fs';
-import amqp, { type ChannelModel, type Options } from 'amqplib';
+import type amqp from 'amqplib';
+import type { ChannelModel, Options } from 'amqplib';
 import type { Logger } from 'pino';
-import { ConnectionMeter, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { ConnectionMeter, onFirstUse, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { Nap, reconnectDelayMs } from '../shared/backoff.ts';
 import { resolvePassword } from '../shared/credentials.ts';
 import type { AmqpConnectionEntry } from './schema.ts';
+
+/** The client library, loaded by the first connection. */
+const amqpClient = onFirstUse<typeof amqp>(import.meta.url, 'amqplib');
 
 export type LinkState = 'idle' | 'connecting' | 'up' | 'down';
 
@@ -159,7 +163,7 @@ export class AmqpLink {
       if (e.tls.ca_file) socket.ca = [readFileSync(e.tls.ca_file)];
       if (e.tls.server_name) socket.servername = e.tls.server_name;
     }
-    return amqp.connect(await this.target(), socket);
+    return amqpClient().connect(await this.target(), socket);
   }
 
   private async target(): Promise<Options.Connect> {

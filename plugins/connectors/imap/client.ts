@@ -1,8 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { ImapFlow, type ImapFlowOptions } from 'imapflow';
-import type { KernelApi } from '../../../sdk/plugin/index.ts';
+import type * as Imap from 'imapflow';
+import type { ImapFlow, ImapFlowOptions } from 'imapflow';
+import { onFirstUse, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { resolvePassword } from '../shared/credentials.ts';
 import type { ChannelImapEntry } from './schema.ts';
+
+/** The client library, loaded by the first connection. */
+const imapFlow = onFirstUse<typeof Imap>(import.meta.url, 'imapflow');
 
 /** `user@host:port/mailbox`: which mailbox a channel's marks in the store belong to. */
 export function accountOf(entry: ChannelImapEntry): string {
@@ -43,7 +47,7 @@ export async function connectClient(entry: ChannelImapEntry, kernel: KernelApi):
     if (entry.tls?.server_name) tls.servername = entry.tls.server_name;
     options.tls = tls;
   }
-  const client = new ImapFlow(options);
+  const client = new (imapFlow().ImapFlow)(options);
   // An 'error' without a listener would be thrown; the 'close' that follows is what we act on.
   client.on('error', () => {});
   await client.connect();

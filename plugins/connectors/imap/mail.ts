@@ -1,4 +1,9 @@
-import { simpleParser, type AddressObject, type HeaderLines, type ParsedMail } from 'mailparser';
+import type * as MailParser from 'mailparser';
+import type { AddressObject, HeaderLines, ParsedMail } from 'mailparser';
+import { onFirstUse } from '../../../sdk/plugin/index.ts';
+
+/** The parser, loaded by the first mail read. */
+const mailParser = onFirstUse<typeof MailParser>(import.meta.url, 'mailparser');
 
 /** An address as services read it. */
 export interface MailAddress {
@@ -101,7 +106,7 @@ const PARSE_OPTIONS = { skipImageLinks: true, skipTextToHtml: true, keepCidLinks
 export async function parseMail(source: Buffer, at: { uid: number; mailbox: string; size: number; maxAttachmentBytes: number | undefined }): Promise<ParseResult> {
   let parsed: ParsedMail;
   try {
-    parsed = await simpleParser(source, PARSE_OPTIONS);
+    parsed = await mailParser().simpleParser(source, PARSE_OPTIONS);
   } catch (err) {
     const payload = emptyPayload(at.uid, at.mailbox, at.size);
     return { ok: false, refusal: { kind: 'MalformedMessage', message: `not a parsable mail: ${String((err as Error).message).slice(0, 200)}` }, payload };
@@ -121,7 +126,7 @@ export async function parseMail(source: Buffer, at: { uid: number; mailbox: stri
 /** A message too large to download: what its header block says, for the dead letter. */
 export async function parseHeadersOnly(headerBlock: Buffer, at: { uid: number; mailbox: string; size: number }): Promise<MailPayload> {
   try {
-    return fromParsed(await simpleParser(headerBlock, PARSE_OPTIONS), at.uid, at.mailbox, at.size, false);
+    return fromParsed(await mailParser().simpleParser(headerBlock, PARSE_OPTIONS), at.uid, at.mailbox, at.size, false);
   } catch {
     return emptyPayload(at.uid, at.mailbox, at.size);
   }

@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { connect, type IClientOptions, type MqttClient } from 'mqtt';
+import type * as Mqtt from 'mqtt';
+import type { IClientOptions, MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import { ConnectionMeter, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { ConnectionMeter, onFirstUse, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { resolvePassword } from '../shared/credentials.ts';
 import type { BrokerEntry } from './schema.ts';
+
+/** The client library, loaded by the first connection. */
+const mqttClient = onFirstUse<typeof Mqtt>(import.meta.url, 'mqtt');
 
 /** Durations of connector operations, on the monotonic clock. */
 export const monotonic = { now: () => performance.now() };
@@ -72,7 +76,7 @@ export class BrokerLink {
       if (e.tls.key_file) options.key = readFileSync(e.tls.key_file);
       if (e.tls.server_name) options.servername = e.tls.server_name;
     }
-    const client = connect(e.url, options);
+    const client = mqttClient().connect(e.url, options);
     this.client = client;
     client.on('connect', () => {
       if (this.everUp) this.meter.reconnects++;

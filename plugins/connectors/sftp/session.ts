@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SFTPWrapper, Stats } from 'ssh2';
-import SftpClient from 'ssh2-sftp-client';
+import type SftpClient from 'ssh2-sftp-client';
+import { onFirstUse } from '../../../sdk/plugin/index.ts';
 import { fingerprintOf, type PinnedKey } from './host-key.ts';
 
 /** What a session logs in with (resolved at each connect). */
@@ -43,6 +44,9 @@ export const PERMISSION_DENIED = 3;
 const IN_FLIGHT = 16;
 const CHUNK = 32 * 1024;
 
+/** ssh2 and its SFTP client, loaded by the first session. */
+const sftpClientClass = onFirstUse<typeof SftpClient>(import.meta.url, 'ssh2-sftp-client');
+
 /**
  * One SSH connection with its SFTP channel, opened with the host key checked before login (ssh2
  * calls hostVerifier during the key exchange, before any credential is sent). The operations are
@@ -64,7 +68,7 @@ export class SftpSession {
     const markBroken = () => {
       if (session) session.broken = true;
     };
-    const client = new SftpClient(options.name, { error: markBroken, end: markBroken, close: markBroken });
+    const client = new (sftpClientClass())(options.name, { error: markBroken, end: markBroken, close: markBroken });
     try {
       const sftp = await client.connect({
         host: options.host,

@@ -1,11 +1,15 @@
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { createTransport, type Transporter } from 'nodemailer';
+import type * as Nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
-import { ConnectionMeter, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { ConnectionMeter, onFirstUse, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { resolvePassword } from '../shared/credentials.ts';
 import type { SmtpConnectionEntry } from './schema.ts';
+
+/** The client library, loaded by the first connection. */
+const nodemailer = onFirstUse<typeof Nodemailer>(import.meta.url, 'nodemailer');
 
 /** What a sent mail resolves to. */
 export interface SentMail {
@@ -101,7 +105,7 @@ export class SmtpConnection {
       logger: false,
     };
     if (e.username !== undefined) options.auth = password === undefined ? { user: e.username } : { user: e.username, pass: password };
-    const transport = createTransport(options);
+    const transport = nodemailer().createTransport(options);
     transport.on('error', (err: Error) => this.log.warn({ connection: e.name, err: err.message }, 'SMTP: pooled connection failed'));
     return transport;
   }

@@ -1,7 +1,11 @@
 import { readFileSync } from 'node:fs';
-import mysql from 'mysql2';
+import type mysql from 'mysql2';
+import { onFirstUse } from '../../../sdk/plugin/index.ts';
 import { RowCollector, SqlFailure, type Caps, type DriverParam, type EnginePool, type Occupancy, type Session, type SqlField, type StatementResult } from './engine.ts';
 import type { SqlEntry } from './schema.ts';
+
+/** The driver, loaded by the first pool. */
+const mysqlDriver = onFirstUse<typeof mysql>(import.meta.url, 'mysql2');
 
 /** The `binary` character set: a BLOB/STRING column of it holds bytes, else text. */
 const BINARY_CHARSET = 63;
@@ -106,7 +110,7 @@ function sessionSetup(entry: SqlEntry, mariadb: boolean): string[] {
 
 export function mysqlPool(entry: SqlEntry, password: (() => Promise<string | undefined>) | undefined, onIdleError: (err: Error) => void): EnginePool {
   const tls = entry.tls;
-  const pool = mysql.createPool({
+  const pool = mysqlDriver().createPool({
     ...(entry.url !== undefined ? { uri: entry.url.replace(/^mariadb:/, 'mysql:') } : { host: entry.host, port: entry.port ?? 3306, database: entry.database, user: entry.username }),
     connectionLimit: entry.pool_size,
     maxIdle: entry.pool_size,
