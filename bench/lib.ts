@@ -306,13 +306,17 @@ export function pssMb(pids: number[]): number {
   return rollupMb(pids, /^Pss:\s+(\d+) kB/gm);
 }
 
-/** A process's children (/proc/PID/task/PID/children): the sandbox processes of a kernel, as they are now. */
-export function childPids(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
+/** The sandbox processes of a kernel, as they are now: the processes under it (its spawner's children, kernel/sandbox/spawner.ts) running the worker bundle. */
+export function sandboxPids(kernel: number): number[] {
+  return processTree(kernel)
+    .slice(1)
+    .filter((pid) => {
+      try {
+        return /svc-sandbox-[^/]+\/worker\.mjs/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+      } catch {
+        return false;
+      }
+    });
 }
 
 /** Resident memory of processes, MB. */

@@ -73,8 +73,10 @@ if (kind === 'upstream') {
 } else {
   // Imported here only: the bare target's memory is Fastify's alone.
   const { Kernel } = await import('../kernel/kernel.ts');
+  const { sandboxSpawner } = await import('../kernel/sandbox/process.ts');
   const kernel = await Kernel.create({ configPath: configPath!, logger: pino({ level: 'silent' }), env: { SVC_ADMIN_PORT: '0', ...process.env } });
   const url = await kernel.listen();
-  process.stdout.write(`READY ${url} ${[process.pid, ...kernel.pool.pids()].join(',')}\n`);
+  // The kernel first (suites read its own figures from pids[0]), then its sandbox processes and the spawner that starts them.
+  process.stdout.write(`READY ${url} ${[process.pid, ...kernel.pool.pids(), sandboxSpawner.pid() ?? process.pid].join(',')}\n`);
   process.on('SIGTERM', () => void kernel.close().then(() => process.exit(0)));
 }

@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, Pool } from 'undici';
 import { stringify } from 'yaml';
-import { CLK_TCK, freePort, KERNEL_NODE_FLAGS, load, procStat, rssMb, type CannonRequest } from './lib.ts';
+import { CLK_TCK, freePort, KERNEL_NODE_FLAGS, load, procStat, rssMb, sandboxPids as sandboxPidsOf, type CannonRequest } from './lib.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -416,15 +416,6 @@ function fdCount(pid: number): number {
   }
 }
 
-/** Sandbox processes: children of the server (ppid from /proc/PID/stat) running the sandbox worker bundle. */
-function sandboxPidsOf(serverPid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    if (procStat(name)?.ppid === serverPid && SANDBOX_WORKER.test(readCmdline(Number(name)))) out.push(Number(name));
-  }
-  return out;
-}
 
 /** Busy and total clock ticks of the whole machine (first line of /proc/stat). */
 function machineTicks(): { busy: number; total: number } {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { isolatedVmEntry } from '../../kernel/sandbox/ivm.ts';
 import { SANDBOX_NODE_FLAGS } from '../../kernel/sandbox/pool.ts';
 import { readFileSync } from 'node:fs';
-import { childPids, CLK_TCK, CONNECTIONS, load, privateMb, procStat, pssMb, rssMb, SECONDS, withSvc, type CannonRequest, type Target } from '../lib.ts';
+import { sandboxPids, CLK_TCK, CONNECTIONS, load, privateMb, procStat, pssMb, rssMb, SECONDS, withSvc, type CannonRequest, type Target } from '../lib.ts';
 
 /**
  * Issue 14: resident memory (VmRSS) of the default server, kernel and each sandbox process, with
@@ -47,7 +47,7 @@ interface Snapshot {
 function snapshot(t: Target): Snapshot {
   // Read afresh: an idle process that grew is replaced by a new one (recycle_idle_ms).
   const kernel = t.pids[0]!;
-  const sandboxes = childPids(kernel);
+  const sandboxes = sandboxPids(kernel);
   return { kernel: rssMb([kernel]), sandboxes: sandboxes.map((p) => rssMb([p])), sandboxesPrivate: sandboxes.map((p) => privateMb([p])), sandboxesPss: sandboxes.map((p) => pssMb([p])) };
 }
 
@@ -134,7 +134,7 @@ async function slope(): Promise<void> {
     await withSvc({ server: { sandbox: { workers: 1 } }, channel_rest }, services, async (t) => {
       await sleep(2000);
       await callEach(t.url, requests);
-      const pids = childPids(t.pids[0]!);
+      const pids = sandboxPids(t.pids[0]!);
       const l = await peakUnderLoad(t.url, requests, FIXED_RATE, () => pids.map(processMemory), (a, b) => a.map((m, i) => (b[i]!.rss > m.rss ? b[i]! : m)));
       const peak = l.peak;
       for (const p of peak) points.push([count, p.rss]);
@@ -174,12 +174,12 @@ export async function run(): Promise<void> {
       const what = rate ? `${rate} req/s` : `as fast as it goes`;
       rows.push({ moment: `under load, ${what} (peak)`, s: l.peak, note: `${Math.round(l.rps)} req/s${l.bad ? `, ${l.bad} non-2xx or errors` : ''}` });
     }
-    const before = childPids(t.pids[0]!).join();
+    const before = sandboxPids(t.pids[0]!).join();
     await sleep(IDLE_AFTER_S * 1000);
     rows.push({ moment: `idle, ${IDLE_AFTER_S} s after the load`, s: snapshot(t) });
     await sleep((RECYCLED_AFTER_S - IDLE_AFTER_S) * 1000);
     const s = snapshot(t);
-    const now = childPids(t.pids[0]!);
+    const now = sandboxPids(t.pids[0]!);
     const replaced = now.length > 0 && before !== now.join();
     // What a replacement cost: the fresh processes' CPU since they started (start, deploy of every service), idle since.
     const cpuMs = now.map((p) => Math.round(((procStat(p)?.ticks ?? 0) * 1000) / CLK_TCK));

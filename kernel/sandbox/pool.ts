@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
 import { monotonicClock, monotonicNow, type Clock } from '../platform/clock.ts';
 import { SvcError } from '../errors.ts';
 import { ServicePositions } from './source-map.ts';
 import { residentMb } from './resident.ts';
-import { acquireWorkerBundle, releaseWorkerBundle, sandboxEnv, SandboxWorker, type DeployKind, type DeployOutcome, type PendingCall } from './process.ts';
+import { acquireWorkerBundle, releaseWorkerBundle, sandboxEnv, sandboxSpawner, SandboxWorker, type DeployKind, type DeployOutcome, type PendingCall } from './process.ts';
 import { wireLineLimit } from './wire.ts';
 import { IdTable } from './id-table.ts';
 import { parseInvokeResult, type InvokeRequest, type InvokeResult, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
@@ -221,10 +220,8 @@ export class SandboxPool {
     const extra = process.env.SVC_SANDBOX_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
     // SVC_SANDBOX_PROGRAM runs another program in their place: the floor suite's stand-ins (bench/peers/standins/).
     const program = process.env.SVC_SANDBOX_PROGRAM || this.workerFile;
-    const child = spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, program], {
-      stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
-      env: sandboxEnv(),
-    });
+    // Through the spawner: starting a process blocks its caller's event loop (spawner.ts).
+    const child = sandboxSpawner.spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, program], sandboxEnv());
     const worker = new SandboxWorker(
       slot,
       alone,
@@ -779,7 +776,7 @@ export class SandboxPool {
 
   /** Process ids of the live sandbox processes (tests and diagnostics). */
   pids(): number[] {
-    return this.liveWorkers().map((w) => w.child.pid ?? 0);
+    return this.liveWorkers().flatMap((w) => (w.child.pid === undefined ? [] : [w.child.pid]));
   }
 
   async close(): Promise<void> {

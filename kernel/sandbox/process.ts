@@ -1,11 +1,10 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Socket } from 'node:net';
 import { buildSync } from 'esbuild';
 import { isolatedVmEntry } from './ivm.ts';
+import { Spawner, type SandboxProcess } from './spawner.ts';
 import { Wire } from './wire.ts';
 import { IdTable } from './id-table.ts';
 import { readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxMessage, type ServiceMeta } from './protocol.ts';
@@ -22,6 +21,9 @@ const WORKER_SOURCE = fileURLToPath(new URL('./worker.ts', import.meta.url));
  * 0.55 s, and that is how long the services of a crashed process wait for its replacement.
  */
 let workerBundle: { dir: string; file: string; users: number } | undefined;
+
+/** Starts the sandbox processes of every pool in this kernel process (spawner.ts); it goes with the bundle's last user. */
+export const sandboxSpawner = new Spawner();
 export function acquireWorkerBundle(): string {
   if (!workerBundle) {
     const out = buildSync({
@@ -48,6 +50,7 @@ export function acquireWorkerBundle(): string {
 }
 export function releaseWorkerBundle(): void {
   if (workerBundle && --workerBundle.users === 0) {
+    sandboxSpawner.stop();
     rmSync(workerBundle.dir, { recursive: true, force: true });
     workerBundle = undefined;
   }
@@ -129,15 +132,12 @@ export class SandboxWorker {
   constructor(
     readonly slot: number | undefined,
     readonly alone: string | undefined,
-    readonly child: ChildProcess,
+    readonly child: SandboxProcess,
     onMessage: (w: SandboxWorker, m: SandboxMessage, body: string) => void,
     onViolation: (w: SandboxWorker, why: string) => void,
     maxLine: number,
   ) {
-    const channel = child.stdio[3] as Socket;
-    // A process that dies with data unread on the pipe resets it; its exit is handled in 'exit'.
-    channel.on('error', () => undefined);
-    this.wire = new Wire(channel, {
+    this.wire = new Wire(undefined, {
       maxLine,
       onViolation: (why) => onViolation(this, why),
       onMessage: (header, body) => {
@@ -146,6 +146,11 @@ export class SandboxWorker {
         if (message) onMessage(this, message, body);
         else onViolation(this, 'a message of unknown shape');
       },
+    });
+    child.onChannel((channel) => {
+      // A process that dies with data unread on the pipe resets it; its exit is handled in 'exit'.
+      channel.on('error', () => undefined);
+      this.wire.attach(channel);
     });
   }
 

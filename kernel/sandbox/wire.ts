@@ -66,12 +66,24 @@ export class Wire {
   /** A raw part read, waiting for its message's line. */
   private raw: string | undefined;
 
+  private socket: Socket | undefined;
+
+  /** Without a socket, what is sent waits until `attach` gives one (a sandbox process's pipe comes from the spawner). */
   constructor(
-    private readonly socket: Socket,
+    socket: Socket | undefined,
     private readonly handlers: WireHandlers,
   ) {
+    if (socket) this.attach(socket);
+  }
+
+  attach(socket: Socket): void {
+    this.socket = socket;
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => this.receive(chunk));
+    if (this.pending.length && !this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
   }
 
   private receive(chunk: string): void {
@@ -144,7 +156,7 @@ export class Wire {
 
   private readonly flush = (): void => {
     this.scheduled = false;
-    if (!this.pending.length || this.socket.destroyed) return;
+    if (!this.pending.length || !this.socket || this.socket.destroyed) return;
     if (STATS) (STATS.flushes++, (STATS.messages += this.pending.length));
     const out = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
     this.pending = [];
