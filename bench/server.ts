@@ -77,6 +77,6 @@ if (kind === 'upstream') {
   const kernel = await Kernel.create({ configPath: configPath!, logger: pino({ level: 'silent' }), env: { SVC_ADMIN_PORT: '0', ...process.env } });
   const url = await kernel.listen();
   // The kernel first (suites read its own figures from pids[0]), then its sandbox processes and the spawner that starts them.
-  process.stdout.write(`READY ${url} ${[process.pid, ...kernel.pool.pids(), sandboxSpawner.pid() ?? process.pid].join(',')}\n`);
+  process.stdout.write(`READY ${url} ${[process.pid, ...kernel.pool.pids(), ...[sandboxSpawner.pid()].filter((pid) => pid !== undefined)].join(',')}\n`);
   process.on('SIGTERM', () => void kernel.close().then(() => process.exit(0)));
 }
