@@ -95,6 +95,18 @@ export function outcomeOf(code: string): string {
  */
 export const SANDBOX_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=1'];
 
+/**
+ * Tenants' processes (those whose isolates run below normal priority) also run V8 single-threaded:
+ * garbage collection and optimizing compilation on the isolate's own thread, not on V8's helper
+ * threads. The helpers start with the process at the normal priority, before the worker lowers
+ * its own, so a tenant's memory bombs had their collections run at the kernel's priority, outside
+ * the fair share of threads (fair.ts) and outside the CPU charged to the tenant. Under an
+ * attacker's memory bombs the victim's p99 went from 1.64× solo to 1.24–1.28× (two runs each,
+ * Node 24, bench/README.md, Tenants); the platform's processes keep the helpers (their CPU per
+ * request is the same with and without, within the spread).
+ */
+export const TENANT_NODE_FLAGS = [...SANDBOX_NODE_FLAGS, '--single-threaded'];
+
 /** The home process slot of a service: a stable hash of its name (tests place neighbours with it). */
 export function homeIndex(service: string, workers: number): number {
   let h = 0;
@@ -221,7 +233,8 @@ export class SandboxPool {
     // SVC_SANDBOX_PROGRAM runs another program in their place: the floor suite's stand-ins (bench/peers/standins/).
     const program = process.env.SVC_SANDBOX_PROGRAM || this.workerFile;
     // Through the spawner: starting a process blocks its caller's event loop (spawner.ts).
-    const child = sandboxSpawner.spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, program], sandboxEnv());
+    const flags = this.caps.belowNormalPriority ? TENANT_NODE_FLAGS : SANDBOX_NODE_FLAGS;
+    const child = sandboxSpawner.spawn(process.execPath, [...flags, ...extra, program], sandboxEnv());
     const worker = new SandboxWorker(
       slot,
       alone,
