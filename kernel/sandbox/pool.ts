@@ -101,9 +101,10 @@ export const SANDBOX_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=
  * threads. The helpers start with the process at the normal priority, before the worker lowers
  * its own, so a tenant's memory bombs had their collections run at the kernel's priority, outside
  * the fair share of threads (fair.ts) and outside the CPU charged to the tenant. Under an
- * attacker's memory bombs the victim's p99 went from 1.64× solo to 1.24–1.28× (two runs each,
- * Node 24, bench/README.md, Tenants); the platform's processes keep the helpers (their CPU per
- * request is the same with and without, within the spread).
+ * attacker's memory bombs the kernel and the victim's client waited for a CPU half as often
+ * (10–13 % of their runnable time → 5–7 %, three alternated runs, Node 24, bench/README.md,
+ * Tenants); the platform's processes keep the helpers (their CPU per request is the same with
+ * and without, within the spread).
  */
 export const TENANT_NODE_FLAGS = [...SANDBOX_NODE_FLAGS, '--single-threaded'];
 
