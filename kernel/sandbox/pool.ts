@@ -96,17 +96,17 @@ export function outcomeOf(code: string): string {
 export const SANDBOX_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=1'];
 
 /**
- * Tenants' processes (those whose isolates run below normal priority) also run V8 single-threaded:
- * garbage collection and optimizing compilation on the isolate's own thread, not on V8's helper
- * threads. The helpers start with the process at the normal priority, before the worker lowers
- * its own, so a tenant's memory bombs had their collections run at the kernel's priority, outside
- * the fair share of threads (fair.ts) and outside the CPU charged to the tenant. Under an
- * attacker's memory bombs the kernel and the victim's client waited for a CPU half as often
- * (10–13 % of their runnable time → 5–7 %, three alternated runs, Node 24, bench/README.md,
- * Tenants); the platform's processes keep the helpers (their CPU per request is the same with
- * and without, within the spread).
+ * Tenants' processes (those whose isolates run below normal priority) also collect garbage on
+ * the isolate's own thread (`--single-threaded-gc`), not on V8's helper threads. The helpers start
+ * with the process at the normal priority, before the worker lowers its own, so a tenant's memory
+ * bombs had their collections run at the kernel's priority, outside the fair share of threads
+ * (fair.ts) and outside the CPU charged to the tenant. Under an attacker's memory bombs the kernel
+ * and the victim's client waited for a CPU half as often (bench/README.md, Tenants). Not
+ * `--single-threaded`, which also moves compilation: with it, a tenant's 16 MB isolate allocated
+ * past its limit on Node 24 (test/kernel/sandbox/tenant-quotas.test.ts). The platform's processes
+ * keep the helpers.
  */
-export const TENANT_NODE_FLAGS = [...SANDBOX_NODE_FLAGS, '--single-threaded'];
+export const TENANT_NODE_FLAGS = [...SANDBOX_NODE_FLAGS, '--single-threaded-gc'];
 
 /** The home process slot of a service: a stable hash of its name (tests place neighbours with it). */
 export function homeIndex(service: string, workers: number): number {

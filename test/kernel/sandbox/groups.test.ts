@@ -171,11 +171,11 @@ describe('process groups', () => {
     expect(niceOf(platformPid)[0]!.nice).toBe(0);
   });
 
-  it.runIf(process.platform === 'linux')("tenants' processes run V8 single-threaded (collections on the isolate's niced thread, not on helpers at the normal priority); the platform's keep the helpers", async () => {
+  it.runIf(process.platform === 'linux')("tenants' processes collect garbage on the isolate's niced thread, not on V8's helpers at the normal priority; the platform's keep the helpers", async () => {
     const { platformPid, tenants } = await threeGroups();
     const flagsOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    for (const pid of tenants) expect(flagsOf(pid)).toContain('--single-threaded');
-    expect(flagsOf(platformPid)).not.toContain('--single-threaded');
+    for (const pid of tenants) expect(flagsOf(pid)).toContain('--single-threaded-gc');
+    expect(flagsOf(platformPid)).not.toContain('--single-threaded-gc');
   });
 
   it('a service of a tenant not declared (yet) runs in the shared processes, never in the platform’s', async () => {
