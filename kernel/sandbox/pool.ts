@@ -95,19 +95,6 @@ export function outcomeOf(code: string): string {
  */
 export const SANDBOX_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=1'];
 
-/**
- * Tenants' processes (those whose isolates run below normal priority) also collect garbage on
- * the isolate's own thread (`--single-threaded-gc`), not on V8's helper threads. The helpers start
- * with the process at the normal priority, before the worker lowers its own, so a tenant's memory
- * bombs had their collections run at the kernel's priority, outside the fair share of threads
- * (fair.ts) and outside the CPU charged to the tenant. Under an attacker's memory bombs the kernel
- * and the victim's client waited for a CPU half as often (bench/README.md, Tenants). Not
- * `--single-threaded`, which also moves compilation: with it, a tenant's 16 MB isolate allocated
- * past its limit on Node 24 (test/kernel/sandbox/tenant-quotas.test.ts). The platform's processes
- * keep the helpers.
- */
-export const TENANT_NODE_FLAGS = [...SANDBOX_NODE_FLAGS, '--single-threaded-gc'];
-
 /** The home process slot of a service: a stable hash of its name (tests place neighbours with it). */
 export function homeIndex(service: string, workers: number): number {
   let h = 0;
@@ -234,8 +221,7 @@ export class SandboxPool {
     // SVC_SANDBOX_PROGRAM runs another program in their place: the floor suite's stand-ins (bench/peers/standins/).
     const program = process.env.SVC_SANDBOX_PROGRAM || this.workerFile;
     // Through the spawner: starting a process blocks its caller's event loop (spawner.ts).
-    const flags = this.caps.belowNormalPriority ? TENANT_NODE_FLAGS : SANDBOX_NODE_FLAGS;
-    const child = sandboxSpawner.spawn(process.execPath, [...flags, ...extra, program], sandboxEnv());
+    const child = sandboxSpawner.spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, program], sandboxEnv());
     const worker = new SandboxWorker(
       slot,
       alone,

@@ -47,19 +47,6 @@ const niceOf = (pid: number) =>
 
 const code = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof SvcError ? e.code : String(e)));
 
-/** A runner with one process in each group (the platform's, the shared tenants', tenant `own`'s), each having run a call. */
-async function threeGroups(): Promise<{ platformPid: number; tenants: number[] }> {
-  const r = await startRunner({ workers: 1, tenantWorkers: 1 });
-  runner = r;
-  const [platformPid] = r.pids();
-  await r.setTenants([tenant('acme'), tenant('own', { processes: 1 })]);
-  await deploy(r, { echo: ECHO, 'acme/echo': ECHO, 'own/echo': ECHO });
-  for (const name of ['echo', 'acme/echo', 'own/echo']) expect(await code(r.invoke(request(name)))).toBe('ok');
-  const tenants = r.pids().filter((pid) => pid !== platformPid);
-  expect(tenants).toHaveLength(2);
-  return { platformPid: platformPid!, tenants };
-}
-
 describe('process groups', () => {
   it('without tenants only the platform processes run; the shared ones start with the first tenant, a tenant with processes gets its own', async () => {
     runner = await startRunner({ workers: 2, tenantWorkers: 1 });
@@ -161,21 +148,20 @@ describe('process groups', () => {
   });
 
   it.runIf(process.platform === 'linux')("tenants' processes run their isolates below the kernel's CPU priority (nice 10); the platform's at the normal one", async () => {
-    const { platformPid, tenants } = await threeGroups();
+    runner = await startRunner({ workers: 1, tenantWorkers: 1 });
+    const [platformPid] = runner.pids();
+    await runner.setTenants([tenant('acme'), tenant('own', { processes: 1 })]);
+    await deploy(runner, { echo: ECHO, 'acme/echo': ECHO, 'own/echo': ECHO });
+    for (const name of ['echo', 'acme/echo', 'own/echo']) expect(await code(runner.invoke(request(name)))).toBe('ok');
+    const tenants = runner.pids().filter((pid) => pid !== platformPid);
+    expect(tenants).toHaveLength(2);
     for (const pid of tenants) {
       const threads = niceOf(pid);
       // The main thread, and the threads isolated-vm started for the isolates (named after it).
       expect(threads[0]!.nice).toBe(10);
       expect(threads.filter((t) => t.name === threads[0]!.name && t.nice === 10).length).toBeGreaterThan(1);
     }
-    expect(niceOf(platformPid)[0]!.nice).toBe(0);
-  });
-
-  it.runIf(process.platform === 'linux')("tenants' processes collect garbage on the isolate's niced thread, not on V8's helpers at the normal priority; the platform's keep the helpers", async () => {
-    const { platformPid, tenants } = await threeGroups();
-    const flagsOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    for (const pid of tenants) expect(flagsOf(pid)).toContain('--single-threaded-gc');
-    expect(flagsOf(platformPid)).not.toContain('--single-threaded-gc');
+    expect(niceOf(platformPid!)[0]!.nice).toBe(0);
   });
 
   it('a service of a tenant not declared (yet) runs in the shared processes, never in the platform’s', async () => {
