@@ -76,7 +76,7 @@ export default defineConfig(async () => {
       // the plugins are evaluated once per fork instead of once per file. On 2 cores the Node 20
       // suite went from 730 to 539 s, with the same 2,624 tests passing. It holds because the
       // tests keep no state at module level: each file starts its own kernels and stores and stops
-      // them, and the few that stub something (vi.spyOn) restore it. A test that must have fresh
+      // them, and the one that fakes a clock (wedge.test.ts) restores it after each test. A test that must have fresh
       // modules starts a process of its own (test/sdk/plugin/lazy.test.ts does).
       isolate: false,
       env: { SVC_TEST_RUN: process.env.SVC_TEST_RUN },
