@@ -50,7 +50,10 @@ describe('svc job (real time, over the CLI)', () => {
     const ticks = ran.map((r) => Date.parse(r.tick));
     expect(ticks.every((t) => t % 1000 === 0)).toBe(true);
     expect(new Set(ticks).size).toBe(ticks.length);
-    expect(server.output()).toContain(`stamp tick ${ran[0]!.tick}`);
+    // The store may record a run before its log line has crossed the server's stdout pipe, so
+    // the newest run's line is waited for, not expected already there.
+    const newest = `stamp tick ${ran[0]!.tick}`;
+    await waitFor('the newest run\'s log line', () => server!.output().includes(newest), 10_000);
 
     expect(await svc(dir, 'job', 'list')).toMatch(/every-second {2}stamp {2}every 1s \(UTC\) {2}active {2}next \S+ {2}last succeeded/);
     expect(await svc(dir, 'job', 'pause', 'every-second')).toContain('every-second: paused');
