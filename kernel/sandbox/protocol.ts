@@ -117,7 +117,7 @@ export interface SandboxCaps {
   /** Report the CPU time service isolates use (`cpu` messages): tenants' processes do, the platform's need not. */
   reportCpu?: boolean;
   /**
-   * Run service code below the kernel's CPU priority (nice 10): tenants' processes do, so that
+   * Run service code below the kernel's CPU priority (nice 19, every thread): tenants' processes do, so that
    * no tenant's busy isolates outbid the kernel, which serves every tenant's requests.
    */
   belowNormalPriority?: boolean;

@@ -147,7 +147,7 @@ describe('process groups', () => {
     await waitFor('the old process to stop', () => runner!.pids().length === 2);
   });
 
-  it.runIf(process.platform === 'linux')("tenants' processes run their isolates below the kernel's CPU priority (nice 10); the platform's at the normal one", async () => {
+  it.runIf(process.platform === 'linux')("tenants' processes run their isolates below the kernel's CPU priority (nice 19, every thread); the platform's at the normal one", async () => {
     runner = await startRunner({ workers: 1, tenantWorkers: 1 });
     const [platformPid] = runner.pids();
     await runner.setTenants([tenant('acme'), tenant('own', { processes: 1 })]);
@@ -157,11 +157,13 @@ describe('process groups', () => {
     expect(tenants).toHaveLength(2);
     for (const pid of tenants) {
       const threads = niceOf(pid);
-      // The main thread, and the threads isolated-vm started for the isolates (named after it).
-      expect(threads[0]!.nice).toBe(10);
-      expect(threads.filter((t) => t.name === threads[0]!.name && t.nice === 10).length).toBeGreaterThan(1);
+      // Every thread: the main one, isolated-vm's, and those that ran before the process lowered
+      // itself (V8's platform workers, which collect the isolates' garbage; libuv's).
+      expect(threads.length).toBeGreaterThan(4);
+      expect(threads.filter((t) => t.nice !== 19)).toEqual([]);
     }
-    expect(niceOf(platformPid!)[0]!.nice).toBe(0);
+    const platform = niceOf(platformPid!);
+    expect(platform.filter((t) => t.nice !== 0)).toEqual([]);
   });
 
   it('a service of a tenant not declared (yet) runs in the shared processes, never in the platform’s', async () => {
