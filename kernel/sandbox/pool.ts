@@ -6,6 +6,7 @@ import { residentMb } from './resident.ts';
 import { acquireWorkerBundle, releaseWorkerBundle, sandboxEnv, sandboxSpawner, SandboxWorker, type DeployKind, type DeployOutcome, type PendingCall } from './process.ts';
 import { wireLineLimit } from './wire.ts';
 import { IdTable } from './id-table.ts';
+import { TENANT_NICE } from './priority.ts';
 import { parseInvokeResult, type InvokeRequest, type InvokeResult, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
 import { tenantOf } from '../../sdk/plugin/tenants.ts';
 import type { FairShare, Release } from './fair.ts';
@@ -221,7 +222,8 @@ export class SandboxPool {
     // SVC_SANDBOX_PROGRAM runs another program in their place: the floor suite's stand-ins (bench/peers/standins/).
     const program = process.env.SVC_SANDBOX_PROGRAM || this.workerFile;
     // Through the spawner: starting a process blocks its caller's event loop (spawner.ts).
-    const child = sandboxSpawner.spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, program], sandboxEnv());
+    const nice = this.caps.belowNormalPriority ? TENANT_NICE : undefined;
+    const child = sandboxSpawner.spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, program], sandboxEnv(), nice);
     const worker = new SandboxWorker(
       slot,
       alone,

@@ -40,6 +40,7 @@ export const SPAWNER_TITLE = 'svc-spawner';
 const SPAWNER_PROGRAM = `
 process.title = '${SPAWNER_TITLE}';
 const { spawn } = require('node:child_process');
+const { setPriority } = require('node:os');
 const children = new Map();
 const send = (m, h) => { if (process.connected) process.send(m, h, () => undefined); };
 process.on('message', (m) => {
@@ -52,6 +53,10 @@ process.on('message', (m) => {
     }
     child.on('error', (err) => send({ t: 'error', id: m.id, message: String(err && err.message) }));
     if (child.pid === undefined) return;
+    // Lowered as soon as it exists: Node's start-up (tens of ms of CPU) then runs below the kernel too.
+    if (m.nice) {
+      try { setPriority(child.pid, m.nice); } catch {}
+    }
     children.set(m.id, child);
     child.on('exit', (code, signal) => {
       children.delete(m.id);
@@ -126,8 +131,12 @@ export class Spawner {
   private nextId = 1;
   private readonly running = new Map<number, RemoteProcess>();
 
-  /** Starts `exec args` with the given environment, through the spawner (started on first use, and again if it died). */
-  spawn(exec: string, args: string[], env: NodeJS.ProcessEnv): SandboxProcess {
+  /**
+   * Starts `exec args` with the given environment, through the spawner (started on first use, and
+   * again if it died); with `nice`, at that CPU priority from its start (its main thread: the
+   * threads it starts afterwards inherit it).
+   */
+  spawn(exec: string, args: string[], env: NodeJS.ProcessEnv, nice?: number): SandboxProcess {
     // A spawner whose channel closed is gone, whether or not its exit has been heard yet.
     if (this.proc && !this.proc.connected) {
       this.proc = undefined;
@@ -136,7 +145,7 @@ export class Spawner {
     const proc = this.proc ?? this.start();
     const child = new RemoteProcess(this.nextId++, this);
     this.running.set(child.id, child);
-    proc.send({ t: 'spawn', id: child.id, exec, args, env });
+    proc.send({ t: 'spawn', id: child.id, exec, args, env, nice });
     return child;
   }
 

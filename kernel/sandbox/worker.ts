@@ -8,14 +8,13 @@
  * does not stall the calls of its neighbours here.
  */
 import ivm from 'isolated-vm';
-import { readdirSync } from 'node:fs';
 import { Socket } from 'node:net';
-import { constants, setPriority } from 'node:os';
 import { hostCallArgsLimit, Wire } from './wire.ts';
 import { monotonicNow } from '../platform/clock.ts';
 import { IdTable } from './id-table.ts';
 import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
 import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
+import { lowerPriority } from './priority.ts';
 
 interface Instance {
   /** The service it runs (CPU reports name it). */
@@ -524,43 +523,6 @@ function onMessage(message: KernelMessage, body: string, raw: string | undefined
       sdkCode = JSON.parse(body) as string;
       wire.send({ t: 'ready' });
       break;
-  }
-}
-
-/**
- * Tenants' processes run at nice 19, the lowest priority (`caps.belowNormalPriority`). On a
- * node's few cores the threads of busy isolates (one each) otherwise take turns with the kernel's
- * one thread, which serves every tenant's requests. Every thread is lowered: Linux keeps a nice
- * value per thread, and a thread inherits its creator's, so this one is lowered before any
- * isolate exists (isolated-vm's threads and libuv's pool, started later from it, inherit it), and
- * the threads already running (V8's platform workers, which collect the isolates' garbage, and
- * Node's own) one by one from /proc/self/task. Measured (bench/README.md, Tenants, 2026-11-30):
- * nice 10 on the main thread only left a well-behaved tenant's p99 at 1.6–2.2× its solo p99 under
- * another's memory bombs, 19 on every thread at 1.4; SCHED_IDLE (`chrt -i`) made it worse under
- * infinite loops (2.1–2.5×), the victim's own isolate then waiting behind the attacker's like any
- * idle-class thread. Lowering a priority needs no privilege; where it is refused a thread runs at
- * the priority it has.
- */
-function lowerPriority(): void {
-  const lowest = constants.priority.PRIORITY_LOW;
-  try {
-    setPriority(0, lowest);
-  } catch {
-    /* refused: the priority stays as it was */
-  }
-  let threads: string[] = [];
-  try {
-    threads = readdirSync('/proc/self/task');
-  } catch {
-    return; // no procfs (not Linux): the other threads keep their priority
-  }
-  for (const tid of threads) {
-    try {
-      // On Linux, setpriority(PRIO_PROCESS, tid) sets that one thread's nice value.
-      setPriority(Number(tid), lowest);
-    } catch {
-      /* the thread ended, or the change was refused */
-    }
   }
 }
 

@@ -51,6 +51,27 @@ describe('the spawner (sandbox processes started outside the kernel)', () => {
     expect(p.kill('SIGTERM')).toBe(false);
   });
 
+  it.runIf(process.platform === 'linux')('starts a process at the nice value asked for, before its own code runs; without one at the spawner\'s', async () => {
+    spawner = new Spawner();
+    // The process reports its own main thread's nice value as its first line, read from /proc at once.
+    const SELF_NICE = `
+const { Socket } = require('node:net');
+const stat = require('node:fs').readFileSync('/proc/self/stat', 'utf8');
+const pipe = new Socket({ fd: 3, readable: true, writable: true });
+pipe.write(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+pipe.on('close', () => process.exit(0));
+`;
+    const niceOf = async (p: SandboxProcess) => {
+      const channel = await channelOf(p);
+      channel.setEncoding('utf8');
+      return new Promise<string>((resolve) => channel.once('data', resolve));
+    };
+    const low = spawner.spawn(process.execPath, ['-e', SELF_NICE], { PATH: process.env.PATH }, 19);
+    expect(await niceOf(low)).toBe('19');
+    const normal = spawner.spawn(process.execPath, ['-e', SELF_NICE], { PATH: process.env.PATH });
+    expect(await niceOf(normal)).toBe('0');
+  });
+
   it('sends the signals the kernel asks for, also to a process whose pipe has not arrived yet', async () => {
     spawner = new Spawner();
     const p = start();
