@@ -15,6 +15,7 @@ import { IdTable } from './id-table.ts';
 import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
 import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
 import { lowerPriority } from './priority.ts';
+import { gateKeyOf, RebuildGate } from './rebuild-gate.ts';
 
 interface Instance {
   /** The service it runs (CPU reports name it). */
@@ -36,6 +37,8 @@ interface Instance {
   disposed: boolean;
   /** Why the kernel disposed it, so the calls it cut short get the right error. */
   disposedFor?: 'timeout';
+  /** Its memory limit disposed it under a call: its service's next build waits its tenant's turn (rebuild-gate.ts). */
+  memoryLimited?: boolean;
   /** The latest deadline of any call it ran: code it started may run until then, not after. */
   busyUntil: number;
   /** CPU time when last sampled while it had no call running (work after the response). */
@@ -107,6 +110,8 @@ const EVALUATE_MS = 2000;
 /** Building an isolate as a whole: the SDK, the service's top-level code and its description. */
 export const BUILD_MS = 2 * EVALUATE_MS + 1000;
 const WATCHDOG_MS = 20;
+/** Rebuilds after memory limits, spaced per tenant. */
+const rebuildGate = new RebuildGate(monotonicNow);
 /** How often the CPU services used is reported while any of their isolates has work (`caps.reportCpu`). */
 const CPU_REPORT_MS = 100;
 const IDLE_SWEEP_MS = 250;
@@ -307,6 +312,10 @@ async function rebuild(svc: Deployed): Promise<void> {
   svc.building = true;
   let instance: Instance | undefined;
   let problem = '';
+  if (svc.instance?.memoryLimited) {
+    const wait = rebuildGate.turn(gateKeyOf(svc.name));
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  }
   try {
     instance = (await createInstance(svc)).instance;
   } catch (err) {
@@ -435,8 +444,12 @@ function failCallsOf(instance: Instance): void {
     calls.delete(entry.id);
     if (entry.timedOut) fail(entry.id, 'SERVICE_TIMEOUT');
     else if (instance.disposedFor === 'timeout') fail(entry.id, 'SERVICE_UNAVAILABLE', 'service sandbox was reset after another call timed out');
-    else fail(entry.id, 'SERVICE_MEMORY_LIMIT');
+    else {
+      fail(entry.id, 'SERVICE_MEMORY_LIMIT');
+      instance.memoryLimited = true;
+    }
   }
+  if (instance.memoryLimited) rebuildGate.limitMet(gateKeyOf(instance.service));
   instance.running.clear();
   instance.parked = 0;
   instance.held.length = 0;
@@ -571,6 +584,7 @@ setInterval(() => {
  * the isolates of the services it serves (their home; another only while calls spill over).
  */
 setInterval(() => {
+  rebuildGate.sweep();
   if (!(caps.idleMs > 0)) return;
   const now = monotonicNow();
   for (const svc of services.values()) {

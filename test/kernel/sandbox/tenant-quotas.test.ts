@@ -101,4 +101,28 @@ export default service({ limits: { memoryMb: 64 }, handle(ctx) { const a = []; f
     await runner.setTenants([tenant('small', { quotas: { memory_mb: 16 } }), tenant('roomy')]);
     expect((await failure(runner.invoke(request('small/hoard', { n: 300_000 }))))?.code).toBe('SERVICE_MEMORY_LIMIT');
   });
+
+  it("spaces the rebuilds of a tenant whose isolates keep meeting the limit; another tenant's go at once", async () => {
+    runner = await startRunner();
+    await runner.setTenants([tenant('bomber', { quotas: { memory_mb: 16 } }), tenant('other', { quotas: { memory_mb: 16 } })]);
+    await deploy(runner, { 'bomber/hoard': HOARD, 'other/hoard': HOARD });
+    const r = runner;
+    const timed = async (name: string, n: number) => {
+      const started = performance.now();
+      const e = await failure(r.invoke(request(name, { n })));
+      return { code: e?.code, ms: performance.now() - started };
+    };
+    const bombs = [];
+    for (let i = 0; i < 8; i++) bombs.push(await timed('bomber/hoard', 300_000));
+    expect(bombs.every((b) => b.code === 'SERVICE_MEMORY_LIMIT')).toBe(true);
+    // Rebuilt at once at first, then one per spacing, doubling (rebuild-gate.ts): the eighth
+    // call's rebuild started 800 ms after the seventh's, however long the calls took.
+    expect(bombs[7]!.ms).toBeGreaterThan(400);
+    // The other tenant meets its limit twice; neither of its rebuilds waits its turn.
+    const other = [await timed('other/hoard', 300_000), await timed('other/hoard', 300_000), await timed('other/hoard', 10)];
+    expect(other.map((o) => o.code)).toEqual(['SERVICE_MEMORY_LIMIT', 'SERVICE_MEMORY_LIMIT', undefined]);
+    expect(other[1]!.ms).toBeLessThan(bombs[7]!.ms);
+    // The bomber's service still answers what fits (after its turn).
+    expect((await timed('bomber/hoard', 10)).code).toBeUndefined();
+  });
 });
