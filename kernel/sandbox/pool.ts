@@ -690,8 +690,13 @@ export class SandboxPool {
     return best ?? (avoid && this.serves(avoid, service) ? avoid : undefined);
   }
 
-  /** Ready, or still replaying but already holding this service's current version. */
+  /**
+   * Ready, or still replaying but already holding this service's current version. A process on
+   * probation holds its one service only: a callee was once sent to its caller's (the `avoid` of
+   * last resort) while the home restarted, and answered 404 as a service not deployed.
+   */
   private serves(w: SandboxWorker, service: string): boolean {
+    if (w.alone !== undefined && w.alone !== service) return false;
     return w.state === 'ready' || (w.state === 'starting' && w.holds.get(service) === this.services.get(service)?.version);
   }
 

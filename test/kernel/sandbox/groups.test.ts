@@ -21,10 +21,13 @@ export default service({ async handle(ctx) {
 
 class Gate {
   readonly waiting: string[] = [];
+  /** The pool's id of each waiting call, as a call it invoked would name its caller. */
+  readonly callers: number[] = [];
   private readonly open: Array<() => void> = [];
-  readonly hostCall = (_op: string, _args: string, invocation: { service: string }) =>
+  readonly hostCall = (_op: string, _args: string, invocation: { service: string }, caller: { id: number }) =>
     new Promise<string>((resolve) => {
       this.waiting.push(invocation.service);
+      this.callers.push(caller.id);
       this.open.push(() => resolve(JSON.stringify({ ok: true, value: { status: 200, headers: {}, body: null } })));
     });
   release(): void {
@@ -95,6 +98,29 @@ describe('process groups', () => {
     expect(outcomes).toEqual(['ok', 'ok', 'ok', 'SANDBOX_CRASHED']);
     // Only bad's process died (its two services, both in flight, now run on probation beside its restarted one).
     expect(before.filter((p) => !runner!.pids().includes(p))).toHaveLength(1);
+  });
+
+  it("a callee of a service on probation waits for a process that holds it, never goes to the caller's, which holds only the caller", async () => {
+    const gate = new Gate();
+    runner = await startRunner({ workers: 1, tenantWorkers: 1, hostCall: gate.hostCall });
+    await runner.setTenants([tenant('bad', { processes: 1 })]);
+    await deploy(runner, { 'bad/crash': CRASH, 'bad/gated': GATED, 'bad/echo': ECHO });
+    // A crash shared by two services in flight: each then runs on probation, in a process alone.
+    const first = runner.invoke(request('bad/gated'));
+    await waitFor('the first call waiting on the host', () => gate.waiting.length === 1);
+    expect(await code(runner.invoke(request('bad/crash')))).toBe('SANDBOX_CRASHED');
+    expect(await code(first)).toBe('SANDBOX_CRASHED');
+    await waitFor("bad's home and two probation processes", () => runner!.pids().length === 4);
+    const second = runner.invoke(request('bad/gated'));
+    await waitFor('the call on probation waiting on the host', () => gate.waiting.length === 2);
+    // Its home (the first of bad's processes) goes down: the callee's only other place is the caller's process.
+    const home = runner.pids()[1]!;
+    process.kill(home, 'SIGKILL');
+    await waitFor('the home to be gone', () => !runner!.pids().includes(home));
+    const callee = runner.invoke(request('bad/echo'), { caller: gate.callers[1]!, timeoutMs: 10_000, depth: 1 });
+    expect(await code(callee)).toBe('ok');
+    gate.release();
+    expect(await code(second)).toBe('ok');
   });
 
   it('in the shared processes a service that keeps crashing is quarantined as before; the other tenants go on', async () => {
