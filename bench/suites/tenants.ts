@@ -277,7 +277,8 @@ export async function run(): Promise<void> {
   const names = only ?? ATTACK_NAMES;
   const own: Case[] = [
     { name: 'solo', attacks: [] },
-    ...names.map((attack) => ({ name: ATTACKS[attack].title, attacks: [{ tenant: attackerOf(attack), attack }] })),
+    // BENCH_TENANT_SINGLES=0: solo and all at once only (to find which attacks hurt together).
+    ...(process.env.BENCH_TENANT_SINGLES === '0' ? [] : names.map((attack) => ({ name: ATTACKS[attack].title, attacks: [{ tenant: attackerOf(attack), attack }] }))),
     ...(names.length > 1 ? [{ name: 'all attacks at once, by one tenant', attacks: names.map((attack) => ({ tenant: ALL_ATTACKER, attack })) }] : []),
   ];
   const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
