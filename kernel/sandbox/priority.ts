@@ -17,11 +17,11 @@ export const TENANT_NICE = 19;
  * soon as the process exists, so Node's start-up runs low too; here, before any isolate exists,
  * the main thread once more (isolated-vm's threads and libuv's pool, started later from it,
  * inherit it), and the threads already running (V8's platform workers, which collect the
- * isolates' garbage, and Node's own) one by one from /proc/self/task. Measured (bench/README.md, Tenants, 2026-11-30):
- * nice 10 on the main thread only left a well-behaved tenant's p99 at 1.6–2.2× its solo p99 under
- * another's memory bombs, 19 on every thread at 1.4; SCHED_IDLE (`chrt -i`) made it worse under
- * infinite loops (2.1–2.5×), the victim's own isolate then waiting behind the attacker's like any
- * idle-class thread. Lowering a priority needs no privilege; where it is refused a thread runs at
+ * isolates' garbage, and Node's own) one by one from /proc/self/task. Measured (bench/README.md,
+ * Tenants, 2026-11-30): nice 10 on the main thread only left a well-behaved tenant's p99 at
+ * 1.6–2.2× its solo p99 under another's memory bombs, 19 on every thread at 1.4; SCHED_IDLE
+ * (`chrt -i`) made it worse under infinite loops (2.1–2.5×), the victim's own isolate then
+ * waiting behind the attacker's like any idle-class thread. Lowering a priority needs no privilege; where it is refused a thread runs at
  * the priority it has.
  */
 export function lowerPriority(): void {

@@ -59,7 +59,7 @@ export class RebuildGate {
     return at - now;
   }
 
-  /** The tenant's state with the limits that left the window dropped; forgotten once none is left. */
+  /** The tenant's state, the limits that left the window dropped (`sweep` forgets tenants with none). */
   private live(tenant: string): TenantLimits {
     let t = this.tenants.get(tenant);
     if (!t) {
@@ -78,7 +78,10 @@ export class RebuildGate {
   }
 }
 
-/** The tenant a service belongs to, as the gate keys it: the platform's services share ''. */
+/**
+ * The tenant a service belongs to, as the gate keys it: the platform's services share ''. Not the
+ * SDK's `tenantOf`: its module brings zod into the worker's bundle.
+ */
 export function gateKeyOf(service: string): string {
   const slash = service.indexOf('/');
   return slash < 0 ? '' : service.slice(0, slash);
