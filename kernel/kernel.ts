@@ -1,6 +1,6 @@
 import { readFileSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
@@ -17,6 +17,7 @@ import { accessLogVia, serverLoggers, type AccessLog } from './platform/log.ts';
 import type { DataStore } from '../sdk/plugin/store.ts';
 import type { ServiceRunner } from './sandbox/runner.ts';
 import { startServiceRunner } from './sandbox/groups.ts';
+import { defaultDemoteCores } from './sandbox/demotion.ts';
 import { TenantLedger } from './tenants/ledger.ts';
 import { UsageSharing } from './tenants/cluster.ts';
 import { ServiceRegistry, buildSdkBundle } from './services/registry.ts';
@@ -185,7 +186,7 @@ export class Kernel {
       {
         processes: sb.workers,
         tenantProcesses: sb.tenant_workers,
-        caps: { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes, idleMs: sb.idle_ms, maxCallsPerIsolate: sb.max_calls_per_isolate, recycle: sb.recycle_idle_ms > 0 ? { idleMs: sb.recycle_idle_ms, aboveMb: sb.recycle_above_mb } : undefined },
+        caps: { spillAt: sb.spill_at, defaultMemoryMb: sb.memory_mb, maxMemoryMb: sb.max_memory_mb, defaultTimeoutMs: sb.timeout_ms, maxTimeoutMs: sb.max_timeout_ms, maxOutputBytes: sb.max_output_bytes, idleMs: sb.idle_ms, maxCallsPerIsolate: sb.max_calls_per_isolate, demoteAboveCores: sb.tenant_demote_cores ?? defaultDemoteCores(availableParallelism()), recycle: sb.recycle_idle_ms > 0 ? { idleMs: sb.recycle_idle_ms, aboveMb: sb.recycle_above_mb } : undefined },
         log,
         hostCall: (op, argsJson, invocation, caller) => hostCalls.run(op, argsJson, invocation, caller),
         hostCallsDone: (invocation) => hostCalls.finish(invocation),

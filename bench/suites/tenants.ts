@@ -12,6 +12,7 @@
  *
  * BENCH_ROUNDS, BENCH_SECONDS (3 here), BENCH_TENANT_RATE (200 req/s), BENCH_TENANT_ATTACKS (a
  * comma-separated subset), BENCH_TENANT_SHARED_ROUNDS (2; 0 skips the shared processes' run).
+ * BENCH_TENANT_DEMOTE_CORES sets `sandbox.tenant_demote_cores` (0: tenants' processes low from the start).
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';

@@ -103,5 +103,8 @@ export function serverSetup(processes: number, sinkUrl: string): { config: Recor
   const victim = { name: 'victim', services_dir: 'tenants/victim', processes, quotas: QUOTAS, config: { channel_rest: [{ name: 'work', url_path: '/work', service: 'work', security: 'none' }] } };
   const files: Record<string, string> = { '../tenants/victim/work.ts': VICTIM };
   for (const { tenant, services } of attackers) for (const s of services) files[`../tenants/${tenant.name}/${s}.ts`] = ATTACK_SERVICES[s]!;
-  return { config: { tenants: [victim, ...attackers.map((a) => a.tenant)] }, files };
+  // BENCH_TENANT_DEMOTE_CORES sets sandbox.tenant_demote_cores (0: every tenant's process at the lowest priority from the start).
+  const demote = process.env.BENCH_TENANT_DEMOTE_CORES;
+  const server = demote === undefined || demote === '' ? {} : { server: { sandbox: { tenant_demote_cores: Number(demote) } } };
+  return { config: { ...server, tenants: [victim, ...attackers.map((a) => a.tenant)] }, files };
 }

@@ -80,6 +80,14 @@ export const sandboxSchema = z
       .describe(
         "Sandbox processes the tenants' services share (docs/tenants.md), apart from the `workers` that run the platform's own services; started with the first tenant that runs there (`processes: 0`) and stopped when none does. A tenant with `processes` has processes of its own instead.",
       ),
+    tenant_demote_cores: z
+      .number()
+      .min(0)
+      .max(1024)
+      .optional()
+      .describe(
+        "A tenant's sandbox process runs at the normal CPU priority until its threads use more than this many cores, averaged over a second; it is then lowered to the lowest (nice 19, every thread) for the rest of its life, and for ten minutes its group's new processes start there, as they do after one of them died. So a busy tenant (loops, memory bombs, floods of work) never takes a core from a well-behaved one, nor from the kernel. 0 starts every tenant's process at the lowest priority. Not set: a quarter of the node's cores, at least 0.5. Linux only (read from /proc).",
+      ),
   })
   .strict()
   .default({ tenant_workers: 2, workers: 2, memory_mb: 64, max_memory_mb: 512, timeout_ms: 5_000, max_timeout_ms: 60_000, max_output_bytes: 16 * MiB, spill_at: 128, idle_ms: 30_000, recycle_idle_ms: 60_000, recycle_above_mb: 64, max_calls_per_isolate: 2048 });

@@ -6,6 +6,7 @@ import { residentMb } from './resident.ts';
 import { acquireWorkerBundle, releaseWorkerBundle, sandboxEnv, sandboxSpawner, SandboxWorker, type DeployKind, type DeployOutcome, type PendingCall } from './process.ts';
 import { wireLineLimit } from './wire.ts';
 import { IdTable } from './id-table.ts';
+import { Demotion, newCpuWatch } from './demotion.ts';
 import { TENANT_NICE } from './priority.ts';
 import { parseInvokeResult, type InvokeRequest, type InvokeResult, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
 import { tenantOf } from '../../sdk/plugin/tenants.ts';
@@ -18,6 +19,11 @@ export interface PoolCaps extends SandboxCaps {
   spillAt: number;
   /** When a home process that grew under a load and then went idle is replaced by a fresh one (undefined: never). */
   recycle?: RecyclePolicy;
+  /**
+   * With `belowNormalPriority`: processes start at the normal priority and are lowered once they
+   * use more than this many cores over a second (demotion.ts); 0 or absent, they start low.
+   */
+  demoteAboveCores?: number;
 }
 
 /**
@@ -75,6 +81,10 @@ const BACKOFF_MAX_MS = 5_000;
  */
 const WEDGED_AFTER_MS = 5_000;
 const SWEEP_MS = 50;
+/** Tenants' processes are read for demotion every this many sweeps (demotion.ts). */
+const DEMOTE_EVERY = 4;
+/** How long after a demotion or a death a tenant group's new processes start low. */
+const LOW_AFTER_MS = 10 * 60_000;
 /** Growth over its size when ready that a process must show before it is recycled (RecyclePolicy). */
 const RECYCLE_GROWTH_MB = 16;
 /** A deploy not answered by then (the process bounds a build at 6 s; a redeploy builds twice at most, queued behind others) means the process is stuck. */
@@ -193,6 +203,11 @@ export class SandboxPool {
   private readonly onCpu: ((service: string, ms: number) => void) | undefined;
   private readonly memoryCapOf: ((service: string) => number | undefined) | undefined;
   private readonly fair: FairShare<PendingCall> | undefined;
+  /** Tenants' processes that start at the normal priority (PoolCaps.demoteAboveCores). */
+  private readonly demotion: Demotion | undefined;
+  /** Until when (pool clock) new processes start low: a process of this group was demoted, or died. */
+  private lowUntil = -Infinity;
+  private sweeps = 0;
 
   constructor(options: GroupOptions) {
     this.size = options.processes;
@@ -205,6 +220,8 @@ export class SandboxPool {
     this.onCpu = options.onCpu;
     this.memoryCapOf = options.memoryCapOf;
     this.fair = options.fair;
+    const above = this.caps.demoteAboveCores ?? 0;
+    this.demotion = this.caps.belowNormalPriority && above > 0 ? new Demotion(above) : undefined;
   }
 
   async start(sdkCode: string): Promise<void> {
@@ -222,8 +239,8 @@ export class SandboxPool {
     // SVC_SANDBOX_PROGRAM runs another program in their place: the floor suite's stand-ins (bench/peers/standins/).
     const program = process.env.SVC_SANDBOX_PROGRAM || this.workerFile;
     // Through the spawner: starting a process blocks its caller's event loop (spawner.ts).
-    const nice = this.caps.belowNormalPriority ? TENANT_NICE : undefined;
-    const child = sandboxSpawner.spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, program], sandboxEnv(), nice);
+    const low = this.startsLow();
+    const child = sandboxSpawner.spawn(process.execPath, [...SANDBOX_NODE_FLAGS, ...extra, program], sandboxEnv(), low ? TENANT_NICE : undefined);
     const worker = new SandboxWorker(
       slot,
       alone,
@@ -238,8 +255,36 @@ export class SandboxPool {
     });
     worker.quietSince = this.clock.now();
     child.on('exit', (code, signal) => this.onExit(worker, code, signal));
-    worker.send({ t: 'init', caps: this.caps }, JSON.stringify(this.sdkCode));
+    worker.cpu = newCpuWatch(low);
+    worker.send({ t: 'init', caps: this.demotion ? { ...this.caps, belowNormalPriority: low } : this.caps }, JSON.stringify(this.sdkCode));
     return worker;
+  }
+
+  /**
+   * Tenants' processes start low unless demotion is on; with it, for a while after one of the
+   * group was demoted or died (a crash loop's restarts, a busy tenant's next process).
+   */
+  private startsLow(): boolean {
+    if (!this.caps.belowNormalPriority) return false;
+    return !this.demotion || this.clock.now() < this.lowUntil;
+  }
+
+  /** Every DEMOTE_EVERY sweeps: lowers a tenant's ready process that has been busy (demotion.ts). */
+  private demoteBusy(): void {
+    if (!this.demotion || ++this.sweeps % DEMOTE_EVERY !== 0) return;
+    for (const w of this.liveWorkers()) {
+      const pid = w.child.pid;
+      if (pid === undefined) continue;
+      // Starting or deploying, it runs the kernel's work (Node's start-up, compiling services), not a tenant's.
+      if (w.state !== 'ready' || w.deploys.size) {
+        Demotion.reset(w.cpu);
+        continue;
+      }
+      const cores = this.demotion.sample(pid, w.cpu);
+      if (cores === undefined) continue;
+      this.lowUntil = this.clock.now() + LOW_AFTER_MS;
+      this.log.warn({ pid, cores: Math.round(cores * 100) / 100, aboveCores: this.demotion.aboveCores }, "a tenant's sandbox process was busy; it runs at the lowest CPU priority from now on");
+    }
   }
 
   /** Ends a call once: it leaves the books, and its promise settles. */
@@ -291,6 +336,8 @@ export class SandboxPool {
       return;
     }
     this.log.error({ pid: worker.child.pid, code, signal, services: [...suspects], deploying: deploying?.name }, 'sandbox process died; restarting it');
+    // A tenant that crashed its process starts the next one low: a crash loop's restarts do not outbid the kernel.
+    if (this.demotion) this.lowUntil = this.clock.now() + LOW_AFTER_MS;
     // A new version that kills the process fails its deploy (the running version stays); that is not the running version's crash.
     if (deploying?.kind !== 'probe') {
       if (deploying) suspects.add(deploying.name);
@@ -768,6 +815,7 @@ export class SandboxPool {
     }
     for (const [name, p] of this.probation) if (now > p.until) this.endProbation(name);
     if (this.caps.recycle) this.recycleIdle(now, this.caps.recycle);
+    this.demoteBusy();
     // A tenant's lingering share ends with no event of its own (fair.ts): held calls are offered it here.
     this.releaseHeld();
   }

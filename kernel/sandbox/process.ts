@@ -8,6 +8,7 @@ import { Spawner, type SandboxProcess } from './spawner.ts';
 import { Wire } from './wire.ts';
 import { IdTable } from './id-table.ts';
 import { readSandboxMessage, type InvokeRequest, type InvokeResult, type KernelMessage, type SandboxMessage, type ServiceMeta } from './protocol.ts';
+import { newCpuWatch, type CpuWatch } from './demotion.ts';
 
 /** One sandbox process as the pool sees it (pool.ts), and what starting one takes: its code bundle and environment. */
 
@@ -128,6 +129,8 @@ export class SandboxWorker {
    * A service's count stays at 0 rather than being deleted, so the map is not rebuilt per call (id-table.ts says why that costs).
    */
   readonly busy = new Map<string, number>();
+  /** Its CPU readings, for demotion (demotion.ts); set by the pool when it starts the process. */
+  cpu: CpuWatch = newCpuWatch(false);
 
   constructor(
     readonly slot: number | undefined,

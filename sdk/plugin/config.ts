@@ -24,6 +24,7 @@ export interface SandboxConfig {
   recycle_above_mb: number;
   max_calls_per_isolate: number;
   tenant_workers: number;
+  tenant_demote_cores?: number;
 }
 
 /** The kernel's keys of the `server` section. */

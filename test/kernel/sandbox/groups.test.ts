@@ -5,6 +5,9 @@ import { SvcError } from '../../../kernel/errors.ts';
 import { waitFor } from '../../helpers/wait.ts';
 import { CRASH, deploy, ECHO, request, startRunner, tenant } from './tenant-runner.ts';
 
+/** Runs code for `ctx.input.ms` of wall time: a whole core while it runs. */
+const SPIN = `import { service } from 'svc/sdk';\nexport default service({ handle(ctx) { const end = Date.now() + ctx.input.ms; let x = 0; while (Date.now() < end) x += Math.sqrt(x + 1); return { x: x > 0 }; } });\n`;
+
 /**
  * Trust levels (kernel/sandbox/README.md, "Tenants"): the platform's services, the tenants'
  * shared processes and a tenant's own processes are separate groups of sandbox processes. Which
@@ -173,7 +176,7 @@ describe('process groups', () => {
     await waitFor('the old process to stop', () => runner!.pids().length === 2);
   });
 
-  it.runIf(process.platform === 'linux')("tenants' processes run their isolates below the kernel's CPU priority (nice 19, every thread); the platform's at the normal one", async () => {
+  it.runIf(process.platform === 'linux')("without demotion (tenant_demote_cores 0) tenants' processes run their isolates below the kernel's CPU priority from the start (nice 19, every thread); the platform's at the normal one", async () => {
     runner = await startRunner({ workers: 1, tenantWorkers: 1 });
     const [platformPid] = runner.pids();
     await runner.setTenants([tenant('acme'), tenant('own', { processes: 1 })]);
@@ -190,6 +193,29 @@ describe('process groups', () => {
     }
     const platform = niceOf(platformPid!);
     expect(platform.filter((t) => t.nice !== 0)).toEqual([]);
+  });
+
+  it.runIf(process.platform === 'linux')("with demotion, tenants' processes start at the normal priority; a busy one is lowered, every thread, and after a death its group's next process starts low", async () => {
+    // A low bar: the test files running beside this one leave a spinning thread a fraction of a core.
+    runner = await startRunner({ workers: 1, tenantWorkers: 1, demoteAboveCores: 0.2 });
+    await runner.setTenants([tenant('busy', { processes: 1 }), tenant('calm', { processes: 1 })]);
+    await deploy(runner, { 'busy/spin': SPIN, 'busy/crash': CRASH, 'calm/echo': ECHO });
+    const [, busyPid, calmPid] = runner.pids();
+    for (const pid of [busyPid!, calmPid!]) expect(niceOf(pid).filter((t) => t.nice !== 0)).toEqual([]);
+    // A whole core for seconds (what the machine spares of one): past 0.2 cores over a second.
+    const spin = code(runner.invoke(request('busy/spin', { ms: 4000 })));
+    await waitFor("every thread of busy's process lowered", () => niceOf(busyPid!).every((t) => t.nice === 19));
+    expect(await spin).toBe('ok');
+    // calm answers calls all along: light work keeps the normal priority.
+    for (let i = 0; i < 20; i++) expect(await code(runner.invoke(request('calm/echo')))).toBe('ok');
+    expect(niceOf(calmPid!).filter((t) => t.nice !== 0)).toEqual([]);
+    // A crash: busy's next process starts low, before it runs anything.
+    expect(await code(runner.invoke(request('busy/crash')))).toBe('SANDBOX_CRASHED');
+    await waitFor("busy's process restarted", () => runner!.pids().length >= 3 && !runner!.pids().includes(busyPid!));
+    const restarted = runner.pids().filter((p) => p !== calmPid && p !== runner!.pids()[0]);
+    expect(restarted.length).toBeGreaterThan(0);
+    for (const pid of restarted) expect(niceOf(pid).filter((t) => t.nice !== 19)).toEqual([]);
+    expect(niceOf(calmPid!).filter((t) => t.nice !== 0)).toEqual([]);
   });
 
   it('a service of a tenant not declared (yet) runs in the shared processes, never in the platform’s', async () => {

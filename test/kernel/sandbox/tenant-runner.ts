@@ -25,6 +25,8 @@ export interface RunnerSetup {
   hostCall?: HostCallHandler;
   /** Time limit of services that declare none (ms). */
   timeoutMs?: number;
+  /** sandbox.tenant_demote_cores; absent, tenants' processes start low (as with 0). */
+  demoteAboveCores?: number;
 }
 
 export async function startRunner(setup: RunnerSetup = {}): Promise<ServiceRunner> {
@@ -42,6 +44,7 @@ export async function startRunner(setup: RunnerSetup = {}): Promise<ServiceRunne
         maxTimeoutMs: sandbox.max_timeout_ms,
         maxOutputBytes: sandbox.max_output_bytes,
         idleMs: 0,
+        demoteAboveCores: setup.demoteAboveCores,
       },
       log: pino({ level: 'silent' }),
       hostCall: setup.hostCall ?? (async () => JSON.stringify({ ok: true, value: null })),

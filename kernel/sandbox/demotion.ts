@@ -1,0 +1,105 @@
+/**
+ * Demotion of a tenant's busy sandbox process to the lowest CPU priority, from the kernel's side.
+ *
+ * Tenants' processes start at the normal priority. One whose threads use more than
+ * `sandbox.tenant_demote_cores` over about a second (a loop, a memory bomb, a flood of work) is
+ * lowered, every thread, to nice 19 for the rest of its life (an unprivileged process cannot be
+ * raised again). A well-behaved tenant's isolates then take a core from a busy tenant's at once
+ * (weight 1024 against 15), where with every tenant at nice 19 they took turns with them as
+ * equals: its p99 went up by half again and more while another tenant attacked (bench/README.md,
+ * Tenants, 2026-11-30, "demotion"). The kernel reads the CPU from /proc and lowers the threads
+ * itself: a sandbox process is not trusted to lower itself.
+ */
+import { readFileSync } from 'node:fs';
+import { monotonicNow } from '../platform/clock.ts';
+import { lowerThreads } from './priority.ts';
+
+/** Linux reports a process's CPU time in /proc/PID/stat in USER_HZ ticks, 100 a second on every architecture's user ABI. */
+const MS_PER_TICK = 10;
+/** How long the CPU is averaged over before a process is judged. */
+export const DEMOTE_WINDOW_MS = 1000;
+
+/** CPU time every thread of a process has used, ms (/proc/PID/stat: utime + stime), or undefined (gone, or not Linux). */
+export function processCpuMs(pid: number): number | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime, fields 14 and 15 of the line: 11 and 12 after the name and the state.
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return Number.isFinite(ticks) ? ticks * MS_PER_TICK : undefined;
+}
+
+/** One process's readings, kept by its owner (SandboxWorker.cpu). */
+export interface CpuWatch {
+  /** Readings within the window, oldest first: when (ms, monotonic) and the process's CPU then (ms). */
+  samples: Array<{ at: number; cpuMs: number }>;
+  /** Lowered already (or started low): only its threads are looked at again. */
+  demoted: boolean;
+}
+
+export const newCpuWatch = (demoted: boolean): CpuWatch => ({ samples: [], demoted });
+
+export interface DemotionDeps {
+  readCpuMs?: (pid: number) => number | undefined;
+  lower?: (pid: number) => void;
+  now?: () => number;
+}
+
+export class Demotion {
+  private readonly readCpuMs: (pid: number) => number | undefined;
+  private readonly lower: (pid: number) => void;
+  private readonly now: () => number;
+
+  /** `aboveCores`: the average over the window past which a process is lowered. */
+  constructor(
+    readonly aboveCores: number,
+    deps: DemotionDeps = {},
+  ) {
+    this.readCpuMs = deps.readCpuMs ?? processCpuMs;
+    this.lower = deps.lower ?? ((pid) => void lowerThreads(pid));
+    this.now = deps.now ?? monotonicNow;
+  }
+
+  /**
+   * Reads one process; returns its average cores over the window the moment it is lowered,
+   * undefined otherwise. A lowered process has its threads lowered again: one started since (an
+   * isolate's, V8's) inherits its creator's priority, which may have been read before the walk.
+   */
+  sample(pid: number, watch: CpuWatch): number | undefined {
+    if (watch.demoted) {
+      this.lower(pid);
+      return undefined;
+    }
+    const cpuMs = this.readCpuMs(pid);
+    if (cpuMs === undefined) return undefined;
+    const at = this.now();
+    const samples = watch.samples;
+    samples.push({ at, cpuMs });
+    while (samples.length > 2 && at - samples[1]!.at >= DEMOTE_WINDOW_MS) samples.shift();
+    const first = samples[0]!;
+    const span = at - first.at;
+    // Half a window at least: one busy moment between two close readings is not a busy process.
+    if (span < DEMOTE_WINDOW_MS / 2) return undefined;
+    const cores = (cpuMs - first.cpuMs) / span;
+    if (cores <= this.aboveCores) return undefined;
+    watch.demoted = true;
+    watch.samples = [];
+    this.lower(pid);
+    return cores;
+  }
+
+  /** Forgets the readings (the process was busy for a reason of the kernel's: starting, deploying). */
+  static reset(watch: CpuWatch): void {
+    watch.samples.length = 0;
+  }
+}
+
+/** `sandbox.tenant_demote_cores` when not set: a quarter of the node's cores, at least half of one. */
+export function defaultDemoteCores(cores: number): number {
+  return Math.max(0.5, cores / 4);
+}
