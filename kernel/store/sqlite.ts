@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { Checkpointer } from './checkpointer.ts';
 import { sqliteDriver } from './sqlite-driver.ts';
 import { ChangeListeners, MAX_NOTIFY_PAYLOAD, type DataStore, type Migration, type Queryable, type RunResult } from '../../sdk/plugin/store.ts';
 
@@ -36,6 +37,8 @@ export class SqliteStore implements DataStore {
   private durableBatch: DurableJob[] | undefined;
   private readonly walFile: string | undefined;
   private walFd: number | undefined;
+  /** Checkpoints of the WAL, in a thread of their own (checkpointer.ts); undefined without a WAL. */
+  private checkpointer: Checkpointer | undefined;
   /**
    * Flushes in progress (at most MAX_FLUSHES), and the one queued for callers that found them all
    * busy. An array changed in place, not a Set rebuilt every few flushes (kernel/sandbox/id-table.ts says why).
@@ -55,12 +58,28 @@ export class SqliteStore implements DataStore {
     this.walFile = wal ? `${file}-wal` : undefined;
     this.db.pragma(wal ? 'synchronous = NORMAL' : 'synchronous = FULL');
     this.db.pragma('busy_timeout = 5000');
+    if (wal) this.checkpointOffTheLoop(file);
     this.db.pragma('foreign_keys = ON');
     this.db.exec('CREATE TABLE IF NOT EXISTS svc_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (owner, version))');
     if (file !== ':memory:') {
       this.key = resolve(file);
       OPEN.set(this.key, (OPEN.get(this.key) ?? new Set()).add(this));
     }
+  }
+
+  /** Checkpoints leave this connection for a thread of their own; if that thread fails, they come back. */
+  private checkpointOffTheLoop(file: string): void {
+    try {
+      this.checkpointer = new Checkpointer(file, (why) => {
+        this.checkpointer = undefined;
+        this.db.pragma('wal_autocheckpoint = 1000');
+        process.emitWarning(`store: WAL checkpoints are back on the event loop: ${why}`);
+      });
+    } catch (err) {
+      process.emitWarning(`store: WAL checkpoints stay on the event loop: ${(err as Error).message}`);
+      return;
+    }
+    this.db.pragma('wal_autocheckpoint = 0');
   }
 
   /** Delivered on a later turn of the loop, as a notification from another process would be. */
@@ -257,6 +276,8 @@ export class SqliteStore implements DataStore {
     if (OPEN.get(this.key ?? '')?.size === 0) OPEN.delete(this.key!);
     await this.tail;
     await Promise.allSettled([...this.flushing, this.queuedFlush?.promise]);
+    await this.checkpointer?.close();
+    this.checkpointer = undefined;
     this.db.close();
     if (this.walFd !== undefined) closeSync(this.walFd);
     this.walFd = undefined;
