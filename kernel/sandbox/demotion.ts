@@ -1,10 +1,12 @@
 /**
  * Demotion of a tenant's busy sandbox process to the lowest CPU priority, from the kernel's side.
  *
- * Tenants' processes start at the normal priority. One whose threads use more than
- * `sandbox.tenant_demote_cores` over about a second (a loop, a memory bomb, a flood of work) is
- * lowered, every thread, to nice 19 for the rest of its life (an unprivileged process cannot be
- * raised again). A well-behaved tenant's isolates then take a core from a busy tenant's at once
+ * A tenant's own processes (`processes` 1 or more) start at the normal priority. When their
+ * threads together use more than `sandbox.tenant_demote_cores` over about a second (a loop, a
+ * memory bomb, a flood of work) every one is lowered, every thread, to nice 19 for the rest of
+ * its life (an unprivileged process cannot be raised again). The processes tenants share always
+ * run low: one tenant's work there cannot be told from another's by the OS, and a busy tenant
+ * spread over them would stay under the bar in each. A well-behaved tenant's isolates then take a core from a busy tenant's at once
  * (weight 1024 against 15), where with every tenant at nice 19 they took turns with them as
  * equals: its p99 went up by half again and more while another tenant attacked (bench/README.md,
  * Tenants, 2026-11-30, "demotion"). The kernel reads the CPU from /proc and lowers the threads
@@ -52,29 +54,25 @@ export interface DemotionDeps {
 
 export class Demotion {
   private readonly readCpuMs: (pid: number) => number | undefined;
-  private readonly lower: (pid: number) => void;
+  private readonly lowerThreads: (pid: number) => void;
   private readonly now: () => number;
 
-  /** `aboveCores`: the average over the window past which a process is lowered. */
+  /** `aboveCores`: the average over the window past which a group's processes are lowered (the pool sums its processes'). */
   constructor(
     readonly aboveCores: number,
     deps: DemotionDeps = {},
   ) {
     this.readCpuMs = deps.readCpuMs ?? processCpuMs;
-    this.lower = deps.lower ?? ((pid) => void lowerThreads(pid));
+    this.lowerThreads = deps.lower ?? ((pid) => void lowerThreads(pid));
     this.now = deps.now ?? monotonicNow;
   }
 
   /**
-   * Reads one process; returns its average cores over the window the moment it is lowered,
-   * undefined otherwise. A lowered process has its threads lowered again: one started since (an
-   * isolate's, V8's) inherits its creator's priority, which may have been read before the walk.
+   * One process's average cores over about the last window, once its readings span half a window
+   * (one busy moment between two close readings is not a busy process); undefined before, and
+   * when it cannot be read (gone).
    */
-  sample(pid: number, watch: CpuWatch): number | undefined {
-    if (watch.demoted) {
-      this.lower(pid);
-      return undefined;
-    }
+  cores(pid: number, watch: CpuWatch): number | undefined {
     const cpuMs = this.readCpuMs(pid);
     if (cpuMs === undefined) return undefined;
     const at = this.now();
@@ -83,14 +81,18 @@ export class Demotion {
     while (samples.length > 2 && at - samples[1]!.at >= DEMOTE_WINDOW_MS) samples.shift();
     const first = samples[0]!;
     const span = at - first.at;
-    // Half a window at least: one busy moment between two close readings is not a busy process.
-    if (span < DEMOTE_WINDOW_MS / 2) return undefined;
-    const cores = (cpuMs - first.cpuMs) / span;
-    if (cores <= this.aboveCores) return undefined;
+    return span < DEMOTE_WINDOW_MS / 2 ? undefined : (cpuMs - first.cpuMs) / span;
+  }
+
+  /**
+   * Lowers every thread of a process, and marks it so. Called again for a process lowered
+   * already: a thread started since (an isolate's, V8's) inherits its creator's priority, which
+   * may have been read before the last walk.
+   */
+  lower(pid: number, watch: CpuWatch): void {
     watch.demoted = true;
-    watch.samples = [];
-    this.lower(pid);
-    return cores;
+    watch.samples.length = 0;
+    this.lowerThreads(pid);
   }
 
   /** Forgets the readings (the process was busy for a reason of the kernel's: starting, deploying). */

@@ -208,7 +208,8 @@ export class GroupedRunner implements ServiceRunner {
     const o = this.options;
     const pool = new SandboxPool({
       processes,
-      caps: { ...o.caps, reportCpu: true, belowNormalPriority: true },
+      // The shared processes always run low (demotion.ts says why); a tenant's own start normal until busy.
+      caps: { ...o.caps, reportCpu: true, belowNormalPriority: true, demoteAboveCores: shared ? undefined : o.caps.demoteAboveCores },
       log: o.log.child({ sandboxGroup: group }),
       hostCall: o.hostCall,
       hostCallsDone: o.hostCallsDone,

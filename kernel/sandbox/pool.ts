@@ -269,23 +269,31 @@ export class SandboxPool {
     return !this.demotion || this.clock.now() < this.lowUntil;
   }
 
-  /** Every DEMOTE_EVERY sweeps: lowers a tenant's ready process that has been busy (demotion.ts). */
+  /**
+   * Every DEMOTE_EVERY sweeps: lowers the group's processes once they have been busy together
+   * (demotion.ts), and lowers the threads of those lowered already again.
+   */
   private demoteBusy(): void {
     if (!this.demotion || ++this.sweeps % DEMOTE_EVERY !== 0) return;
+    const read: SandboxWorker[] = [];
+    let cores = 0;
     for (const w of this.liveWorkers()) {
       const pid = w.child.pid;
       if (pid === undefined) continue;
+      if (w.cpu.demoted) this.demotion.lower(pid, w.cpu);
       // Starting or deploying, it runs the kernel's work (Node's start-up, compiling services), not a tenant's.
-      if (w.state !== 'ready' || w.deploys.size) {
-        Demotion.reset(w.cpu);
-        continue;
+      else if (w.state !== 'ready' || w.deploys.size) Demotion.reset(w.cpu);
+      else {
+        read.push(w);
+        cores += this.demotion.cores(pid, w.cpu) ?? 0;
       }
-      const cores = this.demotion.sample(pid, w.cpu);
-      if (cores === undefined) continue;
-      this.lowUntil = this.clock.now() + LOW_AFTER_MS;
-      this.log.warn({ pid, cores: Math.round(cores * 100) / 100, aboveCores: this.demotion.aboveCores }, "a tenant's sandbox process was busy; it runs at the lowest CPU priority from now on");
     }
+    if (cores <= this.demotion.aboveCores) return;
+    for (const w of read) this.demotion.lower(w.child.pid!, w.cpu);
+    this.lowUntil = this.clock.now() + LOW_AFTER_MS;
+    this.log.warn({ pids: read.map((w) => w.child.pid), cores: Math.round(cores * 100) / 100, aboveCores: this.demotion.aboveCores }, "a tenant's sandbox processes were busy; they run at the lowest CPU priority from now on");
   }
+
 
   /** Ends a call once: it leaves the books, and its promise settles. */
   private settle(call: PendingCall, outcome: InvokeResult | SvcError): void {

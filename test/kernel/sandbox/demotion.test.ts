@@ -2,81 +2,73 @@ import { describe, expect, it } from 'vitest';
 import { defaultDemoteCores, Demotion, DEMOTE_WINDOW_MS, newCpuWatch, processCpuMs } from '../../../kernel/sandbox/demotion.ts';
 
 /** A process whose CPU clock the test moves, read by a Demotion on the test's clock. */
-function setup(aboveCores = 0.5) {
+function setup() {
   const clock = { now: 0, cpuMs: 0 };
   const lowered: number[] = [];
-  const demotion = new Demotion(aboveCores, { now: () => clock.now, readCpuMs: () => clock.cpuMs, lower: (pid) => lowered.push(pid) });
+  const demotion = new Demotion(0.5, { now: () => clock.now, readCpuMs: () => clock.cpuMs, lower: (pid) => lowered.push(pid) });
+  const watch = newCpuWatch(false);
   /** `ms` pass while the process uses `cores`; then one reading. */
-  const run = (ms: number, cores: number, watch = newCpuWatch(false)) => {
+  const run = (ms: number, cores: number) => {
     clock.now += ms;
     clock.cpuMs += ms * cores;
-    return demotion.sample(42, watch);
+    return demotion.cores(42, watch);
   };
-  return { clock, lowered, demotion, run };
+  run(0, 0);
+  return { clock, lowered, demotion, watch, run };
 }
 
-describe('demotion of a busy tenant process', () => {
-  it('lowers a process that used more than its cores, averaged over half a window at least, once, and says how busy it was', () => {
-    const { lowered, run } = setup(0.5);
-    const watch = newCpuWatch(false);
-    run(0, 0, watch);
+describe('demotion: reading a process', () => {
+  it('says how busy it was once its readings span half a window, then over the last window', () => {
+    const { run } = setup();
     // 400 ms of a whole core: a busy moment, not yet a busy process.
-    expect(run(200, 1, watch)).toBeUndefined();
-    expect(run(200, 1, watch)).toBeUndefined();
-    expect(lowered).toEqual([]);
-    // 600 ms at a whole core: over half a window, above 0.5.
-    expect(run(200, 1, watch)).toBeCloseTo(1, 5);
-    expect(lowered).toEqual([42]);
-    expect(watch.demoted).toBe(true);
+    expect(run(200, 1)).toBeUndefined();
+    expect(run(200, 1)).toBeUndefined();
+    expect(run(200, 1)).toBeCloseTo(1, 5);
+    for (let i = 0; i < 10; i++) run(200, 0.25);
+    // A window later only the quiet readings count.
+    expect(run(200, 0.25)).toBeCloseTo(0.25, 5);
   });
 
-  it('keeps a process that stays at or below its cores, however long', () => {
-    const { lowered, run } = setup(0.5);
-    const watch = newCpuWatch(false);
-    run(0, 0, watch);
-    for (let i = 0; i < 100; i++) expect(run(200, 0.45, watch)).toBeUndefined();
-    expect(lowered).toEqual([]);
-    // Only the readings of the last window are kept.
+  it('keeps only the readings of about one window, however long it runs', () => {
+    const { run, watch } = setup();
+    for (let i = 0; i < 100; i++) run(200, 0.45);
     expect(watch.samples.length).toBeLessThanOrEqual(DEMOTE_WINDOW_MS / 200 + 2);
   });
 
-  it('an old busy spell ages out of the window: a burst long ago and quiet since is not busy', () => {
-    const { lowered, run } = setup(0.5);
-    const watch = newCpuWatch(false);
-    run(0, 0, watch);
-    expect(run(200, 1, watch)).toBeUndefined();
-    for (let i = 0; i < 10; i++) expect(run(200, 0.1, watch)).toBeUndefined();
-    expect(lowered).toEqual([]);
+  it('an old busy spell ages out: a burst long ago and quiet since reads as quiet', () => {
+    const { run } = setup();
+    run(200, 1);
+    for (let i = 0; i < 10; i++) run(200, 0.1);
+    expect(run(200, 0.1)).toBeCloseTo(0.1, 5);
   });
 
   it('a reset forgets the readings (the kernel made it busy: starting, deploying)', () => {
-    const { lowered, run } = setup(0.5);
-    const watch = newCpuWatch(false);
-    run(0, 0, watch);
-    run(400, 1, watch);
+    const { run, watch } = setup();
+    run(400, 1);
     Demotion.reset(watch);
-    expect(run(200, 1, watch)).toBeUndefined();
-    expect(lowered).toEqual([]);
+    expect(run(200, 1)).toBeUndefined();
   });
 
-  it('a lowered process (or one started low) is not read again, only its threads lowered again: new ones may have started', () => {
-    const { lowered, run, clock } = setup(0.5);
-    const watch = newCpuWatch(true);
-    clock.cpuMs = Number.NaN;
-    expect(run(200, 1, watch)).toBeUndefined();
-    expect(run(200, 1, watch)).toBeUndefined();
+  it('a process that cannot be read (gone) reads as nothing', () => {
+    const demotion = new Demotion(0.5, { readCpuMs: () => undefined });
+    const watch = newCpuWatch(false);
+    for (let i = 0; i < 5; i++) expect(demotion.cores(1, watch)).toBeUndefined();
+    expect(watch.samples).toEqual([]);
+  });
+});
+
+describe('demotion: lowering', () => {
+  it('lowers every thread and marks the process, each time it is asked (threads started since)', () => {
+    const { demotion, watch, lowered, run } = setup();
+    run(200, 1);
+    demotion.lower(42, watch);
+    expect(watch.demoted).toBe(true);
+    expect(watch.samples).toEqual([]);
+    demotion.lower(42, watch);
     expect(lowered).toEqual([42, 42]);
   });
 
-  it('a process that cannot be read (gone) is left alone', () => {
-    const lowered: number[] = [];
-    const demotion = new Demotion(0.5, { readCpuMs: () => undefined, lower: (pid) => lowered.push(pid) });
-    const watch = newCpuWatch(false);
-    for (let i = 0; i < 10; i++) expect(demotion.sample(1, watch)).toBeUndefined();
-    expect(lowered).toEqual([]);
-  });
-
-  it('by default a quarter of the cores, at least half of one', () => {
+  it('by default the bar is a quarter of the cores, at least half of one', () => {
     expect(defaultDemoteCores(1)).toBe(0.5);
     expect(defaultDemoteCores(2)).toBe(0.5);
     expect(defaultDemoteCores(16)).toBe(4);
