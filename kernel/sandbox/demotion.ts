@@ -42,9 +42,18 @@ export interface CpuWatch {
   samples: Array<{ at: number; cpuMs: number }>;
   /** Lowered already (or started low): only its threads are looked at again. */
   demoted: boolean;
+  /** Walks of its threads still to make once lowered (RELOWER_WALKS). */
+  walksLeft: number;
 }
 
-export const newCpuWatch = (demoted: boolean): CpuWatch => ({ samples: [], demoted });
+/**
+ * Walks of a lowered process's threads after the first, one per reading: a thread started while
+ * a walk ran may have copied its creator's priority before the creator was lowered. Threads
+ * started after a walk inherit the low priority, so a few walks settle it.
+ */
+export const RELOWER_WALKS = 5;
+
+export const newCpuWatch = (demoted: boolean): CpuWatch => ({ samples: [], demoted, walksLeft: demoted ? RELOWER_WALKS : 0 });
 
 export interface DemotionDeps {
   readCpuMs?: (pid: number) => number | undefined;
@@ -86,12 +95,14 @@ export class Demotion {
 
   /**
    * Lowers every thread of a process, and marks it so. Called again for a process lowered
-   * already: a thread started since (an isolate's, V8's) inherits its creator's priority, which
-   * may have been read before the last walk.
+   * already, it walks its threads again RELOWER_WALKS times, then does nothing.
    */
   lower(pid: number, watch: CpuWatch): void {
-    watch.demoted = true;
-    watch.samples.length = 0;
+    if (!watch.demoted) {
+      watch.demoted = true;
+      watch.walksLeft = RELOWER_WALKS;
+      watch.samples.length = 0;
+    } else if (watch.walksLeft-- <= 0) return;
     this.lowerThreads(pid);
   }
 

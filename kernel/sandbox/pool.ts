@@ -271,7 +271,7 @@ export class SandboxPool {
 
   /**
    * Every DEMOTE_EVERY sweeps: lowers the group's processes once they have been busy together
-   * (demotion.ts), and lowers the threads of those lowered already again.
+   * (demotion.ts), and walks the threads of those just lowered again a few times.
    */
   private demoteBusy(): void {
     if (!this.demotion || ++this.sweeps % DEMOTE_EVERY !== 0) return;
@@ -293,7 +293,6 @@ export class SandboxPool {
     this.lowUntil = this.clock.now() + LOW_AFTER_MS;
     this.log.warn({ pids: read.map((w) => w.child.pid), cores: Math.round(cores * 100) / 100, aboveCores: this.demotion.aboveCores }, "a tenant's sandbox processes were busy; they run at the lowest CPU priority from now on");
   }
-
 
   /** Ends a call once: it leaves the books, and its promise settles. */
   private settle(call: PendingCall, outcome: InvokeResult | SvcError): void {

@@ -15,6 +15,9 @@ const OPEN = new Map<string, Set<SqliteStore>>();
  */
 const MAX_FLUSHES = 3;
 
+/** How long a store is open before its WAL checkpoints move to a thread of their own (checkpointer.ts). */
+export const CHECKPOINTER_AFTER_MS = 1000;
+
 /**
  * The embedded store: one SQLite file in WAL mode at synchronous=NORMAL, so a commit is a
  * write() of WAL frames (it survives a process crash, not yet a power loss). Durability is an
@@ -39,6 +42,8 @@ export class SqliteStore implements DataStore {
   private walFd: number | undefined;
   /** Checkpoints of the WAL, in a thread of their own (checkpointer.ts); undefined without a WAL. */
   private checkpointer: Checkpointer | undefined;
+  /** Until the thread starts (CHECKPOINTER_AFTER_MS). */
+  private checkpointerTimer: NodeJS.Timeout | undefined;
   /**
    * Flushes in progress (at most MAX_FLUSHES), and the one queued for callers that found them all
    * busy. An array changed in place, not a Set rebuilt every few flushes (kernel/sandbox/id-table.ts says why).
@@ -58,7 +63,9 @@ export class SqliteStore implements DataStore {
     this.walFile = wal ? `${file}-wal` : undefined;
     this.db.pragma(wal ? 'synchronous = NORMAL' : 'synchronous = FULL');
     this.db.pragma('busy_timeout = 5000');
-    if (wal) this.checkpointOffTheLoop(file);
+    // Not at once: a one-shot command (the CLI reading the queue) is done before then, and a
+    // store that lives on takes its checkpoints off the loop from then on. Until then SQLite's own.
+    if (wal) this.checkpointerTimer = setTimeout(() => this.checkpointOffTheLoop(file), CHECKPOINTER_AFTER_MS).unref();
     this.db.pragma('foreign_keys = ON');
     this.db.exec('CREATE TABLE IF NOT EXISTS svc_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (owner, version))');
     if (file !== ':memory:') {
@@ -271,6 +278,7 @@ export class SqliteStore implements DataStore {
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.checkpointerTimer);
     this.listeners.clear();
     if (this.key !== undefined) OPEN.get(this.key)?.delete(this);
     if (OPEN.get(this.key ?? '')?.size === 0) OPEN.delete(this.key!);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultDemoteCores, Demotion, DEMOTE_WINDOW_MS, newCpuWatch, processCpuMs } from '../../../kernel/sandbox/demotion.ts';
+import { defaultDemoteCores, Demotion, DEMOTE_WINDOW_MS, newCpuWatch, processCpuMs, RELOWER_WALKS } from '../../../kernel/sandbox/demotion.ts';
 
 /** A process whose CPU clock the test moves, read by a Demotion on the test's clock. */
 function setup() {
@@ -58,14 +58,22 @@ describe('demotion: reading a process', () => {
 });
 
 describe('demotion: lowering', () => {
-  it('lowers every thread and marks the process, each time it is asked (threads started since)', () => {
+  it('lowers every thread and marks the process, then walks its threads again a few times only (threads started during a walk)', () => {
     const { demotion, watch, lowered, run } = setup();
     run(200, 1);
     demotion.lower(42, watch);
     expect(watch.demoted).toBe(true);
     expect(watch.samples).toEqual([]);
-    demotion.lower(42, watch);
-    expect(lowered).toEqual([42, 42]);
+    for (let i = 0; i < 20; i++) demotion.lower(42, watch);
+    expect(lowered).toEqual(Array(1 + RELOWER_WALKS).fill(42));
+  });
+
+  it('a process started low has its threads walked as many times (the walk of its own may race a thread)', () => {
+    const lowered: number[] = [];
+    const demotion = new Demotion(0.5, { lower: (pid) => lowered.push(pid) });
+    const watch = newCpuWatch(true);
+    for (let i = 0; i < 20; i++) demotion.lower(7, watch);
+    expect(lowered).toEqual(Array(RELOWER_WALKS).fill(7));
   });
 
   it('by default the bar is a quarter of the cores, at least half of one', () => {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../../kernel/store/sqlite.ts';
+import { CHECKPOINTER_AFTER_MS, SqliteStore } from '../../../kernel/store/sqlite.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
 /**
@@ -27,6 +27,13 @@ async function open(): Promise<{ store: SqliteStore; file: string }> {
   return { store, file };
 }
 
+const autocheckpoint = async (store: SqliteStore) => (await store.one<{ wal_autocheckpoint: number }>('PRAGMA wal_autocheckpoint'))!.wal_autocheckpoint;
+
+/** Once the store has been open CHECKPOINTER_AFTER_MS its checkpoints leave its connection. */
+async function threadStarted(store: SqliteStore): Promise<void> {
+  await waitFor('the checkpoint thread to start', async () => (await autocheckpoint(store)) === 0);
+}
+
 /** About `mb` MB of rows in transactions of 1 MB: far past the 1,000 pages (4 MB) of an automatic checkpoint. */
 async function write(store: SqliteStore, mb: number): Promise<void> {
   const row = Buffer.alloc(64 * 1024, 7);
@@ -42,7 +49,7 @@ const size = (path: string) => statSync(path).size;
 describe('WAL checkpoints off the event loop', () => {
   it("the store's own connection does not checkpoint (wal_autocheckpoint 0); the thread copies the WAL into the database file", async () => {
     const { store, file } = await open();
-    expect((await store.one<{ wal_autocheckpoint: number }>('PRAGMA wal_autocheckpoint'))!.wal_autocheckpoint).toBe(0);
+    await threadStarted(store);
     await write(store, 12);
     // Without the thread nothing would ever grow the database file past its first pages.
     await waitFor('the checkpoint thread to copy the WAL into the database', () => size(file) > 12 << 20);
@@ -50,6 +57,7 @@ describe('WAL checkpoints off the event loop', () => {
 
   it('the WAL starts over once copied: writing as much again does not grow it', async () => {
     const { store, file } = await open();
+    await threadStarted(store);
     await write(store, 8);
     // Complete: the database file holds every page the store's connection sees.
     const pages = (await store.one<{ page_count: number }>('PRAGMA page_count'))!.page_count;
@@ -67,6 +75,14 @@ describe('WAL checkpoints off the event loop', () => {
     await write(store, 8);
     expect(size(`${file}-wal`)).toBeLessThanOrEqual(wal + (2 << 20));
     await waitFor('the second checkpoint', () => size(file) > 16 << 20);
+  });
+
+  it('a store closed within CHECKPOINTER_AFTER_MS (a one-shot command) never starts the thread; until then SQLite checkpoints itself', async () => {
+    const { store } = await open();
+    expect(await autocheckpoint(store)).toBe(1000);
+    await store.close();
+    stores.splice(stores.indexOf(store), 1);
+    await new Promise((r) => setTimeout(r, CHECKPOINTER_AFTER_MS + 200));
   });
 
   it('a store reads and writes as before, and closes with its thread', async () => {
