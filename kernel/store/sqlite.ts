@@ -1,7 +1,6 @@
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Checkpointer } from './checkpointer.ts';
 import { sqliteDriver } from './sqlite-driver.ts';
 import { ChangeListeners, MAX_NOTIFY_PAYLOAD, type DataStore, type Migration, type Queryable, type RunResult } from '../../sdk/plugin/store.ts';
 
@@ -14,9 +13,6 @@ const OPEN = new Map<string, Set<SqliteStore>>();
  * Each takes a thread of libuv's pool (4 by default): three leave one to DNS lookups and files.
  */
 const MAX_FLUSHES = 3;
-
-/** How long a store is open before its WAL checkpoints move to a thread of their own (checkpointer.ts). */
-export const CHECKPOINTER_AFTER_MS = 1000;
 
 /**
  * The embedded store: one SQLite file in WAL mode at synchronous=NORMAL, so a commit is a
@@ -40,10 +36,6 @@ export class SqliteStore implements DataStore {
   private durableBatch: DurableJob[] | undefined;
   private readonly walFile: string | undefined;
   private walFd: number | undefined;
-  /** Checkpoints of the WAL, in a thread of their own (checkpointer.ts); undefined without a WAL. */
-  private checkpointer: Checkpointer | undefined;
-  /** Until the thread starts (CHECKPOINTER_AFTER_MS). */
-  private checkpointerTimer: NodeJS.Timeout | undefined;
   /**
    * Flushes in progress (at most MAX_FLUSHES), and the one queued for callers that found them all
    * busy. An array changed in place, not a Set rebuilt every few flushes (kernel/sandbox/id-table.ts says why).
@@ -63,30 +55,12 @@ export class SqliteStore implements DataStore {
     this.walFile = wal ? `${file}-wal` : undefined;
     this.db.pragma(wal ? 'synchronous = NORMAL' : 'synchronous = FULL');
     this.db.pragma('busy_timeout = 5000');
-    // Not at once: a one-shot command (the CLI reading the queue) is done before then, and a
-    // store that lives on takes its checkpoints off the loop from then on. Until then SQLite's own.
-    if (wal) this.checkpointerTimer = setTimeout(() => this.checkpointOffTheLoop(file), CHECKPOINTER_AFTER_MS).unref();
     this.db.pragma('foreign_keys = ON');
     this.db.exec('CREATE TABLE IF NOT EXISTS svc_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (owner, version))');
     if (file !== ':memory:') {
       this.key = resolve(file);
       OPEN.set(this.key, (OPEN.get(this.key) ?? new Set()).add(this));
     }
-  }
-
-  /** Checkpoints leave this connection for a thread of their own; if that thread fails, they come back. */
-  private checkpointOffTheLoop(file: string): void {
-    try {
-      this.checkpointer = new Checkpointer(file, (why) => {
-        this.checkpointer = undefined;
-        this.db.pragma('wal_autocheckpoint = 1000');
-        process.emitWarning(`store: WAL checkpoints are back on the event loop: ${why}`);
-      });
-    } catch (err) {
-      process.emitWarning(`store: WAL checkpoints stay on the event loop: ${(err as Error).message}`);
-      return;
-    }
-    this.db.pragma('wal_autocheckpoint = 0');
   }
 
   /** Delivered on a later turn of the loop, as a notification from another process would be. */
@@ -278,14 +252,11 @@ export class SqliteStore implements DataStore {
   }
 
   async close(): Promise<void> {
-    clearTimeout(this.checkpointerTimer);
     this.listeners.clear();
     if (this.key !== undefined) OPEN.get(this.key)?.delete(this);
     if (OPEN.get(this.key ?? '')?.size === 0) OPEN.delete(this.key!);
     await this.tail;
     await Promise.allSettled([...this.flushing, this.queuedFlush?.promise]);
-    await this.checkpointer?.close();
-    this.checkpointer = undefined;
     this.db.close();
     if (this.walFd !== undefined) closeSync(this.walFd);
     this.walFd = undefined;
