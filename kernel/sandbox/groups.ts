@@ -29,7 +29,7 @@ export class GroupedRunner implements ServiceRunner {
   /** The group running each tenant service. */
   private readonly placed = new Map<string, SandboxPool>();
   /** Counters of groups that stopped, and of calls refused before any group saw them, so stats never go back. */
-  private readonly carried = { calls: new Map<string, number>(), rebuilds: new Map<string, number>(), restarts: 0 };
+  private readonly carried = { calls: new Map<string, number>(), rebuilds: new Map<string, number>(), rebuildWaits: new Map<string, number>(), restarts: 0 };
   private tenants = new Map<string, TenantConfig>();
   /** Groups being started, by key: two deploys that need the same new group start it once. */
   private readonly starting = new Map<string, Promise<SandboxPool>>();
@@ -133,7 +133,7 @@ export class GroupedRunner implements ServiceRunner {
   stats(): SandboxStats {
     const groups = this.groups();
     if (groups.length === 1 && !this.carried.calls.size && !this.carried.restarts && !this.tenants.size) return { ...this.platform.stats(), tenants: [] };
-    const totals = { calls: new Map(this.carried.calls), rebuilds: new Map(this.carried.rebuilds) };
+    const totals = { calls: new Map(this.carried.calls), rebuilds: new Map(this.carried.rebuilds), rebuildWaits: new Map(this.carried.rebuildWaits) };
     let restarts = this.carried.restarts;
     let processes = 0;
     const quarantined: string[] = [];
@@ -149,7 +149,7 @@ export class GroupedRunner implements ServiceRunner {
         const space = key.indexOf(' ');
         return { service: key.slice(space + 1), outcome: key.slice(0, space), count };
       }),
-      isolateRebuilds: [...totals.rebuilds].map(([service, count]) => ({ service, count })),
+      isolateRebuilds: [...totals.rebuilds].map(([service, count]) => ({ service, count, waitedMs: totals.rebuildWaits.get(service) ?? 0 })),
       processRestarts: restarts,
       processes,
       quarantined,
@@ -327,10 +327,13 @@ function add(map: Map<string, number>, key: string, n: number): void {
   map.set(key, (map.get(key) ?? 0) + n);
 }
 
-/** Adds a group's counters to totals: calls by `<outcome> <service>`, isolate rebuilds by service. */
-function addCounters(totals: { calls: Map<string, number>; rebuilds: Map<string, number> }, s: Omit<SandboxStats, 'tenants'>): void {
+/** Adds a group's counters to totals: calls by `<outcome> <service>`, isolate rebuilds and their waits by service. */
+function addCounters(totals: { calls: Map<string, number>; rebuilds: Map<string, number>; rebuildWaits: Map<string, number> }, s: Omit<SandboxStats, 'tenants'>): void {
   for (const c of s.calls) add(totals.calls, `${c.outcome} ${c.service}`, c.count);
-  for (const r of s.isolateRebuilds) add(totals.rebuilds, r.service, r.count);
+  for (const r of s.isolateRebuilds) {
+    add(totals.rebuilds, r.service, r.count);
+    add(totals.rebuildWaits, r.service, r.waitedMs);
+  }
 }
 
 /** Starts the platform's sandbox processes with the services' SDK compiled in; tenants' start with setTenants. */

@@ -191,7 +191,8 @@ export class SandboxPool {
   private workerFile = '';
   /** Outcomes of calls by service (SandboxStats): one increment per call, read when asked. */
   private readonly outcomes = new Map<string, Record<string, number>>();
-  private readonly rebuilds = new Map<string, number>();
+  /** Isolates rebuilt after a limit, by service: how many, and how long they waited their tenant's turn. */
+  private readonly rebuilds = new Map<string, { count: number; waitedMs: number }>();
   private restarts = 0;
 
   private readonly size: number;
@@ -471,7 +472,12 @@ export class SandboxPool {
         return;
       case 'rebuilt':
         // Untrusted like every message: only a deployed service's name becomes a metric label.
-        if (this.services.has(message.name)) this.rebuilds.set(message.name, (this.rebuilds.get(message.name) ?? 0) + 1);
+        if (this.services.has(message.name)) {
+          const r = this.rebuilds.get(message.name) ?? { count: 0, waitedMs: 0 };
+          r.count += 1;
+          r.waitedMs += message.waitedMs ?? 0;
+          this.rebuilds.set(message.name, r);
+        }
         return;
     }
   }
@@ -720,7 +726,7 @@ export class SandboxPool {
     for (const [service, byOutcome] of this.outcomes) for (const outcome in byOutcome) calls.push({ service, outcome, count: byOutcome[outcome]! });
     return {
       calls,
-      isolateRebuilds: [...this.rebuilds].map(([service, count]) => ({ service, count })),
+      isolateRebuilds: [...this.rebuilds].map(([service, r]) => ({ service, count: r.count, waitedMs: r.waitedMs })),
       processRestarts: this.restarts,
       processes: this.liveWorkers().length,
       quarantined: [...this.quarantined.keys()],

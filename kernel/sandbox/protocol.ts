@@ -86,7 +86,8 @@ const sandboxMessage = z.discriminatedUnion('t', [
   z.object({ t: z.literal('hostcall'), id: wireId, seq: wireId, op: z.string().min(1).max(200) }),
   z.object({ t: z.literal('deployed'), did: wireId, ok: z.boolean(), meta: serviceMeta.optional(), error: z.string().optional() }),
   z.object({ t: z.literal('overrun'), name: z.string().max(256) }),
-  z.object({ t: z.literal('rebuilt'), name: z.string().max(256) }),
+  /** An isolate rebuilt after a limit; `waitedMs`: how long the rebuild waited its tenant's turn (rebuild-gate.ts). */
+  z.object({ t: z.literal('rebuilt'), name: z.string().max(256), waitedMs: z.number().min(0).max(86_400_000).optional() }),
   /** CPU time service isolates used since the last report, µs by service (sent only with `SandboxCaps.reportCpu`). */
   z.object({ t: z.literal('cpu'), use: z.array(z.tuple([z.string().max(256), z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)])).max(10_000) }),
 ]);

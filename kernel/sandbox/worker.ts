@@ -312,9 +312,14 @@ async function rebuild(svc: Deployed): Promise<void> {
   svc.building = true;
   let instance: Instance | undefined;
   let problem = '';
+  let waitedMs = 0;
   if (svc.instance?.memoryLimited) {
     const wait = rebuildGate.turn(gateKeyOf(svc.name));
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (wait > 0) {
+      const from = monotonicNow();
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      waitedMs = monotonicNow() - from;
+    }
   }
   try {
     instance = (await createInstance(svc)).instance;
@@ -328,7 +333,7 @@ async function rebuild(svc: Deployed): Promise<void> {
     return;
   }
   svc.instance = instance;
-  if (instance && afterLimit) wire.send({ t: 'rebuilt', name: svc.name });
+  if (instance && afterLimit) wire.send({ t: 'rebuilt', name: svc.name, waitedMs });
   const queued = svc.queued.splice(0);
   for (const q of queued) {
     if (!calls.has(q.id)) continue;

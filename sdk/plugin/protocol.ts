@@ -66,8 +66,11 @@ export interface SandboxStats {
    * `not_deployed`, `output_too_large`, `output_invalid`, `internal`.
    */
   calls: Array<{ service: string; outcome: string; count: number }>;
-  /** Isolates rebuilt after a time or memory limit (or work left running) disposed them, by service. */
-  isolateRebuilds: Array<{ service: string; count: number }>;
+  /**
+   * Isolates rebuilt after a time or memory limit (or work left running) disposed them, by service,
+   * and the milliseconds those rebuilds waited their tenant's turn (memory limits met again and again).
+   */
+  isolateRebuilds: Array<{ service: string; count: number; waitedMs: number }>;
   /** Sandbox processes started again after dying. */
   processRestarts: number;
   /** Sandbox processes alive now (home slots and probation processes). */

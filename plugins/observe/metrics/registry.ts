@@ -63,6 +63,12 @@ export class SvcMetrics {
     this.counter('svc_sandbox_isolate_rebuilds_total', 'Isolates rebuilt after a time or memory limit disposed them, by service (and its tenant).', ['service', 'tenant'], (s) =>
       s.sandbox.isolateRebuilds.map((c) => ({ labels: { service: c.service, tenant: tenantLabel(c.service) }, value: c.count })),
     );
+    this.counter(
+      'svc_sandbox_isolate_rebuild_wait_seconds_total',
+      "Time isolate rebuilds waited their tenant's turn because its isolates kept meeting their memory limit, by service (and its tenant).",
+      ['service', 'tenant'],
+      (s) => s.sandbox.isolateRebuilds.map((c) => ({ labels: { service: c.service, tenant: tenantLabel(c.service) }, value: c.waitedMs / 1000 })),
+    );
     const tenants = (s: Snapshot) => s.sandbox.tenants;
     this.counter("svc_tenant_cpu_seconds_total", "CPU the tenant's services used in the sandbox processes of this node (their processes' CPU, divided by the time each service's isolates ran).", ['tenant'], (s) =>
       tenants(s).map((t) => ({ labels: { tenant: t.tenant }, value: t.cpuMs / 1000 })),

@@ -153,6 +153,8 @@ describe('GET /metrics on the admin listener', () => {
     expect(delta('svc_sandbox_calls_total', { service: 'crash', tenant: '', outcome: 'quarantined' })).toBe(1);
     expect(delta('svc_sandbox_calls_total', { service: 'refuse', tenant: '', outcome: 'error' })).toBe(1);
     expect(delta('svc_sandbox_isolate_rebuilds_total', { service: 'spin', tenant: '' })).toBe(1);
+    // A time limit: rebuilt at once; only memory limits met again and again make rebuilds wait.
+    expect(delta('svc_sandbox_isolate_rebuild_wait_seconds_total', { service: 'spin', tenant: '' })).toBe(0);
     expect(delta('svc_sandbox_process_restarts_total')).toBe(3);
     expect(sampleValue(after, 'svc_sandbox_quarantined_services')).toBe(1);
     expect(sampleValue(after, 'svc_sandbox_processes')).toBe(1);
