@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { Checkpointer, type CheckpointerTiming, WAL_BOUND_PAGES } from './checkpointer.ts';
 import { sqliteDriver } from './sqlite-driver.ts';
 import { ChangeListeners, MAX_NOTIFY_PAYLOAD, type DataStore, type Migration, type Queryable, type RunResult } from '../../sdk/plugin/store.ts';
 
@@ -13,6 +14,16 @@ const OPEN = new Map<string, Set<SqliteStore>>();
  * Each takes a thread of libuv's pool (4 by default): three leave one to DNS lookups and files.
  */
 const MAX_FLUSHES = 3;
+
+/** How long a store is open before its WAL checkpoints move to a thread of their own (checkpointer.ts). */
+export const CHECKPOINTER_AFTER_MS = 1000;
+
+/** Tests shorten the checkpoint thread's timings and lower the WAL's bound. */
+export interface SqliteStoreOptions {
+  checkpointerAfterMs?: number;
+  walBoundPages?: number;
+  checkpointerTiming?: CheckpointerTiming;
+}
 
 /**
  * The embedded store: one SQLite file in WAL mode at synchronous=NORMAL, so a commit is a
@@ -36,6 +47,10 @@ export class SqliteStore implements DataStore {
   private durableBatch: DurableJob[] | undefined;
   private readonly walFile: string | undefined;
   private walFd: number | undefined;
+  /** Checkpoints of the WAL, in a thread of their own (checkpointer.ts); undefined without a WAL. */
+  private checkpointer: Checkpointer | undefined;
+  /** Until the thread starts (CHECKPOINTER_AFTER_MS). */
+  private checkpointerTimer: NodeJS.Timeout | undefined;
   /**
    * Flushes in progress (at most MAX_FLUSHES), and the one queued for callers that found them all
    * busy. An array changed in place, not a Set rebuilt every few flushes (kernel/sandbox/id-table.ts says why).
@@ -46,7 +61,7 @@ export class SqliteStore implements DataStore {
   private readonly listeners = new ChangeListeners((err, topic) => process.emitWarning(`store listener of '${topic}' failed: ${(err as Error).message}`));
   private readonly key: string | undefined;
 
-  constructor(file: string) {
+  constructor(file: string, options: SqliteStoreOptions = {}) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     const Driver = sqliteDriver();
     this.db = new Driver(file);
@@ -55,12 +70,38 @@ export class SqliteStore implements DataStore {
     this.walFile = wal ? `${file}-wal` : undefined;
     this.db.pragma(wal ? 'synchronous = NORMAL' : 'synchronous = FULL');
     this.db.pragma('busy_timeout = 5000');
+    // Not at once: a one-shot command (the CLI reading the queue) is done before then, and a
+    // store that lives on takes its checkpoints off the loop from then on. Until then SQLite's own.
+    if (wal) this.checkpointerTimer = setTimeout(() => this.checkpointOffTheLoop(file, options), options.checkpointerAfterMs ?? CHECKPOINTER_AFTER_MS).unref();
     this.db.pragma('foreign_keys = ON');
     this.db.exec('CREATE TABLE IF NOT EXISTS svc_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (owner, version))');
     if (file !== ':memory:') {
       this.key = resolve(file);
       OPEN.set(this.key, (OPEN.get(this.key) ?? new Set()).add(this));
     }
+  }
+
+  /**
+   * Checkpoints leave this connection for a thread of their own, but for the WAL's bound (what the
+   * thread has not copied when the WAL reaches it); if that thread fails, they all come back.
+   */
+  private checkpointOffTheLoop(file: string, options: SqliteStoreOptions): void {
+    this.checkpointerTimer = undefined;
+    try {
+      this.checkpointer = new Checkpointer(
+        file,
+        (why) => {
+          this.checkpointer = undefined;
+          if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+          process.emitWarning(`store: WAL checkpoints are back on the event loop: ${why}`);
+        },
+        options.checkpointerTiming,
+      );
+    } catch (err) {
+      process.emitWarning(`store: WAL checkpoints stay on the event loop: ${(err as Error).message}`);
+      return;
+    }
+    this.db.pragma(`wal_autocheckpoint = ${options.walBoundPages ?? WAL_BOUND_PAGES}`);
   }
 
   /** Delivered on a later turn of the loop, as a notification from another process would be. */
@@ -257,6 +298,9 @@ export class SqliteStore implements DataStore {
     if (OPEN.get(this.key ?? '')?.size === 0) OPEN.delete(this.key!);
     await this.tail;
     await Promise.allSettled([...this.flushing, this.queuedFlush?.promise]);
+    clearTimeout(this.checkpointerTimer);
+    await this.checkpointer?.close();
+    this.checkpointer = undefined;
     this.db.close();
     if (this.walFd !== undefined) closeSync(this.walFd);
     this.walFd = undefined;
