@@ -91,6 +91,12 @@ function child(file: string, args: string[], nice = 0): Promise<{ proc: ChildPro
   return ask<Record<string, unknown>>(undefined).then((ready) => ({ proc, ask, ready }));
 }
 
+/** prom-client's eventLoopMonitoringPrecision (its default): the interval of the timer whose lateness the lag histogram records. */
+const LAG_TIMER_MS = 10;
+
+/** Between the scrape before a round and the round: a scrape holds the kernel's loop a few ms (rendering ~80 KB), which the victim's first requests would wait out. */
+const AFTER_SCRAPE_MS = 200;
+
 /** `svc_tenant_cpu_seconds_total` and the other series a cool-down watches, from the admin listener's /metrics. */
 async function scrape(adminUrl: string): Promise<{ cpu: Record<string, number>; inFlight: number; queued: number; lagMaxMs: number }> {
   const text = await (await fetch(`${adminUrl}/metrics`)).text();
@@ -98,7 +104,8 @@ async function scrape(adminUrl: string): Promise<{ cpu: Record<string, number>; 
   let inFlight = 0;
   let queued = 0;
   // prom-client's event-loop delay histogram of the kernel process, reset at every scrape: the longest stall since the last one.
-  const lagMaxMs = Number(/^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1] ?? NaN) * 1000;
+  // It records the time between ticks of a 10 ms timer, so an idle loop reads 10 ms: the stall is what exceeds that.
+  const lagMaxMs = Number(/^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1] ?? NaN) * 1000 - LAG_TIMER_MS;
   for (const line of text.split('\n')) {
     const m = /^(svc_tenant_cpu_seconds_total|svc_tenant_calls_in_flight|svc_queue_depth|svc_queue_running)\{([^}]*)\} (\S+)/.exec(line);
     if (!m) continue;
@@ -145,15 +152,19 @@ async function measure(c: Case, svc: Running, adminUrl: string, victim: Awaited<
   // The attack clients' column also counts the outgoing calls' far end and this suite's process.
   const clients = [victim.proc.pid!, attacker.proc.pid!, sinkPid, process.pid];
   const waits = () => ({ kernel: runQueueWaitNs(svc.pid), client: runQueueWaitNs(victim.proc.pid!) });
-  const before = { all: ticks(pids), kernel: ticks([svc.pid]), clients: ticks(clients), machine: machineBusyTicks(), waited: waits(), metrics: await scrape(adminUrl), at: performance.now() };
+  const metricsBefore = { metrics: await scrape(adminUrl), at: performance.now() };
+  await new Promise((r) => setTimeout(r, AFTER_SCRAPE_MS));
+  const before = { all: ticks(pids), kernel: ticks([svc.pid]), clients: ticks(clients), machine: machineBusyTicks(), waited: waits(), at: performance.now() };
   const round = await victim.ask<Round>({ run: { seconds: SECONDS } });
   const seconds = (performance.now() - before.at) / 1000;
   // Processes started during the round (a crashed sandbox's successor) count from zero.
-  const after = { all: ticks(processTree(svc.pid)), kernel: ticks([svc.pid]), clients: ticks(clients), machine: machineBusyTicks(), waited: waits(), metrics: await scrape(adminUrl) };
+  const after = { all: ticks(processTree(svc.pid)), kernel: ticks([svc.pid]), clients: ticks(clients), machine: machineBusyTicks(), waited: waits() };
+  const metricsAfter = { metrics: await scrape(adminUrl), at: performance.now() };
+  const metricsSeconds = (metricsAfter.at - metricsBefore.at) / 1000;
   const outcomes = c.attacks.length ? await attacker.ask<Outcomes>({ stop: true }) : { counts: {}, cpuMs: 0, ms: 0 };
   const coolDownMs = c.attacks.length ? await coolDown(svc, adminUrl) : 0;
-  const tenantCores = (t: string) => ((after.metrics.cpu[t] ?? 0) - (before.metrics.cpu[t] ?? 0)) / seconds;
-  const attackersCores = Object.keys(after.metrics.cpu)
+  const tenantCores = (t: string) => ((metricsAfter.metrics.cpu[t] ?? 0) - (metricsBefore.metrics.cpu[t] ?? 0)) / metricsSeconds;
+  const attackersCores = Object.keys(metricsAfter.metrics.cpu)
     .filter((t) => t !== 'victim')
     .reduce((n, t) => n + tenantCores(t), 0);
   return {
@@ -166,7 +177,7 @@ async function measure(c: Case, svc: Running, adminUrl: string, victim: Awaited<
     kernelWaited: (after.waited.kernel - before.waited.kernel) / 1e9 / seconds,
     clientWaited: (after.waited.client - before.waited.client) / 1e9 / seconds,
     victimCores: tenantCores('victim'),
-    lagMaxMs: after.metrics.lagMaxMs,
+    lagMaxMs: metricsAfter.metrics.lagMaxMs,
     coolDownMs,
   };
 }
@@ -232,7 +243,7 @@ function report(title: string, cases: Case[], results: Measured[][]): void {
   printGrid(`${title}: the victim at ${RATE} req/s, open loop (${rounds}; p99.9 of every round's requests together)`, ['case', 'p50 ms', 'p99 ms', 'p99.9 ms', 'victim failed / sent', 'p99 vs solo (rounds)', 'failures'], latencyRows);
   printGrid(
     `${title}: where the time went (${rounds})`,
-    ['case', 'cores: kernel / victim isolates / attacker isolates', 'cores: server + victim client + attack clients', 'other load (cores)', 'kernel event-loop stall, max ms', 'waiting for a CPU: kernel / victim client', "victim client's send lag p99 ms", 'cool-down s', "attacker's requests got"],
+    ['case', 'cores: kernel / victim isolates / attacker isolates', 'cores: server + victim client + attack clients', 'other load (cores)', 'kernel event-loop stall, max ms (beyond its 10 ms timer)', 'waiting for a CPU: kernel / victim client', "victim client's send lag p99 ms", 'cool-down s', "attacker's requests got"],
     costRows,
   );
 }
