@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ERRORS, errorBody } from '../errors.ts';
-import { clientErrorReply, listenerTimeouts } from '../../sdk/plugin/client-error.ts';
+import { clientErrorReply, frameworkErrorReply, listenerTimeouts } from '../../sdk/plugin/client-error.ts';
 import { HTTP_METHODS } from '../../sdk/http.ts';
 import type { ServerConfig } from '../config/schema.ts';
 import { HttpExchange } from './exchange.ts';
@@ -74,6 +74,7 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
   const requestTimeout = deps.server().request_timeout_ms;
   const app = Fastify({
     clientErrorHandler: clientErrorReply(nextCid, deps.log),
+    frameworkErrors: frameworkErrorReply((request: FastifyRequest) => request.id, deps.log),
     // Fastify's default is no limit: a client that sends a body slowly would hold its connection for good.
     requestTimeout,
     http: listenerTimeouts(requestTimeout),

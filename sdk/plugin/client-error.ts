@@ -29,6 +29,27 @@ export function clientErrorReply(nextCid: () => string, log: ClientErrorLog) {
   };
 }
 
+/** What frameworkErrorReply answers with: Fastify's reply, as far as it is used here. */
+export interface FrameworkReply {
+  header(name: string, value: string): unknown;
+  code(status: number): { send(body: unknown): unknown };
+}
+
+/**
+ * Fastify's `frameworkErrors` for a listener: a URL its router cannot decode (a bad %-escape,
+ * FST_ERR_BAD_URL) never reaches a route or the not-found handler, and Fastify's own answer has
+ * neither svc's body nor a CID. `cidOf` gives the request's CID (the listener's request id, or a new one).
+ */
+export function frameworkErrorReply<R>(cidOf: (request: R) => string, log: ClientErrorLog) {
+  return (err: Error & { code?: string }, request: R, reply: FrameworkReply): void => {
+    const { status, message } = ERRORS.MALFORMED_REQUEST;
+    const cid = cidOf(request);
+    log.debug({ cid, code: err.code }, 'request refused by the router');
+    reply.header('x-svc-cid', cid);
+    reply.code(status).send(errorBody(cid, `${message}: the URL is not valid (a malformed %-escape)`));
+  };
+}
+
 /**
  * Node's server options for a listener whose clients get `requestTimeoutMs` to send a whole
  * request (0: no limit). They must reach Node's server when it is made: Fastify sets its own

@@ -43,7 +43,7 @@ export { HOOK_NAMES, type HookName } from './hooks.ts';
 export type { Exchange, ResponseDraft, UploadedFile } from './exchange.ts';
 export type { AuthInfo, ChannelFields, ConfigSections, ServerFields } from './extensions.ts';
 export { ERRORS, IssuesError, SvcError, errorBody, type ErrorCode, type FieldIssue } from './errors.ts';
-export { clientErrorReply, listenerTimeouts, type ClientErrorLog } from './client-error.ts';
+export { clientErrorReply, frameworkErrorReply, listenerTimeouts, type ClientErrorLog, type FrameworkReply } from './client-error.ts';
 export type { Channel, HttpMethod, SecurityEntry, ServerConfig, SvcConfig } from './config.ts';
 export { APPLIES_WHEN_KEY, HTTP_METHODS, LIST_COLUMN_KEY, appliesWhen, bundledPluginOn, listColumn, securityNameSchema } from './config.ts';
 export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy } from './store.ts';

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { clientErrorReply, listenerTimeouts, ERRORS, errorBody, openApiDocument, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { clientErrorReply, frameworkErrorReply, listenerTimeouts, type FrameworkReply, ERRORS, errorBody, openApiDocument, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { AdminAccounts } from './accounts.ts';
 import type { Actor, AdminAuth } from './auth.ts';
 import type { EndpointRegistry } from './endpoints.ts';
@@ -43,12 +43,14 @@ type Handler = (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
 export function buildAdminApp(deps: AdminHttpDeps): FastifyInstance {
   const { kernel, auth, pages, endpoints } = deps;
   const requestTimeout = kernel.server().request_timeout_ms;
+  const badUrl = frameworkErrorReply(() => kernel.newCid(), kernel.log);
   const app = Fastify({
     logger: false,
     bodyLimit: 1024 * 1024,
     trustProxy: false,
     // As on the channel listener: malformed and slow requests get svc's body with a CID, and slow ones a time limit.
     clientErrorHandler: clientErrorReply(() => kernel.newCid(), kernel.log),
+    frameworkErrors: (err, req, reply) => badUrl(err, req, reply as unknown as FrameworkReply),
     requestTimeout,
     http: listenerTimeouts(requestTimeout),
   });

@@ -26,3 +26,13 @@ it.each([
   expect(r.body).toEqual({ result: 'Error', cid: r.cid, details });
   expect((await fetch(k.url + '/ok')).status).toBe(200);
 });
+
+it("a URL the router cannot decode (a malformed %-escape): svc's error body and a CID, not Fastify's", async () => {
+  for (const path of ['/ok/%E0%A4%A', '/%']) {
+    const r = parse(await raw(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+    expect(r.status).toBe(400);
+    expect(r.cid).toBeTruthy();
+    expect(r.body).toEqual({ result: 'Error', cid: r.cid, details: 'Malformed request: the URL is not valid (a malformed %-escape)' });
+  }
+  expect((await fetch(k.url + '/ok')).status).toBe(200);
+});

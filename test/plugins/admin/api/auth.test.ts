@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { newKey } from '../../../../plugins/admin/api/credential.ts';
 import { hashSecret } from '../../../../sdk/plugin/index.ts';
+import { parseRaw, rawHttp } from '../../../helpers/raw-http.ts';
 import { AdminClient, ADMIN_PASSWORD, startAdmin, type AdminKernel } from './support.ts';
 
 const clock = new ManualClock();
@@ -19,6 +20,13 @@ describe('admin authentication', () => {
     expect(r.status).toBe(401);
     expect(r.body).toEqual({ result: 'Error', cid: r.headers.get('x-svc-cid'), details: expect.any(String) });
     expect(r.headers.get('set-cookie')).toBeNull();
+  });
+
+  it("a URL the router cannot decode gets svc's error body and a CID on the admin listener too", async () => {
+    const r = parseRaw((await rawHttp(k.admin, 'GET /admin/%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { end: true })).response);
+    expect(r.status).toBe(400);
+    expect(r.cid).toBeTruthy();
+    expect(r.body).toEqual({ result: 'Error', cid: r.cid, details: 'Malformed request: the URL is not valid (a malformed %-escape)' });
   });
 
   it('login sets an HttpOnly SameSite=Strict cookie on /admin and returns a CSRF token', async () => {
