@@ -49,6 +49,14 @@ export function resourceSections(kernel: KernelApi): ResourceSection[] {
   return out;
 }
 
+/** A value in an audit row: secret-looking keys redacted, and a long one cut to its size. */
+const AUDIT_VALUE_MAX = 1_000;
+export function auditValue(value: unknown): unknown {
+  const redacted = redactSecrets(value);
+  const text = JSON.stringify(redacted);
+  return text !== undefined && text.length > AUDIT_VALUE_MAX ? `[${text.length} characters]` : redacted;
+}
+
 /** Args of control ops and audit details: values under secret-looking keys are replaced. */
 export function redactSecrets(value: unknown, extraKeys: readonly string[] = []): unknown {
   if (Array.isArray(value)) return value.map((v) => redactSecrets(v, extraKeys));

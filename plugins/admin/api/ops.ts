@@ -1,6 +1,6 @@
 import { SvcError, type ControlOp, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { tenantOf, walkRefs } from '../../../sdk/plugin/tenants.ts';
-import { jsonSchemaOf, redactSecrets, type Json } from './catalogue.ts';
+import { auditValue, jsonSchemaOf, redactSecrets, type Json } from './catalogue.ts';
 import { IssuesError } from './errors.ts';
 import { canChange, refuseRole, type Principal } from './roles.ts';
 import type { TenantScope } from './scope.ts';
@@ -46,7 +46,11 @@ export async function runOp(kernel: KernelApi, scope: TenantScope, op: string, a
   try {
     result = await entry.handler(data, tenant === undefined ? undefined : { tenant }, p.who);
   } catch (err) {
-    if (err instanceof SvcError) throw err;
+    // Refused with svc's own error (a deploy whose tests failed, a name taken): audited as failed, answered as thrown.
+    if (err instanceof SvcError) {
+      if (!entry.readOnly) await auditOp(kernel, entry, data, p.who, tenant, err.message);
+      throw err;
+    }
     failure = (err as Error).message;
   }
   if (entry.readOnly && failure === undefined) return result;
@@ -64,7 +68,13 @@ export async function runOp(kernel: KernelApi, scope: TenantScope, op: string, a
 export async function auditOp(kernel: KernelApi, entry: ControlOp, args: unknown, actor: string, tenant: string | undefined, failure: string | undefined): Promise<void> {
   const auditTenant = tenant ?? walkRefs(entry.args, args).refs.map((r) => tenantOf(r.value)).find((t) => t !== undefined);
   await kernel.store.transaction(
-    (tx) => writeAudit(tx, { at: kernel.clock.now(), actor, tenant: auditTenant, action: failure === undefined ? 'op' : 'op (failed)', name: entry.op, detail: { args: redactSecrets(args) } }),
+    (tx) => writeAudit(tx, { at: kernel.clock.now(), actor, tenant: auditTenant, action: failure === undefined ? 'op' : 'op (failed)', name: entry.op, detail: { args: auditArgs(args), ...(failure === undefined ? {} : { error: failure.slice(0, 2000) }) } }),
     { durable: true },
   );
+}
+
+/** An op's arguments in its audit row: each redacted, and one past 1,000 characters (a service's source) as its size. */
+function auditArgs(args: unknown): unknown {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return auditValue(args);
+  return Object.fromEntries(Object.entries(redactSecrets(args) as Record<string, unknown>).map(([k, v]) => [k, auditValue(v)]));
 }

@@ -2,7 +2,7 @@ import type { KernelApi } from '../../../sdk/plugin/index.ts';
 import type { Vault } from '../../capabilities.ts';
 import { SvcError, type ConfigIssue, type RawConfig } from '../../../sdk/plugin/index.ts';
 import { tenantOf } from '../../../sdk/plugin/tenants.ts';
-import { redactSecrets, resourceSections, type ResourceSection } from './catalogue.ts';
+import { auditValue, resourceSections, type ResourceSection } from './catalogue.ts';
 import { IssuesError, type ResourceIssue } from './errors.ts';
 import { adminLayer, keyOf, LAYER_NAME, nameOf, type Entry, type Records } from './layer.ts';
 import { reaches, type Principal } from './roles.ts';
@@ -346,14 +346,6 @@ function withoutKeys(entry: Entry, keys: readonly string[]): Entry {
 }
 
 const notFound = (section: string) => (name: string) => `No ${section} entry named '${name}'`;
-
-/** A value in an audit row: secret-looking keys redacted, and a long one cut to its size. */
-const AUDIT_VALUE_MAX = 1_000;
-function auditValue(value: unknown): unknown {
-  const redacted = redactSecrets(value);
-  const text = JSON.stringify(redacted);
-  return text !== undefined && text.length > AUDIT_VALUE_MAX ? `[${text.length} characters]` : redacted;
-}
 
 /** What an edit changed, field by field, before and after: write-only fields (secrets) left out, their change is `secretsChanged`. */
 export function changedFields(section: Pick<ResourceSection, 'writeOnly'>, before: Entry | undefined, after: Entry | undefined): Record<string, { before?: unknown; after?: unknown }> {

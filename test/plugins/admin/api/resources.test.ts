@@ -185,6 +185,21 @@ describe('ops, audit, OpenAPI', () => {
     for (const secret of ['first-secret', 'second-secret', 's3cret-value', 'hook-secret', 'rotated-value', 'k-123456']) expect(r.text).not.toContain(secret);
   });
 
+  it("audits an op the admin API refused with svc's own error (a deploy that did not compile) as failed, with the error", async () => {
+    const broken = await admin.post('/admin/api/ops/services.upload', { file: 'audited.ts', source: 'export default service({' });
+    expect(broken.status).toBe(422);
+    const items = (await admin.get('/admin/api/audit?limit=50')).body.items as Array<{ actor: string; action: string; name: string; detail: { args: { file: string }; error?: string } }>;
+    const row = items.find((i) => i.name === 'services.upload' && i.detail.args.file === 'audited.ts');
+    expect(row).toMatchObject({ actor: 'admin', action: 'op (failed)', detail: { error: expect.stringMatching(/^not deployed: audited.ts:1:\d+: /) } });
+    // A service's source is a long argument: the row keeps its size (the deploy history keeps the text).
+    const long = `import { service } from 'svc/sdk';\n${'// padding\n'.repeat(200)}export default service({ handle() { return 1; } });`;
+    expect((await admin.post('/admin/api/ops/services.upload', { file: 'audited.ts', source: long })).status).toBe(200);
+    const rows = (await admin.get('/admin/api/audit?limit=50')).body.items as Array<{ action: string; name: string; detail: { args: { file: string; source: string } } }>;
+    expect(rows.find((i) => i.action === 'op' && i.name === 'services.upload' && i.detail.args.file === 'audited.ts')?.detail.args.source).toBe(`[${JSON.stringify(long).length} characters]`);
+    // Refused before it ran (its arguments invalid): no row, as before.
+    expect((await admin.post('/admin/api/ops/services.upload', { file: 42 })).status).toBe(400);
+  });
+
   it("audits the svc commands' ops (the control socket) as cli: those that change something, failed or not, secrets redacted", async () => {
     await k.kernel.runControl('limits.clear', { kind: 'channel', name: 'orders' });
     await k.kernel.runControl('secrets.set', { name: 'hook', value: 'cli-secret-value', configValue: 'hook-secret' });
@@ -196,7 +211,7 @@ describe('ops, audit, OpenAPI', () => {
     expect(cli).toContainEqual(expect.objectContaining({ action: 'op', name: 'limits.clear', detail: { args: { kind: 'channel', name: 'orders' } } }));
     expect(cli).toContainEqual(expect.objectContaining({ action: 'op', name: 'secrets.set', detail: { args: { name: 'hook', value: '[redacted]', configValue: '[redacted]' } } }));
     expect(cli).toContainEqual(expect.objectContaining({ action: 'op', name: 'queue.replay' }));
-    expect(cli).toContainEqual(expect.objectContaining({ action: 'op (failed)', name: 'services.rollback', detail: { args: { name: 'echo', version: 99 } } }));
+    expect(cli).toContainEqual(expect.objectContaining({ action: 'op (failed)', name: 'services.rollback', detail: { args: { name: 'echo', version: 99 }, error: expect.stringContaining('has no version 99') } }));
     // Reading ops are not audited from the command line either.
     expect(cli.filter((i) => i.name === 'config.export')).toEqual([]);
     expect(JSON.stringify(items)).not.toContain('cli-secret-value');
