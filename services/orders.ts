@@ -2,7 +2,8 @@ import { service, t, NotFound, Conflict } from 'svc/sdk';
 
 // A small REST resource with verb handlers: GET reads, POST creates (201 + Location),
 // DELETE answers 204; PUT and PATCH have no handler, so they get 405 automatically.
-// (State lives in the isolate, so it is per sandbox process and lost on redeploy: a demo.)
+// (State lives in the isolate: a demo. It is per sandbox process, and lost on redeploy and when an
+// idle isolate is dropped, after `sandbox.idle_ms` (30 s by default). Keep state in a cache or a database.)
 const orders = new Map<string, { id: string; item: string; qty: number }>();
 
 export default service({
