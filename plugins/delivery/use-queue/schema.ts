@@ -26,7 +26,7 @@ declare module '../../../sdk/plugin/extensions.ts' {
 export const channelFields = {
   use_queue: listColumn(z.boolean(), 6, 'Use queue')
     .default(false)
-    .describe("Use queue (Delivery tab): the request is stored and answered 200 with its CID at once; the service runs from the queue, retried on failure, dead-lettered after its last attempt."),
+    .describe("The request is stored and answered 200 with its CID at once; the service runs from the queue, retried on failure, dead-lettered after its last attempt."),
   delivery: appliesWhen(deliverySchema.optional(), 'use_queue', true).describe('Retries, concurrency and depth of the channel\'s queue (only with use_queue: true); defaults when absent.'),
 };
 

@@ -117,7 +117,8 @@ async function route() {
     if (page === 'usage') return await usagePage();
     if (page === 'accounts') return await accountsPage();
     if (page === 'downloads') return downloadsPage();
-    return overviewPage();
+    if (!page) return overviewPage();
+    return notFoundPage();
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return toLogin();
     // The page could not be drawn (a 404): the one before it must not stay, as if it were this one.
@@ -185,6 +186,23 @@ function loginPage() {
   password.focus();
 }
 
+/** A count of times as people say it: once, 2 times. */
+const times = (n) => (n === 1 ? 'once' : `${n} times`);
+
+/** An address the Dashboard has no page for (a mistyped or old link): said so, not shown as another page. */
+function notFoundPage() {
+  show(
+    routeSeq,
+    el(
+      'div',
+      { id: 'not-found' },
+      h1('No such page'),
+      el('p', {}, 'The Dashboard has no page at ', el('code', { text: location.hash }), '.'),
+      el('p', {}, link('#/', 'Go to the overview')),
+    ),
+  );
+}
+
 /** An op's answer, or `undefined` when the caller may not run it (or it failed: the overview shows what it has). */
 const opIf = (name, args = {}) => (ops.has(name) ? api.op(name, args).catch(() => undefined) : Promise.resolve(undefined));
 
@@ -223,8 +241,12 @@ async function overviewPage() {
   }
   if (status) card('Sandbox processes', String(status.sandbox.processes), status.sandbox.quarantined.length > 0, `${status.sandbox.restarts} restarts${status.sandbox.quarantined.length ? `, quarantined: ${status.sandbox.quarantined.join(', ')}` : ''}`);
   if (nodes) {
-    const down = nodes.nodes.filter((n) => n.state !== 'up');
-    card('Nodes', `${nodes.nodes.length - down.length} of ${nodes.nodes.length} up`, down.length > 0, down.map((n) => n.name).join(', '));
+    // Only a node whose heartbeat is late is down; one stopped cleanly (a restart) is listed until forgotten, not counted against the cluster.
+    const up = nodes.nodes.filter((n) => n.state === 'up');
+    const down = nodes.nodes.filter((n) => n.state === 'down');
+    const stopped = nodes.nodes.filter((n) => n.state === 'stopped');
+    const detail = [down.length ? `down: ${down.map((n) => n.name).join(', ')}` : '', stopped.length ? `${stopped.length} stopped cleanly` : ''].filter(Boolean).join('; ');
+    card('Nodes', `${up.length} of ${up.length + down.length} up`, down.length > 0, detail);
   }
 
   const attention = [];
@@ -234,7 +256,7 @@ async function overviewPage() {
   const serviceOf = new Map((services ?? []).flatMap((sv) => sv.channels.map((c) => [c, sv.name])));
   for (const c of failing) {
     const sv = serviceOf.get(c.channel);
-    attention.push(el('li', { class: 'bad' }, link(`#/traffic`, c.channel), ` answered 5xx ${c.totals.errors_5xx} times of ${c.totals.requests} in 15 minutes`, sv ? [': service ', link(`#/services/${encodeURIComponent(sv)}`, sv, { class: 'service' })] : ''));
+    attention.push(el('li', { class: 'bad' }, link(`#/traffic`, c.channel), ` answered 5xx ${times(c.totals.errors_5xx)} of ${c.totals.requests} in 15 minutes`, sv ? [': service ', link(`#/services/${encodeURIComponent(sv)}`, sv, { class: 'service' })] : ''));
   }
   for (const sv of (services ?? []).filter((x) => x.state !== 'serving')) attention.push(el('li', { class: 'bad' }, link(`#/services/${encodeURIComponent(sv.name)}`, sv.name), ` ${sv.state.replace('_', ' ')}${sv.error ? `: ${sv.error.split('\n')[0]}` : sv.quarantine ? `: ${sv.quarantine}` : ''}`));
   const deadByChannel = new Map();
@@ -269,7 +291,7 @@ async function overviewPage() {
     'table',
     { class: 'list', id: 'resource-counts' },
     el('tr', {}, el('th', { text: 'Resource' }), el('th', { text: 'Entries' }), el('th', { text: 'Description' })),
-    catalogue.sections.map((x) => el('tr', { 'data-section': x.name }, el('td', {}, link(`#/r/${encodeURIComponent(x.name)}`, x.title ?? x.name), ' ', el('code', { class: 'key', text: x.name })), el('td', { text: String(x.count ?? '') }), el('td', { text: x.description ?? '' }))),
+    catalogue.sections.map((x) => el('tr', { 'data-section': x.name }, el('td', {}, link(`#/r/${encodeURIComponent(x.name)}`, x.title ?? x.name), ' ', el('code', { class: 'key', text: x.name })), el('td', { text: String(x.count ?? '') }), el('td', {}, x.description ? prose(x.description) : ''))),
   );
   show(
     seq,
@@ -524,7 +546,7 @@ function opsPage() {
     seq,
     h1('Operations'),
     el('p', { class: 'help', text: 'What the enabled plugins let operators do on the running server.' }),
-    ...runnable.map((op) => el('details', { class: 'op' }, el('summary', {}, el('code', { text: op.op }), op.description ? ` — ${op.description}` : ''), opForm(op, (r) => out.replaceChildren(resultView(r))))),
+    ...runnable.map((op) => el('details', { class: 'op' }, el('summary', {}, el('code', { text: op.op }), op.description ? [' — ', ...prose(op.description)] : ''), opForm(op, (r) => out.replaceChildren(resultView(r))))),
     out,
     elsewhere.length
       ? el(
