@@ -865,6 +865,6 @@ export class SandboxPool {
           }),
       ),
     );
-    if (this.workerFile) releaseWorkerBundle();
+    if (this.workerFile) await releaseWorkerBundle();
   }
 }

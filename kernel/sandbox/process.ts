@@ -49,12 +49,15 @@ export function acquireWorkerBundle(): string {
   workerBundle.users++;
   return workerBundle.file;
 }
-export function releaseWorkerBundle(): void {
+/** Resolves once the spawner, when this was the bundle's last user, has left. */
+export function releaseWorkerBundle(): Promise<void> {
   if (workerBundle && --workerBundle.users === 0) {
-    sandboxSpawner.stop();
+    const stopped = sandboxSpawner.stop();
     rmSync(workerBundle.dir, { recursive: true, force: true });
     workerBundle = undefined;
+    return stopped;
   }
+  return Promise.resolve();
 }
 
 /**

@@ -36,6 +36,9 @@ export interface SandboxProcess {
 /** What `ps` shows for the spawner. */
 export const SPAWNER_TITLE = 'svc-spawner';
 
+/** How long stop() waits for the spawner to leave: it kills its processes and leaves once they are reaped, or after 2 s. */
+const STOP_WAIT_MS = 3_000;
+
 /** The spawner's program: plain JavaScript run with `node -e`, no file and no loader. */
 const SPAWNER_PROGRAM = `
 process.title = '${SPAWNER_TITLE}';
@@ -165,12 +168,24 @@ export class Spawner {
     return true;
   }
 
-  /** Lets the spawner go (it kills what it still runs); the next spawn starts another. */
-  stop(): void {
+  /**
+   * Lets the spawner go (it kills what it still runs); the next spawn starts another. Resolves once
+   * it has exited (at most STOP_WAIT_MS): the kernel reaps it. A kernel that exits first leaves it
+   * to init, and where init is not a reaper (a container's shell) each restart left a zombie.
+   */
+  stop(): Promise<void> {
     const proc = this.proc;
     this.proc = undefined;
+    const exited =
+      proc && proc.exitCode === null && proc.signalCode === null
+        ? new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, STOP_WAIT_MS);
+            proc.once('exit', () => (clearTimeout(timer), resolve()));
+          })
+        : Promise.resolve();
     if (proc?.connected) proc.disconnect();
     this.lost();
+    return exited;
   }
 
   private start(): ChildProcess {

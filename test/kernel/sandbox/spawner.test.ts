@@ -101,8 +101,11 @@ pipe.on('close', () => process.exit(0));
     const p = start();
     await channelOf(p);
     const pid = p.pid!;
+    const spawnerPid = spawner.pid()!;
     const exited = exitOf(p);
-    spawner.stop();
+    // Resolves once the spawner has left and been reaped: a kernel that exits next leaves no zombie to init.
+    await spawner.stop();
+    expect(alive(spawnerPid)).toBe(false);
     expect(await exited).toEqual([null, 'SIGKILL']);
     // Gone, not a zombie: the spawner reaps what it killed before it leaves.
     await expect.poll(() => alive(pid), { timeout: 5_000 }).toBe(false);
