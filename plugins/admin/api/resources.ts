@@ -71,7 +71,7 @@ export class AdminResources {
   /** The layer registered with the kernel: it reads the records in force at each apply. */
   layer() {
     const warn = (section: string, name: string) =>
-      this.kernel.log.warn({ section, name }, 'admin override wins: the config file\'s version of this resource is ignored until the override is removed (DELETE /admin/api/overrides/{section}/{name})');
+      this.kernel.log.warn({ section, name }, `admin override wins for ${section} '${name}': the config file's version of it is ignored until the override is removed (DELETE /admin/api/overrides/${section}/${name})`);
     return {
       name: LAYER_NAME,
       apply: (raw: RawConfig) => {

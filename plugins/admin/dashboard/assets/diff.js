@@ -31,8 +31,9 @@ export function lineDiff(before, after) {
       out.push([' ', a[start + i]]);
       i++;
       j++;
-    } else if (j < m && (i === n || lcs[i][j + 1] >= lcs[i + 1][j])) out.push(['+', b[start + j++]]);
-    else out.push(['-', a[start + i++]]);
+      // On a tie the older line goes first: a changed line reads as its old text, then its new.
+    } else if (i < n && (j === m || lcs[i + 1][j] >= lcs[i][j + 1])) out.push(['-', a[start + i++]]);
+    else out.push(['+', b[start + j++]]);
   }
   for (const l of a.slice(endA)) out.push([' ', l]);
   return out;

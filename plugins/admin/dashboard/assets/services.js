@@ -210,9 +210,12 @@ function historySection(name, history, { ops, canChange, navigate, failed }) {
     try {
       const [a, b] = await Promise.all([api.op('services.version', { name, version: Number(from.value) }), api.op('services.version', { name, version: Number(to.value) })]);
       const lines = lineDiff(a.source, b.source);
-      const changed = lines.filter(([k]) => k !== ' ').length;
+      const removed = lines.filter(([k]) => k === '-').length;
+      const added = lines.filter(([k]) => k === '+').length;
+      const changed = removed + added;
+      const count = (n, what) => `${n} line${n === 1 ? '' : 's'} ${what}`;
       out.replaceChildren(
-        el('div', { class: 'help', text: changed ? `${changed} line${changed === 1 ? '' : 's'} changed from version ${a.version} to ${b.version}` : `versions ${a.version} and ${b.version} are the same text` }),
+        el('div', { class: 'help', text: changed ? `${[removed ? count(removed, 'removed') : '', added ? count(added, 'added') : ''].filter(Boolean).join(', ')} from version ${a.version} to ${b.version}` : `versions ${a.version} and ${b.version} are the same text` }),
         ...lines.map(([kind, line]) => el('span', { class: kind === '+' ? 'add' : kind === '-' ? 'del' : 'same', text: `${kind} ${line}\n` })),
       );
     } catch (err) {

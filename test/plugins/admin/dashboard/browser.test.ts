@@ -436,7 +436,9 @@ describe('the Dashboard in Chromium', () => {
       await page.getByRole('button', { name: 'Compare' }).click();
       await page.locator('#diff .del').filter({ hasText: "word: 'first'" }).waitFor();
       expect(await page.locator('#diff .add').allTextContents()).toEqual([expect.stringContaining("word: 'second'")]);
-      expect(await page.locator('#diff .help').textContent()).toBe('2 lines changed from version 1 to 2');
+      expect(await page.locator('#diff .help').textContent()).toBe('1 line removed, 1 line added from version 1 to 2');
+      // The changed line reads as its old text, then its new.
+      expect(await page.locator('#diff .del, #diff .add').allTextContents()).toEqual([expect.stringContaining("word: 'first'"), expect.stringContaining("word: 'second'")]);
       await shot('deploy-history');
     });
     await step(page, 'rollback', async () => {

@@ -9,7 +9,9 @@ describe('the line diff of two versions', () => {
   it('keeps common lines and marks removed and added ones, in order', () => {
     expect(diff('a\nb\nc\nd', 'a\nc\nx\nd')).toBe(' a\n-b\n c\n+x\n d');
     expect(diff('same\n', 'same\n')).toBe(' same\n ');
-    expect(diff('', 'new')).toBe('+new\n-');
+    expect(diff('', 'new')).toBe('-\n+new');
+    // A changed line: its old text, then its new.
+    expect(diff('a\npen: 2.5\nz', 'a\npen: 3\nz')).toBe(' a\n-pen: 2.5\n+pen: 3\n z');
   });
 
   it('rebuilds both texts from its lines', () => {
