@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ERRORS } from '../../kernel/errors.ts';
+import { ERRORS, SvcError } from '../../kernel/errors.ts';
 
 describe('error catalogue', () => {
   const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
@@ -12,5 +12,19 @@ describe('error catalogue', () => {
 
   it('documents no code the kernel does not have', () => {
     for (const code of rows.keys()) expect(Object.keys(ERRORS)).toContain(code);
+  });
+});
+
+describe('SvcError', () => {
+  it('captures no stack for a refusal (4xx), one for a fault (5xx), and leaves the stack limit as it was', () => {
+    const limit = Error.stackTraceLimit;
+    const refusal = new SvcError('TENANT_QUOTA', 'Quota reached');
+    expect(refusal.stack?.split('\n')).toEqual(['SvcError: Quota reached']);
+    expect(Error.stackTraceLimit).toBe(limit);
+    const fault = new SvcError('INTERNAL');
+    expect(fault.stack?.split('\n').length).toBeGreaterThan(1);
+    // A status given in place of the catalogue's decides.
+    expect(new SvcError('BAD_REQUEST', 'x', { status: 502 }).stack?.split('\n').length).toBeGreaterThan(1);
+    expect(Error.stackTraceLimit).toBe(limit);
   });
 });
