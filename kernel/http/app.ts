@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ERRORS, errorBody } from '../errors.ts';
 import { clientErrorReply, frameworkErrorReply, listenerTimeouts } from '../../sdk/plugin/client-error.ts';
+import { listenerDrain } from '../../sdk/plugin/listener-drain.ts';
 import { HTTP_METHODS } from '../../sdk/http.ts';
 import type { ServerConfig } from '../config/schema.ts';
 import { HttpExchange } from './exchange.ts';
@@ -10,7 +11,7 @@ import { replyWithError, runChain, type ChainWatch } from './chain.ts';
 import type { ChannelRouter } from './router.ts';
 import type { PeerFilter } from './client-address.ts';
 import type { AccessLog } from '../platform/log.ts';
-import { pauseAfterRefusal } from '../platform/refusal-pause.ts';
+import { RefusalPauses } from '../platform/refusal-pause.ts';
 import { SvcError } from '../errors.ts';
 
 /** Correlation IDs: a random per-process prefix and a counter, unique without a syscall per request. */
@@ -91,6 +92,16 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
     routerOptions: { maxParamLength: 2048 },
   } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
 
+  const pauses = new RefusalPauses();
+  const drain = listenerDrain(app.server);
+  // Shutdown: connections held after a refusal are read again now (what they hold is answered
+  // 503 with `connection: close`), and every connection is closed once it has no request.
+  app.addHook('preClose', (done) => {
+    pauses.releaseAll();
+    drain.begin();
+    done();
+  });
+
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req: FastifyRequest, _payload: unknown, done: (err: Error | null, body?: unknown) => void) => done(null));
 
@@ -137,7 +148,7 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
         else throw new SvcError('INTERNAL', 'No reply was produced');
       }
       // A refused client that resends at once on its connection waits before its next request is read.
-      if ((reply.statusCode === 429 || ex.refusal) && server.refusal_pause_ms > 0 && !deps.closing()) pauseRefused(request, reply, server.refusal_pause_ms, deps.trusted());
+      if ((reply.statusCode === 429 || ex.refusal) && server.refusal_pause_ms > 0 && !deps.closing()) pauseRefused(pauses, request, reply, server.refusal_pause_ms, deps.trusted());
       for (const hook of rt.onResponse) {
         try {
           await hook(ex);
@@ -152,8 +163,8 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
 }
 
 /** Not for a trusted proxy's connection (`server.trusted_proxies`): it carries other clients' requests too. */
-function pauseRefused(request: FastifyRequest, reply: FastifyReply, pauseMs: number, trusted: PeerFilter | undefined): void {
+function pauseRefused(pauses: RefusalPauses, request: FastifyRequest, reply: FastifyReply, pauseMs: number, trusted: PeerFilter | undefined): void {
   const socket = request.raw.socket;
   if (trusted && trusted(socket.remoteAddress ?? '')) return;
-  pauseAfterRefusal(reply.raw, socket, pauseMs);
+  pauses.holdAfter(reply.raw, socket, pauseMs);
 }

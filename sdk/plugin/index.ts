@@ -44,6 +44,7 @@ export type { Exchange, ResponseDraft, UploadedFile } from './exchange.ts';
 export type { AuthInfo, ChannelFields, ConfigSections, ServerFields } from './extensions.ts';
 export { ERRORS, IssuesError, SvcError, errorBody, type ErrorCode, type FieldIssue } from './errors.ts';
 export { clientErrorReply, frameworkErrorReply, listenerTimeouts, type ClientErrorLog, type FrameworkReply } from './client-error.ts';
+export { listenerDrain, type ListenerDrain } from './listener-drain.ts';
 export type { Channel, HttpMethod, SecurityEntry, ServerConfig, SvcConfig } from './config.ts';
 export { APPLIES_WHEN_KEY, HTTP_METHODS, LIST_COLUMN_KEY, appliesWhen, bundledPluginOn, listColumn, securityNameSchema } from './config.ts';
 export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy } from './store.ts';

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { clientErrorReply, frameworkErrorReply, listenerTimeouts, type FrameworkReply, ERRORS, errorBody, openApiDocument, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
+import { clientErrorReply, frameworkErrorReply, listenerDrain, listenerTimeouts, type FrameworkReply, ERRORS, errorBody, openApiDocument, SvcError, type KernelApi } from '../../../sdk/plugin/index.ts';
 import type { AdminAccounts } from './accounts.ts';
 import type { Actor, AdminAuth } from './auth.ts';
 import type { EndpointRegistry } from './endpoints.ts';
@@ -53,6 +53,12 @@ export function buildAdminApp(deps: AdminHttpDeps): FastifyInstance {
     frameworkErrors: (err, req, reply) => badUrl(err, req, reply as unknown as FrameworkReply),
     requestTimeout,
     http: listenerTimeouts(requestTimeout),
+  });
+  // Shutdown ends once the last answer is out, not when a browser's spare connection times out.
+  const drain = listenerDrain(app.server);
+  app.addHook('preClose', (done) => {
+    drain.begin();
+    done();
   });
   app.decorateRequest('cid', '');
   app.decorateRequest('actor', undefined as unknown as Actor);

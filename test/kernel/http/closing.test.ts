@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeldCalls } from '../../helpers/held-calls.ts';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
@@ -61,5 +62,23 @@ describe('answers while the server closes', () => {
     expect(during.headers.connection).toBe('close');
     expect(during.headers['x-svc-cid']).toMatch(/^[0-9a-f]{22}$/);
     await closed;
+  });
+});
+
+describe('a connection that has sent nothing', () => {
+  it('does not hold the close (Node would wait for its headers for up to a minute)', async () => {
+    const k2 = await startKernel({ config: config(), services: SERVICES, listen: true });
+    const { hostname, port } = new URL(k2.url!);
+    const spare = connect(Number(port), hostname);
+    try {
+      await new Promise<void>((r) => spare.once('connect', () => r()));
+      const gone = new Promise<void>((r) => spare.once('close', () => r()));
+      const t0 = performance.now();
+      await k2.close();
+      expect(performance.now() - t0).toBeLessThan(2_000);
+      await gone;
+    } finally {
+      spare.destroy();
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { connect, type Socket } from 'node:net';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type TestKernel } from '../../helpers/kernel.ts';
@@ -77,6 +78,63 @@ describe('without the pause, and for a trusted proxy', () => {
         expect(refused![0]).toBe(429);
         expect(next![1]).toBeLessThan(300);
       } finally {
+        await k.close();
+      }
+    });
+  }
+});
+
+/** A raw connection: what it has received so far, and whether the server closed it. */
+function rawConnection(url: string): { socket: Socket; received: () => string; ended: Promise<void> } {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let text = '';
+  socket.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+  const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return { socket, received: () => text, ended };
+}
+
+async function until(what: () => boolean, ms = 5_000): Promise<void> {
+  for (const end = Date.now() + ms; !what(); ) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('shutdown with connections held after a refusal', () => {
+  // A refusal answered from the headers alone leaves the body unread; the connection is held
+  // with the rest of it, so Node counts it busy and closing idle connections passes it by.
+  const BODY = 20_000;
+  const post = (path: string) => `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${BODY}\r\n\r\n`;
+
+  for (const next of [true, false]) {
+    it(`does not wait for the pause ${next ? '(a request waits behind the body: answered 503 with connection: close)' : '(nothing after the body: the connection is closed as it falls idle)'}`, async () => {
+      const k = await startKernel({ config: channels(4_000), services: { 'echo.ts': ECHO }, listen: true });
+      const c = rawConnection(k.url!);
+      try {
+        c.socket.write('GET /capped HTTP/1.1\r\nhost: x\r\n\r\n');
+        await until(() => /^HTTP\/1.1 200/.test(c.received()));
+        c.socket.write(post('/capped') + '{"pad":"');
+        await until(() => c.received().includes('HTTP/1.1 429'));
+        await new Promise((r) => setTimeout(r, 200)); // the pause has begun
+        c.socket.write('x'.repeat(BODY - 10) + '"}' + (next ? 'GET /open HTTP/1.1\r\nhost: x\r\n\r\n' : ''));
+        await new Promise((r) => setTimeout(r, 100));
+        expect(c.received().match(/HTTP\/1.1/g)).toHaveLength(2); // held: nothing read since the 429
+        const t0 = performance.now();
+        await k.close();
+        const ms = performance.now() - t0;
+        await c.ended;
+        expect(ms).toBeLessThan(2_000); // the pause is 3,000-4,000 ms
+        if (next) {
+          const last = c.received().slice(c.received().lastIndexOf('HTTP/1.1'));
+          expect(last).toMatch(/^HTTP\/1.1 503/);
+          expect(last.toLowerCase()).toContain('connection: close');
+          expect(last.toLowerCase()).toMatch(/x-svc-cid: [0-9a-f]{22}/);
+        } else {
+          expect(c.received().match(/HTTP\/1.1/g)).toHaveLength(2);
+        }
+      } finally {
+        c.socket.destroy();
         await k.close();
       }
     });
