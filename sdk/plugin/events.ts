@@ -50,6 +50,8 @@ export type EventOutcome =
       message: string;
       /** Running it again cannot help (the input is refused, the service is missing). */
       permanent: boolean;
+      /** When the refusal said another attempt may pass (a tenant's quota: its Retry-After), ms from now. */
+      retryAfterMs?: number;
     };
 
 /** Retry, ordering and depth settings of a source's durable queue (the Use queue's `delivery` settings). */

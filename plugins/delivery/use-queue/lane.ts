@@ -12,6 +12,8 @@ export class Lane {
   readonly running = new Set<number>();
   /** Accepted, not yet committed: counted against max_depth. */
   accepting = 0;
+  /** Until when (clock ms) nothing of this queue starts: its tenant's quota refused an attempt. */
+  heldUntil = -Infinity;
 
   constructor(
     readonly channel: string | null,

@@ -34,6 +34,14 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const BACKGROUND = '';
 /** How long an event of a runner that is not registered yet waits before it looks again. */
 const RUNNER_WAIT_MS = 5_000;
+/** How long an attempt its tenant's quota refused waits when the refusal named no time, and the bounds of the time it names. */
+const QUOTA_WAIT_MS = 1_000;
+const QUOTA_WAIT_MIN_MS = 100;
+const QUOTA_WAIT_MAX_MS = 60_000;
+/** A queue held by its tenant's quota says so in the log at most this often. */
+const QUOTA_LOG_EVERY_MS = 60_000;
+/** The kernel's refusal of a call over its tenant's quota (docs/tenants.md). */
+const TENANT_QUOTA = 'TENANT_QUOTA';
 
 /** An event source's listener on the attempts of its queues (DurableEvents.listen). */
 export interface AttemptListener extends DurableListener {
@@ -71,6 +79,8 @@ export class Scheduler {
   /** Past the stop wait: outcomes are no longer written (the rows stay 'running' and rerun after a restart). */
   private stopped = false;
   private readonly attempts = new Set<Promise<void>>();
+  /** When each queue last logged that its tenant's quota held it. */
+  private readonly quotaLogged = new Map<Lane, number>();
 
   constructor(private readonly deps: SchedulerDeps) {}
 
@@ -247,7 +257,7 @@ export class Scheduler {
       progressed = false;
       for (let n = 0; n < lanes.length && this.running < this.deps.maxRunning; n++) {
         const lane = lanes[this.turn++ % lanes.length]!;
-        if (!lane.hasRoom) continue;
+        if (!lane.hasRoom || lane.heldUntil > now) continue;
         const id = lane.takeDue(now);
         if (id === undefined) continue;
         this.start(lane, id);
@@ -256,7 +266,7 @@ export class Scheduler {
     }
     if (this.running >= this.deps.maxRunning) return;
     let next = Infinity;
-    for (const lane of lanes) if (lane.hasRoom) next = Math.min(next, lane.nextDue());
+    for (const lane of lanes) if (lane.hasRoom) next = Math.min(next, Math.max(lane.nextDue(), lane.heldUntil));
     if (next === Infinity) return;
     this.timer = setTimeout(() => this.pump(), Math.min(MAX_TIMER_MS, Math.max(1, next - now)));
     this.timer.unref();
@@ -325,6 +335,10 @@ export class Scheduler {
       const where = { event: id, channel: lane.channel, service: request.service, attempt: row.attempts, cid: attemptCid, original: row.cid };
       const now = clock.now();
       const settle = (next: DurableSettlement['next']) => (listener ? (tx: Queryable) => listener.settled(tx, { ...report, endedAt: now, outcome, next }) : undefined);
+      if (!outcome.ok && outcome.kind === TENANT_QUOTA) {
+        await this.waitForQuota(lane, id, request.service, outcome.retryAfterMs, outcome.message);
+        return;
+      }
       if (outcome.ok) {
         await table.succeeded(id, settle('done'));
         log.debug(where, 'queue: event processed');
@@ -344,6 +358,29 @@ export class Scheduler {
     } catch (err) {
       // The table could not be written (store closed or failing): the row stays as it was and is recovered at the next start.
       if (!this.stopped) log.error({ err, event: id }, 'queue: attempt bookkeeping failed');
+    }
+  }
+
+  /**
+   * An attempt its tenant's quota refused (the tenant's CPU of the last minute, its calls at
+   * once) did not run: it goes back to pending, its attempt not counted, due when the refusal
+   * said another may pass. A channel's queue is one tenant's, and waits whole until then: a
+   * backlog of events of a tenant over its quota costs one refused attempt per wait, not two
+   * store writes and a log line per event as fast as the backoff allows (nor their attempts,
+   * which had sent them to the dead-letter queue). The background queue holds every tenant's
+   * invokeAsync events: there only the refused event waits.
+   */
+  private async waitForQuota(lane: Lane, id: number, service: string, retryAfterMs: number | undefined, reason: string): Promise<void> {
+    const now = this.deps.clock.now();
+    const waitMs = Math.min(QUOTA_WAIT_MAX_MS, Math.max(QUOTA_WAIT_MIN_MS, retryAfterMs ?? QUOTA_WAIT_MS));
+    const due = now + waitMs;
+    await this.deps.table.postpone(id, due);
+    lane.addWaiting(id, due);
+    if (lane.channel !== null) lane.heldUntil = Math.max(lane.heldUntil, due);
+    const logged = this.quotaLogged.get(lane);
+    if (logged === undefined || now - logged >= QUOTA_LOG_EVERY_MS || now < logged) {
+      this.quotaLogged.set(lane, now);
+      this.deps.log.info({ event: id, channel: lane.channel, service, waitMs, reason }, "queue: the tenant's quota refused an attempt; it waits, not counted as one (logged at most once a minute per queue)");
     }
   }
 
