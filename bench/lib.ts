@@ -473,7 +473,7 @@ export async function spawnLogged(args: string[], opts: { cwd: string; env?: Nod
   throw new Error(`${args.join(' ')} did not answer ${opts.probe}; its output:\n${readFileSync(opts.log, 'utf8').slice(-4000)}`);
 }
 
-const SVC_BIN = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
+export const SVC_BIN = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
 /** The Node flags svc's kernel runs with: those of bin/svc.js's first line (`#!/usr/bin/env -S node …`), as `svc start` and `npm start` run it. */
 export const KERNEL_NODE_FLAGS = readFileSync(SVC_BIN, 'utf8').split('\n', 1)[0]!.split(/\s+/).filter((a) => a.startsWith('--'));
 

@@ -18,7 +18,8 @@ import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CLK_TCK, freePort, machineBusyTicks, median, printGrid, procStat, processTree, ROUNDS, startSvcCli, type Running } from '../lib.ts';
+import { join } from 'node:path';
+import { CLK_TCK, freePort, machineBusyTicks, median, printGrid, procStat, processTree, ROUNDS, startSvcCli, SVC_BIN, type Running } from '../lib.ts';
 import type { AttackBy, Outcomes } from '../tenants/attacker.ts';
 import type { Round } from '../tenants/open-loop.ts';
 import { ALL_ATTACKER, ATTACK_NAMES, ATTACKS, attackerOf, ORDER, serverSetup, type AttackName } from '../tenants/setup.ts';
@@ -58,6 +59,8 @@ interface Measured {
   lagMaxMs: number;
   /** How long the server took to fall quiet after the attack stopped, ms. */
   coolDownMs: number;
+  /** Queued events of the attacker still waiting after COOL_DOWN_MAX_MS, deleted so the next round starts clean. */
+  purged: number;
 }
 
 /** A Node binary of a line that runs tenants (22 or 24): this one, or Node 24 from scripts/node-line.sh. */
@@ -129,21 +132,39 @@ function runQueueWaitNs(pid: number, tid = pid): number {
 
 const ticks = (pids: number[]) => pids.reduce((n, pid) => n + (procStat(pid)?.ticks ?? 0), 0);
 
-/** Waits until no tenant's call is in flight, no queued event is waiting and the server's processes idle for 300 ms; how long that took, ms. */
-async function coolDown(svc: Running, adminUrl: string): Promise<number> {
+/**
+ * Waits until no tenant's call is in flight, no queued event is waiting and the server's
+ * processes idle for 300 ms; how long that took, ms. Events a tenant's quota holds wait in the
+ * queue until the quota has room (the CPU of the last minute: up to a minute): past
+ * COOL_DOWN_MAX_MS those still pending are deleted, as an operator would (`svc queue delete`),
+ * so they do not run in the next round, and counted.
+ */
+async function coolDown(svc: Running, adminUrl: string, purge: () => number): Promise<{ ms: number; purged: number }> {
   const start = performance.now();
-  while (performance.now() - start < COOL_DOWN_MAX_MS) {
+  let purged = 0;
+  for (let deadline = start + COOL_DOWN_MAX_MS; ; ) {
     const pids = processTree(svc.pid);
     const before = ticks(pids);
     await new Promise((r) => setTimeout(r, 300));
     const busy = (ticks(pids) - before) / CLK_TCK / 0.3;
     const m = await scrape(adminUrl);
     if (m.inFlight === 0 && m.queued === 0 && busy < 0.05) break;
+    if (performance.now() < deadline) continue;
+    if (purged || m.queued === 0) break;
+    purged = purge();
+    deadline = performance.now() + 5_000;
   }
-  return performance.now() - start;
+  return { ms: performance.now() - start, purged };
 }
 
-async function measure(c: Case, svc: Running, adminUrl: string, victim: Awaited<ReturnType<typeof child>>, attacker: Awaited<ReturnType<typeof child>>, sinkPid: number): Promise<Measured> {
+/** Deletes every pending queued event through the CLI (`svc queue delete --all --state pending`); how many. */
+function purgeQueued(node: string, dir: string): number {
+  const r = spawnSync(node, [SVC_BIN, 'queue', 'delete', '--all', '--state', 'pending', '--config', join(dir, 'svc.yaml')], { cwd: dir, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`svc queue delete failed (${r.status}): ${r.stderr}${r.stdout}`);
+  return Number(/deleted (\d+) event/.exec(r.stdout)?.[1] ?? 0);
+}
+
+async function measure(c: Case, svc: Running, purge: () => number, adminUrl: string, victim: Awaited<ReturnType<typeof child>>, attacker: Awaited<ReturnType<typeof child>>, sinkPid: number): Promise<Measured> {
   if (c.attacks.length) {
     await attacker.ask({ start: c.attacks });
     await new Promise((r) => setTimeout(r, ATTACK_LEAD_MS));
@@ -162,7 +183,7 @@ async function measure(c: Case, svc: Running, adminUrl: string, victim: Awaited<
   const metricsAfter = { metrics: await scrape(adminUrl), at: performance.now() };
   const metricsSeconds = (metricsAfter.at - metricsBefore.at) / 1000;
   const outcomes = c.attacks.length ? await attacker.ask<Outcomes>({ stop: true }) : { counts: {}, cpuMs: 0, ms: 0 };
-  const coolDownMs = c.attacks.length ? await coolDown(svc, adminUrl) : 0;
+  const cooled = c.attacks.length ? await coolDown(svc, adminUrl, purge) : { ms: 0, purged: 0 };
   const tenantCores = (t: string) => ((metricsAfter.metrics.cpu[t] ?? 0) - (metricsBefore.metrics.cpu[t] ?? 0)) / metricsSeconds;
   const attackersCores = Object.keys(metricsAfter.metrics.cpu)
     .filter((t) => t !== 'victim')
@@ -178,7 +199,8 @@ async function measure(c: Case, svc: Running, adminUrl: string, victim: Awaited<
     clientWaited: (after.waited.client - before.waited.client) / 1e9 / seconds,
     victimCores: tenantCores('victim'),
     lagMaxMs: metricsAfter.metrics.lagMaxMs,
-    coolDownMs,
+    coolDownMs: cooled.ms,
+    purged: cooled.purged,
   };
 }
 
@@ -199,6 +221,12 @@ function outcomesText(ms: Measured[]): string {
     .sort((a, b) => b[1] - a[1])
     .map(([k, n]) => `${k} ×${n / seconds >= 10 ? Math.round(n / seconds) : (n / seconds).toFixed(1)}/s`)
     .join(', ');
+}
+
+/** Queued events deleted after the cool-downs, when any were: ` (+120 events deleted)`. */
+function purgedText(ms: Measured[]): string {
+  const n = ms.reduce((t, m) => t + m.purged, 0);
+  return n ? ` (${n} queued events deleted)` : '';
 }
 
 const sortedLatencies = (m: Measured) => [...m.victim.latencies].sort((a, b) => a - b);
@@ -235,7 +263,7 @@ function report(title: string, cases: Case[], results: Measured[][]): void {
       median(ms.map((m) => m.lagMaxMs)).toFixed(0),
       `${Math.round(median(ms.map((m) => m.kernelWaited)) * 100)} % / ${Math.round(median(ms.map((m) => m.clientWaited)) * 100)} %`,
       median(ms.map((m) => quantile([...m.victim.sendLags].sort((a, b) => a - b), 0.99))).toFixed(1),
-      (median(ms.map((m) => m.coolDownMs)) / 1000).toFixed(1),
+      `${(median(ms.map((m) => m.coolDownMs)) / 1000).toFixed(1)}${purgedText(ms)}`,
       c.attacks.length ? outcomesText(ms) || 'none answered while it ran' : '',
     ]);
   });
@@ -254,7 +282,7 @@ async function runConfig(title: string, processes: number, cases: Case[], node: 
   const adminPort = await freePort();
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const { config, files } = serverSetup(processes, `http://127.0.0.1:${sink.ready.port as number}`);
-  let svc: Running | undefined;
+  let svc: (Running & { dir: string }) | undefined;
   try {
     svc = await startSvcCli(config, files, '/t/victim/work', undefined, { SVC_ADMIN_PORT: String(adminPort) }, node);
     const victim = await child('open-loop.ts', [svc.url, '/t/victim/work', String(RATE), ORDER]);
@@ -262,14 +290,16 @@ async function runConfig(title: string, processes: number, cases: Case[], node: 
     children.push(victim.proc, attacker.proc);
     // The attackers' services deploy beside the victim's: wait until the last tenant's answer, and the server is quiet.
     for (let i = 0; i < 100 && (await fetch(`${svc.url}/t/${ALL_ATTACKER}/flood`, { method: 'POST', body: ORDER, headers: { 'content-type': 'application/json' } })).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-    await coolDown(svc, adminUrl);
+    const dir = svc.dir;
+    const purge = () => purgeQueued(node, dir);
+    await coolDown(svc, adminUrl, purge);
     await victim.ask<Round>({ run: { seconds: 2 } });
 
     const results: Measured[][] = cases.map(() => []);
     for (let round = 0; round < rounds; round++) {
       for (let k = 0; k < cases.length; k++) {
         const i = (round + k) % cases.length;
-        results[i]!.push(await measure(cases[i]!, svc, adminUrl, victim, attacker, sink.proc.pid!));
+        results[i]!.push(await measure(cases[i]!, svc, purge, adminUrl, victim, attacker, sink.proc.pid!));
       }
     }
     report(title, cases, results);
