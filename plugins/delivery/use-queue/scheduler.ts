@@ -257,7 +257,7 @@ export class Scheduler {
       progressed = false;
       for (let n = 0; n < lanes.length && this.running < this.deps.maxRunning; n++) {
         const lane = lanes[this.turn++ % lanes.length]!;
-        if (!lane.hasRoom || lane.heldUntil > now) continue;
+        if (!lane.hasRoom || this.held(lane, now)) continue;
         const id = lane.takeDue(now);
         if (id === undefined) continue;
         this.start(lane, id);
@@ -266,7 +266,7 @@ export class Scheduler {
     }
     if (this.running >= this.deps.maxRunning) return;
     let next = Infinity;
-    for (const lane of lanes) if (lane.hasRoom) next = Math.min(next, Math.max(lane.nextDue(), lane.heldUntil));
+    for (const lane of lanes) if (lane.hasRoom) next = Math.min(next, Math.max(lane.nextDue(), this.held(lane, now) ? lane.heldUntil : -Infinity));
     if (next === Infinity) return;
     this.timer = setTimeout(() => this.pump(), Math.min(MAX_TIMER_MS, Math.max(1, next - now)));
     this.timer.unref();
@@ -284,6 +284,12 @@ export class Scheduler {
       this.soon = undefined;
       this.pump();
     });
+  }
+
+  /** Held by its tenant's quota at `now`; a hold further off than any wait means the clock was set back, and ends. */
+  private held(lane: Lane, now: number): boolean {
+    if (lane.heldUntil - now > QUOTA_WAIT_MAX_MS) lane.heldUntil = now;
+    return lane.heldUntil > now;
   }
 
   private start(lane: Lane, id: number): void {

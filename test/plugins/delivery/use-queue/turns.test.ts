@@ -6,8 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../../../plugins/delivery/use-queue/scheduler.ts';
 import { DEFAULT_DELIVERY } from '../../../../plugins/delivery/use-queue/schema.ts';
 import { QueueTable } from '../../../../plugins/delivery/use-queue/store.ts';
+import { ManualClock } from '../../../../kernel/platform/clock.ts';
 import { SqliteStore } from '../../../../kernel/store/sqlite.ts';
-import type { EventOutcome, SvcConfig } from '../../../../sdk/plugin/index.ts';
+import type { Clock, EventOutcome, InvokeRequest, SvcConfig } from '../../../../sdk/plugin/index.ts';
 
 /**
  * plugins/delivery/use-queue/scheduler.ts: attempts that end at once (a tenant's quota refuses
@@ -23,11 +24,31 @@ afterEach(() => {
 
 const EVENTS = 120;
 
+/** A scheduler over a real SQLite file in a temp dir, its run stood in by `run`. */
+async function schedulerOn(run: (req: InvokeRequest) => Promise<EventOutcome>, clock: Clock = { now: () => Date.now() }): Promise<{ scheduler: Scheduler; store: SqliteStore }> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-queue-turns-'));
+  dirs.push(dir);
+  const store = new SqliteStore(join(dir, 'svc.db'));
+  let n = 0;
+  const scheduler = new Scheduler({
+    table: await QueueTable.open(store),
+    run,
+    newCid: () => `cid${n++}`,
+    clock,
+    log: pino({ level: 'silent' }),
+    maxRunning: 1,
+    background: DEFAULT_DELIVERY,
+    stopWaitMs: 1_000,
+    random: () => 0.5,
+    node: 'n1',
+    liveNodes: async () => new Set(['n1']),
+  });
+  await scheduler.load();
+  return { scheduler, store };
+}
+
 describe('a backlog of attempts that end at once', () => {
   it('runs one attempt per turn of the event loop, not the whole backlog in one', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-queue-turns-'));
-    dirs.push(dir);
-    const store = new SqliteStore(join(dir, 'svc.db'));
     // Turns of the event loop: a check-phase callback that schedules itself counts one per turn.
     let turns = 0;
     let ticking = true;
@@ -35,30 +56,13 @@ describe('a backlog of attempts that end at once', () => {
       turns++;
       if (ticking) setImmediate(tick);
     };
+    const seenAt: number[] = [];
+    const refused: EventOutcome = { ok: false, kind: 'DEPLOY_FAILED', message: 'not deployed', permanent: true };
+    const { scheduler, store } = await schedulerOn(async () => {
+      seenAt.push(turns);
+      return refused;
+    });
     try {
-      const table = await QueueTable.open(store);
-      const seenAt: number[] = [];
-      const refused: EventOutcome = { ok: false, kind: 'TENANT_QUOTA', message: 'quota reached', permanent: true };
-      const scheduler = new Scheduler({
-        table,
-        run: async () => {
-          seenAt.push(turns);
-          return refused;
-        },
-        newCid: (() => {
-          let n = 0;
-          return () => `cid${n++}`;
-        })(),
-        clock: { now: () => Date.now() },
-        log: pino({ level: 'silent' }),
-        maxRunning: 1,
-        background: DEFAULT_DELIVERY,
-        stopWaitMs: 1_000,
-        random: () => 0.5,
-        node: 'n1',
-        liveNodes: async () => new Set(['n1']),
-      });
-      await scheduler.load();
       // Accepted before the scheduler starts: the whole backlog is due at once.
       for (let i = 0; i < EVENTS; i++) await scheduler.accept(null, { service: 'gone', cid: `e${i}`, method: 'POST', input: {} });
       setImmediate(tick);
@@ -71,6 +75,37 @@ describe('a backlog of attempts that end at once', () => {
       await scheduler.stop();
     } finally {
       ticking = false;
+      store.close();
+    }
+  });
+});
+
+describe("a channel's queue held by its tenant's quota", () => {
+  it('waits for the Retry-After, and not for an hour when the clock is set back an hour', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 30, 12));
+    const runs: string[] = [];
+    const { scheduler, store } = await schedulerOn(async (req) => {
+      runs.push(req.cid);
+      return runs.length === 1 ? { ok: false, kind: 'TENANT_QUOTA', message: 'Quota concurrent_calls reached', permanent: false, retryAfterMs: 30_000 } : { ok: true, status: 200 };
+    }, clock);
+    try {
+      scheduler.applyConfig({ channel_rest: [{ name: 'acme/ingest', use_queue: true }] } as unknown as SvcConfig);
+      const event = (cid: string) => ({ service: 'acme/echo', cid, method: 'POST', input: {} });
+      await scheduler.accept('acme/ingest', event('e1'));
+      for (let i = 0; i < 100 && runs.length < 1; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(runs).toHaveLength(1);
+      // Held: a new event of the same queue does not start.
+      await scheduler.accept('acme/ingest', event('e2'));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(runs).toHaveLength(1);
+      expect(scheduler.depthOf('acme/ingest')).toBe(2);
+      // The wall clock goes back an hour: the hold ends; the new event runs (the refused one keeps its due time, as a retry does).
+      clock.advance(-3_600_000);
+      await scheduler.accept('acme/ingest', event('e3'));
+      for (let i = 0; i < 100 && runs.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(runs.length).toBeGreaterThanOrEqual(2);
+      await scheduler.stop();
+    } finally {
       store.close();
     }
   });
