@@ -20,11 +20,6 @@ export class RefusalPauses {
   private readonly held = new Map<Socket, () => void>();
   private released = false;
 
-  /** How many connections are held now. */
-  get size(): number {
-    return this.held.size;
-  }
-
   /**
    * Holds `socket` once `res` (a refusal) has finished, for `pauseMs` or the answer's Retry-After,
    * if sooner. Set after Node's own finish work, which resumes the socket to discard a body the

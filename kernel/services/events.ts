@@ -59,8 +59,10 @@ export function outcomeOfResult(result: InvokeResult): EventOutcome {
 /** The call did not complete: time or memory limit, sandbox crash, not deployed, quarantined... all worth another attempt. */
 export function outcomeOfFailure(err: unknown): EventOutcome {
   if (err instanceof SvcError) {
-    const retryAfterS = Number(err.headers?.['Retry-After']);
-    return Number.isFinite(retryAfterS) && retryAfterS >= 0 ? { ok: false, permanent: false, kind: err.code, message: err.details, retryAfterMs: retryAfterS * 1000 } : { ok: false, permanent: false, kind: err.code, message: err.details };
+    // A refusal that says when to come back (a tenant's quota) tells the queue how long to wait.
+    const retryAfterS = Number(err.headers?.['Retry-After'] ?? NaN);
+    const after = Number.isFinite(retryAfterS) && retryAfterS >= 0 ? { retryAfterMs: retryAfterS * 1000 } : {};
+    return { ok: false, permanent: false, kind: err.code, message: err.details, ...after };
   }
   return { ok: false, permanent: false, kind: 'Error', message: err instanceof Error ? err.message : String(err) };
 }

@@ -15,12 +15,13 @@ export interface ListenerDrain {
 
 /**
  * Watches `server`'s connections (call it before the server listens) so its shutdown ends when
- * the last answer is out. Node closes idle keep-alive connections once, as the listener closes,
- * and counts two kinds as busy that carry no request: a connection that has sent nothing yet (a
- * client pool's spare, a browser's preconnect), busy until the headers timeout (up to 60 s
- * here), and one answered after that moment, busy until its keep-alive timeout (72 s). Either
+ * the last answer is out. Node closes idle keep-alive connections once, as the listener closes.
+ * It passes by a connection that has sent nothing yet (a client pool's spare, a browser's
+ * preconnect), which it counts busy until the headers timeout (up to 60 s here), and it does
+ * not look again at one that falls idle later, open until its keep-alive timeout (72 s). Either
  * held a graceful shutdown to its deadline (the tenants bench's server, with an attack client's
- * 256 spare connections, exited on the 10 s deadline with "work in flight is cut").
+ * 256 spare connections, exited on the 10 s deadline with "work in flight is cut"). The set of
+ * connections costs one entry per connection, nothing per request.
  */
 export function listenerDrain(server: Server): ListenerDrain {
   const open = new Set<Socket>();
