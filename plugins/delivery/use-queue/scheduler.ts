@@ -4,6 +4,7 @@ import type { Tracing } from '../../capabilities.ts';
 import { Lane } from './lane.ts';
 import { backoffMs } from './outcome.ts';
 import { DEFAULT_DELIVERY, type DeliverySettings } from './schema.ts';
+import { TenantHolds } from './tenant-holds.ts';
 import { withError, type AttemptError, type QueueTable } from './store.ts';
 
 export interface SchedulerDeps {
@@ -81,6 +82,8 @@ export class Scheduler {
   private readonly attempts = new Set<Promise<void>>();
   /** When each queue last logged that its tenant's quota held it. */
   private readonly quotaLogged = new Map<Lane, number>();
+  /** The background queue's holds, per tenant (tenant-holds.ts). */
+  private readonly holds = new TenantHolds(QUOTA_WAIT_MAX_MS);
 
   constructor(private readonly deps: SchedulerDeps) {}
 
@@ -110,6 +113,7 @@ export class Scheduler {
         if (rows.length > interrupted) log.info({ events: rows.length - interrupted }, 'queue: pending events of a node that is gone taken over');
         for (const row of rows) {
           const lane = this.laneOf(row.channel);
+          if (row.channel === null) this.holds.note(row.id, row.service);
           if (row.attempts === 0) lane.addFresh(row.id);
           else lane.addWaiting(row.id, row.next_attempt_at);
         }
@@ -235,6 +239,7 @@ export class Scheduler {
     } finally {
       lane.accepting--;
     }
+    if (channel === null) this.holds.note(id, request.service);
     lane.addFresh(id);
     this.pump();
     return id;
@@ -260,8 +265,14 @@ export class Scheduler {
         if (!lane.hasRoom || this.held(lane, now)) continue;
         const id = lane.takeDue(now);
         if (id === undefined) continue;
-        this.start(lane, id);
         progressed = true;
+        // A background event of a tenant its quota holds waits for the hold's end, the store untouched.
+        const heldUntil = lane.channel === null ? this.holds.heldUntil(id, now) : undefined;
+        if (heldUntil !== undefined) {
+          lane.addWaiting(id, heldUntil);
+          continue;
+        }
+        this.start(lane, id);
       }
     }
     if (this.running >= this.deps.maxRunning) return;
@@ -309,8 +320,12 @@ export class Scheduler {
     const attemptCid = this.deps.newCid();
     try {
       const row = await table.start(id, attemptCid, this.deps.node);
-      if (!row) return;
+      if (!row) {
+        this.holds.forget(id);
+        return;
+      }
       const request = JSON.parse(row.request) as InvokeRequest;
+      if (lane.channel === null) this.holds.note(id, request.service);
       let run = this.deps.run;
       if (request.service.startsWith(RUNNER_SERVICE_MARK)) {
         const runner = this.runnerOf(lane.channel);
@@ -347,6 +362,7 @@ export class Scheduler {
       }
       if (outcome.ok) {
         await table.succeeded(id, settle('done'));
+        this.holds.forget(id);
         log.debug(where, 'queue: event processed');
         return;
       }
@@ -354,6 +370,7 @@ export class Scheduler {
       const settings = lane.settings;
       if (outcome.permanent || row.attempts >= settings.max_attempts) {
         await table.deadLetter(id, errors, settle('dead'));
+        this.holds.forget(id);
         log.warn({ ...where, kind: outcome.kind, error: outcome.message, permanent: outcome.permanent }, 'queue: event moved to the dead-letter queue');
         return;
       }
@@ -374,7 +391,7 @@ export class Scheduler {
    * backlog of events of a tenant over its quota costs one refused attempt per wait, not two
    * store writes and a log line per event as fast as the backoff allows (nor their attempts,
    * which had sent them to the dead-letter queue). The background queue holds every tenant's
-   * invokeAsync events: there only the refused event waits.
+   * invokeAsync events: there the refused tenant's events wait, the others' run (tenant-holds.ts).
    */
   private async waitForQuota(lane: Lane, id: number, service: string, retryAfterMs: number | undefined, reason: string): Promise<void> {
     const now = this.deps.clock.now();
@@ -383,6 +400,7 @@ export class Scheduler {
     await this.deps.table.postpone(id, due);
     lane.addWaiting(id, due);
     if (lane.channel !== null) lane.heldUntil = Math.max(lane.heldUntil, due);
+    else this.holds.hold(service, due);
     const logged = this.quotaLogged.get(lane);
     if (logged === undefined || now - logged >= QUOTA_LOG_EVERY_MS || now < logged) {
       this.quotaLogged.set(lane, now);
@@ -412,7 +430,10 @@ export class Scheduler {
   }
 
   removed(events: ReadonlyArray<{ id: number; channel: string | null }>): void {
-    for (const e of events) this.lanes.get(e.channel ?? BACKGROUND)?.remove(e.id);
+    for (const e of events) {
+      this.lanes.get(e.channel ?? BACKGROUND)?.remove(e.id);
+      this.holds.forget(e.id);
+    }
   }
 
   /** Events an operator may act on now: not running (an attempt in flight finishes first). */

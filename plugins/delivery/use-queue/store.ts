@@ -134,7 +134,7 @@ export interface NewEvent {
 }
 
 /** An event a node holds in memory: enough to schedule it. */
-export type PendingRow = Pick<EventRow, 'id' | 'channel' | 'attempts' | 'next_attempt_at'>;
+export type PendingRow = Pick<EventRow, 'id' | 'channel' | 'service' | 'attempts' | 'next_attempt_at'>;
 
 const COLUMNS = 'id, channel, service, state, cid, attempts, first_received_at, next_attempt_at, errors';
 
@@ -216,8 +216,8 @@ export class QueueTable {
     const notLive = `COALESCE(node, '') <> ?${others.length ? ` AND COALESCE(node, '') NOT IN (${others.map(() => '?').join(', ')})` : ''}`;
     const rows: PendingRow[] = [];
     // Attempts cut short: few, each with its error recorded.
-    const running = await this.store.all<Pick<EventRow, 'id' | 'channel' | 'attempts' | 'running_cid' | 'errors' | 'node'>>(
-      `SELECT id, channel, attempts, running_cid, errors, node FROM use_queue_event WHERE state = 'running' AND ${notLive} ORDER BY id`,
+    const running = await this.store.all<Pick<EventRow, 'id' | 'channel' | 'service' | 'attempts' | 'running_cid' | 'errors' | 'node'>>(
+      `SELECT id, channel, service, attempts, running_cid, errors, node FROM use_queue_event WHERE state = 'running' AND ${notLive} ORDER BY id`,
       [self, ...others],
     );
     let interrupted = 0;
@@ -226,14 +226,14 @@ export class QueueTable {
       const taken = await this.store.run("UPDATE use_queue_event SET state = 'pending', running_cid = NULL, next_attempt_at = ?, errors = ?, node = ? WHERE id = ? AND state = 'running' AND COALESCE(node, '') = ?", [now, errors, self, r.id, r.node ?? '']);
       if (!taken.changes) continue;
       interrupted++;
-      rows.push({ id: r.id, channel: r.channel, attempts: r.attempts, next_attempt_at: now });
+      rows.push({ id: r.id, channel: r.channel, service: r.service, attempts: r.attempts, next_attempt_at: now });
     }
     // Pending events, possibly many: claimed in one statement under a token only this call uses,
     // read back by it, then given this node's id.
     const token = `${self}~${now}~${++this.adoptions}`;
     const claimed = await this.store.run(`UPDATE use_queue_event SET node = ? WHERE state = 'pending' AND ${notLive}`, [token, self, ...others]);
     if (claimed.changes) {
-      rows.push(...(await this.store.all<PendingRow>("SELECT id, channel, attempts, next_attempt_at FROM use_queue_event WHERE node = ? AND state = 'pending' ORDER BY id", [token])));
+      rows.push(...(await this.store.all<PendingRow>("SELECT id, channel, service, attempts, next_attempt_at FROM use_queue_event WHERE node = ? AND state = 'pending' ORDER BY id", [token])));
       await this.store.run('UPDATE use_queue_event SET node = ? WHERE node = ?', [self, token]);
     }
     rows.sort((x, y) => x.id - y.id);

@@ -17,6 +17,9 @@ import { rows, until } from './support.ts';
  */
 const HOLD = `import { service, outgoing } from 'svc/sdk';
 export default service({ async handle(ctx) { await outgoing('gate').post(ctx.cid, { payload: { tag: 'hold' } }); return { held: true }; } });`;
+/** Queues background work, then holds its own call (the tenant's one concurrent call) open. */
+const SPAWN = `import { service, invokeAsync, outgoing } from 'svc/sdk';
+export default service({ async handle(ctx) { for (let i = 0; i < 5; i++) await invokeAsync('echo', { i }); await outgoing('gate').post(ctx.cid, { payload: { tag: 'spawn' } }); return { spawned: 5 }; } });`;
 const ECHO = `import { service } from 'svc/sdk';\nexport default service({ handle: (ctx) => ({ echo: ctx.input }) });\n`;
 
 describe.runIf(isolatedVmAdvisory() === undefined)("queued events of a tenant over its quota", () => {
@@ -31,6 +34,7 @@ describe.runIf(isolatedVmAdvisory() === undefined)("queued events of a tenant ov
     mkdirSync(join(root, 'acme'));
     writeFileSync(join(root, 'acme', 'hold.ts'), HOLD);
     writeFileSync(join(root, 'acme', 'echo.ts'), ECHO);
+    writeFileSync(join(root, 'acme', 'spawn.ts'), SPAWN);
     k = await startKernel({
       logs,
       config: `
@@ -43,6 +47,7 @@ tenants:
       outgoing_rest: [${gate.outgoing('gate')}]
       channel_rest:
         - { name: hold, url_path: /hold, service: hold, security: none }
+        - { name: spawn, url_path: /spawn, service: spawn, security: none }
         - { name: ingest, url_path: /ingest, service: echo, security: none, use_queue: true, delivery: { max_attempts: 2, base_delay_ms: 50, max_delay_ms: 100 } }
 `,
     });
@@ -76,6 +81,26 @@ tenants:
 
     expect(gate.release('hold')).toBe(1);
     expect((await holding).statusCode).toBe(200);
+    await until(k, (r) => r.length === 0, 10_000);
+    expect(logs.filter((l) => l.msg === 'queue: event moved to the dead-letter queue')).toHaveLength(0);
+  });
+
+  it("in the background queue (invokeAsync), wait as the tenant's events alone, their attempts not counted", async () => {
+    const before = k.kernel.api.sandboxStats().tenants.find((t) => t.tenant === 'acme')!.throttled.concurrent_calls;
+    // The service queues 5 events, then holds the tenant's one call open: their attempts are refused.
+    const spawning = k.app.inject({ method: 'GET', url: '/t/acme/spawn' });
+    await gate.waitHeld('spawn');
+    await new Promise((r) => setTimeout(r, 1_500));
+    const waiting = (await rows(k)).filter((r) => r.channel === null);
+    expect(waiting).toHaveLength(5);
+    for (const row of waiting) expect(row).toMatchObject({ state: 'pending', attempts: 0 });
+    // The tenant's events wait together: one refusal per wait (Retry-After: 1 s), not one per event.
+    const throttled = k.kernel.api.sandboxStats().tenants.find((t) => t.tenant === 'acme')!.throttled.concurrent_calls - before;
+    expect(throttled).toBeGreaterThanOrEqual(1);
+    expect(throttled).toBeLessThanOrEqual(3);
+
+    expect(gate.release('spawn')).toBe(1);
+    expect((await spawning).statusCode).toBe(200);
     await until(k, (r) => r.length === 0, 10_000);
     expect(logs.filter((l) => l.msg === 'queue: event moved to the dead-letter queue')).toHaveLength(0);
   });

@@ -110,3 +110,53 @@ describe("a channel's queue held by its tenant's quota", () => {
     }
   });
 });
+
+describe("the background queue held per tenant by a tenant's quota", () => {
+  it("holds the refused tenant's events without attempting them, and runs the other tenants' and the platform's meanwhile", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 30, 12));
+    const runs: string[] = [];
+    let refuseAcme = true;
+    const { scheduler, store } = await schedulerOn(async (req) => {
+      // The event's own CID (each attempt gets a CID of its own).
+      runs.push(req.delivery!.cid);
+      if (req.service.startsWith('acme/') && refuseAcme) {
+        refuseAcme = false;
+        return { ok: false, kind: 'TENANT_QUOTA', message: 'Quota cpu_ms_per_minute reached', permanent: false, retryAfterMs: 30_000 };
+      }
+      return { ok: true, status: 200 };
+    }, clock);
+    const settled = async (count: number) => {
+      for (let i = 0; i < 200 && runs.length < count; i++) await new Promise((r) => setTimeout(r, 10));
+      // Nothing more comes on its own: give it the turns it would take.
+      await new Promise((r) => setTimeout(r, 100));
+    };
+    try {
+      // Accepted before the scheduler starts: a backlog, acme's first.
+      for (let i = 1; i <= 5; i++) await scheduler.accept(null, { service: 'acme/work', cid: `a${i}`, method: 'POST', input: {} });
+      for (let i = 1; i <= 3; i++) await scheduler.accept(null, { service: 'globex/work', cid: `g${i}`, method: 'POST', input: {} });
+      await scheduler.accept(null, { service: 'platform-work', cid: 'p1', method: 'POST', input: {} });
+      scheduler.applyConfig({ channel_rest: [] } as unknown as SvcConfig);
+      await settled(5);
+      // acme's first event was refused; its four others were never attempted; globex's and the platform's ran.
+      expect(runs).toEqual(['a1', 'g1', 'g2', 'g3', 'p1']);
+      expect(scheduler.depthOf(null)).toBe(5);
+      const acme = await store.all<{ attempts: number; state: string }>("SELECT attempts, state FROM use_queue_event WHERE service = 'acme/work'");
+      expect(acme).toEqual(Array.from({ length: 5 }, () => ({ attempts: 0, state: 'pending' })));
+      // A new acme event during the hold waits too; a new globex event runs.
+      await scheduler.accept(null, { service: 'acme/work', cid: 'a6', method: 'POST', input: {} });
+      await scheduler.accept(null, { service: 'globex/work', cid: 'g4', method: 'POST', input: {} });
+      await settled(6);
+      expect(runs.slice(5)).toEqual(['g4']);
+      // The hold ends (the Retry-After has passed): acme's events run, oldest first.
+      clock.advance(30_001);
+      await scheduler.accept(null, { service: 'globex/work', cid: 'g5', method: 'POST', input: {} });
+      await settled(13);
+      expect(runs.slice(6).sort()).toEqual(['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'g5']);
+      expect(runs.slice(6).filter((c) => c.startsWith('a'))).toEqual(['a1', 'a2', 'a3', 'a4', 'a5', 'a6']);
+      expect(scheduler.depthOf(null)).toBe(0);
+      await scheduler.stop();
+    } finally {
+      store.close();
+    }
+  });
+});
