@@ -86,7 +86,7 @@ export const sandboxSchema = z
       .max(1024)
       .optional()
       .describe(
-        "A tenant's own sandbox processes (`processes` 1 or more) run at the normal CPU priority until their threads together use more than this many cores, averaged over a second; they are then lowered to the lowest (nice 19, every thread) for the rest of their lives, and for ten minutes the tenant's new processes start there, as they do after one of them died. So a busy tenant (loops, memory bombs, floods of work) never takes a core from a well-behaved one, nor from the kernel. The processes tenants share always run at the lowest priority. 0 starts every tenant's process at the lowest priority. Not set: a quarter of the node's cores, at least 0.5. Linux only (read from /proc).",
+        "A tenant's own sandbox processes (`processes` 1 or more) run at the normal CPU priority until their threads together use more than this many cores, averaged over a second, or one of them has its isolates meet their memory limit 3 times within 10 s (a memory bomb spends little CPU); they are then lowered to the lowest (nice 19, every thread) for the rest of their lives, and for ten minutes the tenant's new processes start there, as they do after one of them died. So a busy tenant (loops, memory bombs, floods of work) never takes a core from a well-behaved one, nor from the kernel. The processes tenants share always run at the lowest priority. 0 starts every tenant's process at the lowest priority. Not set: a quarter of the node's cores, at least 0.5. Linux only (read from /proc).",
       ),
   })
   .strict()

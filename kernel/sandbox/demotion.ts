@@ -44,6 +44,8 @@ export interface CpuWatch {
   demoted: boolean;
   /** Walks of its threads still to make once lowered (RELOWER_WALKS). */
   walksLeft: number;
+  /** When its isolates met their memory limit, within MEMORY_LIMIT_WINDOW_MS, oldest first. */
+  memoryLimits: number[];
 }
 
 /**
@@ -53,7 +55,18 @@ export interface CpuWatch {
  */
 export const RELOWER_WALKS = 5;
 
-export const newCpuWatch = (demoted: boolean): CpuWatch => ({ samples: [], demoted, walksLeft: demoted ? RELOWER_WALKS : 0 });
+export const newCpuWatch = (demoted: boolean): CpuWatch => ({ samples: [], demoted, walksLeft: demoted ? RELOWER_WALKS : 0, memoryLimits: [] });
+
+/**
+ * Memory limits met within this long that make a process one to lower (memoryLimitMet). A memory
+ * bomb spends little CPU, the less as its rebuilds are spaced (rebuild-gate.ts), and never crossed
+ * the CPU bar: its process kept the normal priority, and its bursts of fresh pages, a core's worth
+ * while they last, raised a neighbour's p99 to twice its solo one (bench/README.md, Tenants).
+ */
+export const MEMORY_LIMIT_WINDOW_MS = 10_000;
+export const MEMORY_LIMITS_TO_LOWER = 3;
+/** The calls of one isolate that met its limit fail together: results this close are one limit met. */
+const SAME_LIMIT_MS = 20;
 
 export interface DemotionDeps {
   readCpuMs?: (pid: number) => number | undefined;
@@ -104,6 +117,22 @@ export class Demotion {
       watch.samples.length = 0;
     } else if (watch.walksLeft-- <= 0) return;
     this.lowerThreads(pid);
+  }
+
+  /**
+   * One of the process's isolates met its memory limit (its calls failed with SERVICE_MEMORY_LIMIT).
+   * True when that makes MEMORY_LIMITS_TO_LOWER within MEMORY_LIMIT_WINDOW_MS: the process is one
+   * to lower. A service that meets its limit now and then is not a memory bomb.
+   */
+  memoryLimitMet(watch: CpuWatch): boolean {
+    if (watch.demoted) return false;
+    const now = this.now();
+    const limits = watch.memoryLimits;
+    const last = limits[limits.length - 1];
+    if (last !== undefined && now - last < SAME_LIMIT_MS) return false;
+    limits.push(now);
+    while (now - limits[0]! > MEMORY_LIMIT_WINDOW_MS) limits.shift();
+    return limits.length >= MEMORY_LIMITS_TO_LOWER;
   }
 
   /** Forgets the readings (the process was busy for a reason of the kernel's: starting, deploying). */

@@ -295,6 +295,15 @@ export class SandboxPool {
     this.log.warn({ pids: read.map((w) => w.child.pid), cores: Math.round(cores * 100) / 100, aboveCores: this.demotion.aboveCores }, "a tenant's sandbox processes were busy; they run at the lowest CPU priority from now on");
   }
 
+  /** A tenant's process whose isolates keep meeting their memory limit is lowered as a busy one is (demotion.ts, memoryLimitMet). */
+  private memoryLimitMet(worker: SandboxWorker): void {
+    const pid = worker.child.pid;
+    if (!this.demotion || pid === undefined || !this.demotion.memoryLimitMet(worker.cpu)) return;
+    this.demotion.lower(pid, worker.cpu);
+    this.lowUntil = this.clock.now() + LOW_AFTER_MS;
+    this.log.warn({ pids: [pid], memoryLimits: worker.cpu.memoryLimits.length }, "a tenant's sandbox process kept meeting its isolates' memory limits; it runs at the lowest CPU priority from now on");
+  }
+
   /** Ends a call once: it leaves the books, and its promise settles. */
   private settle(call: PendingCall, outcome: InvokeResult | SvcError): void {
     this.pending.delete(call.id);
@@ -427,6 +436,7 @@ export class SandboxPool {
       case 'result': {
         const call = worker.inflight.get(message.id);
         if (!call) return;
+        if (message.fail === 'SERVICE_MEMORY_LIMIT') this.memoryLimitMet(worker);
         if (message.fail) this.settle(call, new SvcError(message.fail, message.message));
         else {
           const result = parseInvokeResult(body, call.request.replyBodyJson === true);

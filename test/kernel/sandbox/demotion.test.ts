@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultDemoteCores, Demotion, DEMOTE_WINDOW_MS, newCpuWatch, processCpuMs, RELOWER_WALKS } from '../../../kernel/sandbox/demotion.ts';
+import { defaultDemoteCores, Demotion, DEMOTE_WINDOW_MS, MEMORY_LIMIT_WINDOW_MS, MEMORY_LIMITS_TO_LOWER, newCpuWatch, processCpuMs, RELOWER_WALKS } from '../../../kernel/sandbox/demotion.ts';
 
 /** A process whose CPU clock the test moves, read by a Demotion on the test's clock. */
 function setup() {
@@ -74,6 +74,32 @@ describe('demotion: lowering', () => {
     const watch = newCpuWatch(true);
     for (let i = 0; i < 20; i++) demotion.lower(7, watch);
     expect(lowered).toEqual(Array(RELOWER_WALKS).fill(7));
+  });
+
+  it('a process whose isolates meet their memory limit MEMORY_LIMITS_TO_LOWER times within the window is one to lower; the calls of one limit met count once', () => {
+    const { clock, demotion, watch } = setup();
+    const met = () => demotion.memoryLimitMet(watch);
+    expect(MEMORY_LIMITS_TO_LOWER).toBe(3);
+    expect(met()).toBe(false);
+    // The other calls of the same isolate, failing with it: the same limit met.
+    for (let i = 0; i < 7; i++) expect(met()).toBe(false);
+    clock.now += 1_000;
+    expect(met()).toBe(false);
+    clock.now += 1_000;
+    expect(met()).toBe(true);
+    // Lowered already: nothing more to say.
+    demotion.lower(42, watch);
+    clock.now += 1_000;
+    expect(met()).toBe(false);
+  });
+
+  it('memory limits met further apart than the window never make one to lower', () => {
+    const { clock, demotion, watch } = setup();
+    for (let i = 0; i < 20; i++) {
+      expect(demotion.memoryLimitMet(watch)).toBe(false);
+      clock.now += MEMORY_LIMIT_WINDOW_MS / 2 + 1;
+    }
+    expect(watch.memoryLimits.length).toBeLessThanOrEqual(2);
   });
 
   it('by default the bar is a quarter of the cores, at least half of one', () => {

@@ -14,6 +14,9 @@ const SPIN = `import { service } from 'svc/sdk';\nexport default service({ handl
  * process ran a call is shown by what its crash takes down.
  */
 
+/** Keeps `n` small objects: 300,000 of them are past 16 MB (a tenant's memory_mb below). */
+const HOARD = `import { service } from 'svc/sdk';\nexport default service({ limits: { memoryMb: 64 }, handle(ctx) { const a = []; for (let i = 0; i < ctx.input.n; i++) a.push({ i, s: 'x' + i }); return a.length; } });\n`;
+
 /** Waits on a host call (any) until the test opens the gate: a call that is surely in flight. */
 const GATED = `import { service, outgoing } from 'svc/sdk';
 export default service({ async handle(ctx) {
@@ -193,6 +196,31 @@ describe('process groups', () => {
     }
     const platform = niceOf(platformPid!);
     expect(platform.filter((t) => t.nice !== 0)).toEqual([]);
+  });
+
+  it.runIf(process.platform === 'linux')("with demotion, a tenant's own process whose isolates keep meeting their memory limit is lowered, every thread, though it spends little CPU; another tenant's stays", async () => {
+    // A bar no process here reaches: only the memory limits can lower it.
+    runner = await startRunner({ workers: 1, tenantWorkers: 1, demoteAboveCores: 50 });
+    const [platformPid] = runner.pids();
+    // One group at a time: the order of pids() across groups started together is not fixed.
+    const bomber = tenant('bomber', { processes: 1, quotas: { memory_mb: 16 } });
+    await runner.setTenants([bomber]);
+    const bomberPid = runner.pids().find((p) => p !== platformPid)!;
+    await runner.setTenants([bomber, tenant('calm', { processes: 1 })]);
+    const calmPid = runner.pids().find((p) => p !== platformPid && p !== bomberPid)!;
+    await deploy(runner, { 'bomber/hoard': HOARD, 'bomber/echo': ECHO, 'calm/echo': ECHO });
+    expect(await code(runner.invoke(request('calm/echo')))).toBe('ok');
+    expect(await code(runner.invoke(request('bomber/echo')))).toBe('ok');
+    for (const pid of [bomberPid!, calmPid!]) expect(niceOf(pid).filter((t) => t.nice !== 0)).toEqual([]);
+    // Met twice: a service may meet its limit now and then; still the normal priority.
+    for (let i = 0; i < 2; i++) expect(await code(runner.invoke(request('bomber/hoard', { n: 300_000 })))).toBe('SERVICE_MEMORY_LIMIT');
+    expect(niceOf(bomberPid!).filter((t) => t.nice !== 0)).toEqual([]);
+    // The third within the window: lowered, every thread.
+    expect(await code(runner.invoke(request('bomber/hoard', { n: 300_000 })))).toBe('SERVICE_MEMORY_LIMIT');
+    await waitFor('the bomber lowered', () => niceOf(bomberPid!).every((t) => t.nice === 19));
+    expect(niceOf(calmPid!).filter((t) => t.nice !== 0)).toEqual([]);
+    // It still answers, below the others.
+    expect(await code(runner.invoke(request('bomber/echo')))).toBe('ok');
   });
 
   it.runIf(process.platform === 'linux')("with demotion, a tenant's own processes start at the normal priority (the shared ones low); a busy one is lowered, every thread, and after a death its group's next process starts low", async () => {
