@@ -57,6 +57,10 @@ interface Measured {
   clientWaited: number;
   /** The kernel's longest event-loop stall in the round, ms. */
   lagMaxMs: number;
+  /** When the victim's round ran (epoch ms, from its first request's due time to its last answer): its lines of the access log. */
+  window: [number, number];
+  /** The victim's p99 as the server timed it (the access log's `ms`: from the request's arrival to its answer's end), once read. */
+  serverP99?: number;
   /** How long the server took to fall quiet after the attack stopped, ms. */
   coolDownMs: number;
   /** Queued events of the attacker still waiting after COOL_DOWN_MAX_MS, deleted so the next round starts clean. */
@@ -176,7 +180,9 @@ async function measure(c: Case, svc: Running, purge: () => number, adminUrl: str
   const metricsBefore = { metrics: await scrape(adminUrl), at: performance.now() };
   await new Promise((r) => setTimeout(r, AFTER_SCRAPE_MS));
   const before = { all: ticks(pids), kernel: ticks([svc.pid]), clients: ticks(clients), machine: machineBusyTicks(), waited: waits(), at: performance.now() };
+  const roundStart = Date.now();
   const round = await victim.ask<Round>({ run: { seconds: SECONDS } });
+  const window: [number, number] = [roundStart, Date.now()];
   const seconds = (performance.now() - before.at) / 1000;
   // Processes started during the round (a crashed sandbox's successor) count from zero.
   const after = { all: ticks(processTree(svc.pid)), kernel: ticks([svc.pid]), clients: ticks(clients), machine: machineBusyTicks(), waited: waits() };
@@ -199,6 +205,7 @@ async function measure(c: Case, svc: Running, purge: () => number, adminUrl: str
     clientWaited: (after.waited.client - before.waited.client) / 1e9 / seconds,
     victimCores: tenantCores('victim'),
     lagMaxMs: metricsAfter.metrics.lagMaxMs,
+    window,
     coolDownMs: cooled.ms,
     purged: cooled.purged,
   };
@@ -229,11 +236,36 @@ function purgedText(ms: Measured[]): string {
   return n ? ` (${n} queued events deleted)` : '';
 }
 
+/**
+ * The victim's requests as the server timed them, from its access log (one line per answer, at
+ * its end: `time`, and `ms` from the request's arrival). Beside the client's latencies it tells the
+ * server's part of a tail from the client's own and the loopback's: both share the machine.
+ */
+function readServerTimes(log: string, results: Measured[][]): void {
+  const times: Array<{ at: number; ms: number }> = [];
+  for (const line of readFileSync(log, 'utf8').split('\n')) {
+    if (!line.includes('"channel":"victim/work"')) continue;
+    try {
+      const entry = JSON.parse(line) as { msg?: string; time?: unknown; ms?: unknown };
+      if (entry.msg === 'request' && typeof entry.time === 'number' && typeof entry.ms === 'number') times.push({ at: entry.time, ms: entry.ms });
+    } catch {
+      /* a line cut short: not one of the victim's */
+    }
+  }
+  for (const m of results.flat()) {
+    const [from, to] = m.window;
+    const ms = times.filter((t) => t.at >= from && t.at <= to).map((t) => t.ms).sort((a, b) => a - b);
+    if (ms.length) m.serverP99 = quantile(ms, 0.99);
+  }
+}
+
 const sortedLatencies = (m: Measured) => [...m.victim.latencies].sort((a, b) => a - b);
 
 /** The two tables of one config: the victim's latencies and failures, and where the time went. */
 function report(title: string, cases: Case[], results: Measured[][]): void {
   const soloP99 = median(results[0]!.map((m) => quantile(sortedLatencies(m), 0.99)));
+  const serverP99 = (ms: Measured[]) => median(ms.map((m) => m.serverP99 ?? NaN));
+  const soloServerP99 = serverP99(results[0]!);
   const latencyRows: string[][] = [];
   const costRows: string[][] = [];
   cases.forEach((c, i) => {
@@ -252,6 +284,7 @@ function report(title: string, cases: Case[], results: Measured[][]): void {
       quantile(sorted.flat().sort((a, b) => a - b), 0.999).toFixed(2),
       `${failed} / ${sent}`,
       i === 0 ? '1.00' : `**${(p99 / soloP99).toFixed(2)}** (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`,
+      i === 0 ? `${serverP99(ms).toFixed(2)}` : `${serverP99(ms).toFixed(2)} (${(serverP99(ms) / soloServerP99).toFixed(2)})`,
       failures.join('; '),
     ]);
     const cores = (f: (m: Measured) => number) => median(ms.map(f)).toFixed(2);
@@ -268,7 +301,7 @@ function report(title: string, cases: Case[], results: Measured[][]): void {
     ]);
   });
   const rounds = `medians of ${results[0]!.length} interleaved rounds of ${SECONDS} s`;
-  printGrid(`${title}: the victim at ${RATE} req/s, open loop (${rounds}; p99.9 of every round's requests together)`, ['case', 'p50 ms', 'p99 ms', 'p99.9 ms', 'victim failed / sent', 'p99 vs solo (rounds)', 'failures'], latencyRows);
+  printGrid(`${title}: the victim at ${RATE} req/s, open loop (${rounds}; p99.9 of every round's requests together)`, ['case', 'p50 ms', 'p99 ms', 'p99.9 ms', 'victim failed / sent', 'p99 vs solo (rounds)', "server's own p99 ms, access log (vs solo)", 'failures'], latencyRows);
   printGrid(
     `${title}: where the time went (${rounds})`,
     ['case', 'cores: kernel / victim isolates / attacker isolates', 'cores: server + victim client + attack clients', 'other load (cores)', 'kernel event-loop stall, max ms (beyond its 10 ms timer)', 'waiting for a CPU: kernel / victim client', "victim client's send lag p99 ms", 'cool-down s', "attacker's requests got"],
@@ -302,6 +335,7 @@ async function runConfig(title: string, processes: number, cases: Case[], node: 
         results[i]!.push(await measure(cases[i]!, svc, purge, adminUrl, victim, attacker, sink.proc.pid!));
       }
     }
+    readServerTimes(join(dir, 'server.log'), results);
     report(title, cases, results);
   } finally {
     await svc?.stop();
