@@ -64,8 +64,16 @@ export function summaryOf(e: EventView): EventSummary {
   return { ...rest, lastError: errors.at(-1) ?? null, errorCount: errors.length };
 }
 
-export async function listEvents(table: QueueTable, args: z.infer<typeof listArgs>, tenant?: string): Promise<EventSummary[]> {
-  return (await table.list({ ...args, tenant })).map(summaryOf);
+/** When a pending event is next tried: its stored due time, or later while its tenant's quota holds its queue (Scheduler.quotaHoldOf). */
+type QuotaHolds = Pick<Scheduler, 'quotaHoldOf'>;
+
+export async function listEvents(table: QueueTable, args: z.infer<typeof listArgs>, tenant?: string, holds?: QuotaHolds): Promise<EventSummary[]> {
+  return (await table.list({ ...args, tenant })).map((e) => {
+    const summary = summaryOf(e);
+    const held = e.state === 'pending' ? holds?.quotaHoldOf(e.channel, e.service) : undefined;
+    if (held !== undefined && (e.nextAttemptAt === null || held > Date.parse(e.nextAttemptAt))) summary.nextAttemptAt = new Date(held).toISOString();
+    return summary;
+  });
 }
 
 /** One event with its request; another tenant's is not found, like a missing one. */
@@ -105,7 +113,7 @@ async function checkVersion(chosen: ReadonlyArray<{ service: string }>, version:
 }
 
 export function queueControls(store: DataStore, table: QueueTable, scheduler: Scheduler, now: () => number, servingVersion: KernelApi['servingVersion'], replayChecks: ReplayChecks = []): ControlOp[] {
-  const list: ControlOp<z.infer<typeof listArgs>> = { op: 'queue.list', readOnly: true, tenantScoped: true, args: listArgs, handler: (args, caller) => listEvents(table, args, caller?.tenant) };
+  const list: ControlOp<z.infer<typeof listArgs>> = { op: 'queue.list', readOnly: true, tenantScoped: true, args: listArgs, handler: (args, caller) => listEvents(table, args, caller?.tenant, scheduler) };
   const show: ControlOp<z.infer<typeof showArgs>> = { op: 'queue.show', readOnly: true, tenantScoped: true, args: showArgs, handler: ({ id }, caller) => showEvent(table, id, caller?.tenant) };
   const replay: ControlOp<z.infer<typeof replayArgs>> = {
     op: 'queue.replay',

@@ -297,6 +297,18 @@ export class Scheduler {
     });
   }
 
+  /**
+   * Until when a pending event of `service` in this queue waits for its tenant's quota, beyond its
+   * stored due time: the holds live in memory only (the store is not written for held events), so
+   * a listing asks here.
+   */
+  quotaHoldOf(channel: string | null, service: string): number | undefined {
+    const now = this.deps.clock.now();
+    if (channel === null) return this.holds.heldFor(service, now);
+    const lane = this.lanes.get(channel);
+    return lane && lane.heldUntil > now && lane.heldUntil - now <= QUOTA_WAIT_MAX_MS ? lane.heldUntil : undefined;
+  }
+
   /** Held by its tenant's quota at `now`; a hold further off than any wait means the clock was set back, and ends. */
   private held(lane: Lane, now: number): boolean {
     if (lane.heldUntil - now > QUOTA_WAIT_MAX_MS) lane.heldUntil = now;

@@ -39,6 +39,13 @@ export class TenantHolds {
     this.until.set(tenant, Math.max(this.until.get(tenant) ?? -Infinity, due));
   }
 
+  /** Until when the service's tenant is held at `now` (what an operator's listing shows); undefined when it is not. */
+  heldFor(service: string, now: number): number | undefined {
+    const tenant = tenantOf(service);
+    const until = tenant === undefined ? undefined : this.until.get(tenant);
+    return until !== undefined && until > now && until - now <= this.maxWaitMs ? until : undefined;
+  }
+
   /** When the event may start if its tenant is held at `now`; undefined when it may start now. */
   heldUntil(id: number, now: number): number | undefined {
     if (this.until.size === 0) return undefined;

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { listEvents } from '../../../../plugins/delivery/use-queue/control.ts';
 import { Scheduler } from '../../../../plugins/delivery/use-queue/scheduler.ts';
 import { DEFAULT_DELIVERY } from '../../../../plugins/delivery/use-queue/schema.ts';
 import { QueueTable } from '../../../../plugins/delivery/use-queue/store.ts';
@@ -25,13 +26,14 @@ afterEach(() => {
 const EVENTS = 120;
 
 /** A scheduler over a real SQLite file in a temp dir, its run stood in by `run`. */
-async function schedulerOn(run: (req: InvokeRequest) => Promise<EventOutcome>, clock: Clock = { now: () => Date.now() }): Promise<{ scheduler: Scheduler; store: SqliteStore }> {
+async function schedulerOn(run: (req: InvokeRequest) => Promise<EventOutcome>, clock: Clock = { now: () => Date.now() }): Promise<{ scheduler: Scheduler; store: SqliteStore; table: QueueTable }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-queue-turns-'));
   dirs.push(dir);
   const store = new SqliteStore(join(dir, 'svc.db'));
+  const table = await QueueTable.open(store);
   let n = 0;
   const scheduler = new Scheduler({
-    table: await QueueTable.open(store),
+    table,
     run,
     newCid: () => `cid${n++}`,
     clock,
@@ -44,7 +46,7 @@ async function schedulerOn(run: (req: InvokeRequest) => Promise<EventOutcome>, c
     liveNodes: async () => new Set(['n1']),
   });
   await scheduler.load();
-  return { scheduler, store };
+  return { scheduler, store, table };
 }
 
 describe('a backlog of attempts that end at once', () => {
@@ -84,7 +86,7 @@ describe("a channel's queue held by its tenant's quota", () => {
   it('waits for the Retry-After, and not for an hour when the clock is set back an hour', async () => {
     const clock = new ManualClock(Date.UTC(2026, 10, 30, 12));
     const runs: string[] = [];
-    const { scheduler, store } = await schedulerOn(async (req) => {
+    const { scheduler, store, table } = await schedulerOn(async (req) => {
       runs.push(req.cid);
       return runs.length === 1 ? { ok: false, kind: 'TENANT_QUOTA', message: 'Quota concurrent_calls reached', permanent: false, retryAfterMs: 30_000 } : { ok: true, status: 200 };
     }, clock);
@@ -99,6 +101,9 @@ describe("a channel's queue held by its tenant's quota", () => {
       await new Promise((r) => setTimeout(r, 200));
       expect(runs).toHaveLength(1);
       expect(scheduler.depthOf('acme/ingest')).toBe(2);
+      // The listing shows both due at the hold's end.
+      const holdEnd = new Date(clock.now() + 30_000).toISOString();
+      expect((await listEvents(table, { channel: 'acme/ingest', limit: 100 }, undefined, scheduler)).map((e) => e.nextAttemptAt)).toEqual([holdEnd, holdEnd]);
       // The wall clock goes back an hour: the hold ends; the new event runs (the refused one keeps its due time, as a retry does).
       clock.advance(-3_600_000);
       await scheduler.accept('acme/ingest', event('e3'));
@@ -116,7 +121,7 @@ describe("the background queue held per tenant by a tenant's quota", () => {
     const clock = new ManualClock(Date.UTC(2026, 10, 30, 12));
     const runs: string[] = [];
     let refuseAcme = true;
-    const { scheduler, store } = await schedulerOn(async (req) => {
+    const { scheduler, store, table } = await schedulerOn(async (req) => {
       // The event's own CID (each attempt gets a CID of its own).
       runs.push(req.delivery!.cid);
       if (req.service.startsWith('acme/') && refuseAcme) {
@@ -142,6 +147,10 @@ describe("the background queue held per tenant by a tenant's quota", () => {
       expect(scheduler.depthOf(null)).toBe(5);
       const acme = await store.all<{ attempts: number; state: string }>("SELECT attempts, state FROM use_queue_event WHERE service = 'acme/work'");
       expect(acme).toEqual(Array.from({ length: 5 }, () => ({ attempts: 0, state: 'pending' })));
+      // The hold is in memory only: an operator's listing shows each held event due at its end, not at its stored time.
+      const holdEnd = new Date(clock.now() + 30_000).toISOString();
+      const listed = await listEvents(table, { channel: null, limit: 100 }, undefined, scheduler);
+      expect(listed.map((e) => [e.service, e.nextAttemptAt])).toEqual(Array.from({ length: 5 }, () => ['acme/work', holdEnd]));
       // A new acme event during the hold waits too; a new globex event runs.
       await scheduler.accept(null, { service: 'acme/work', cid: 'a6', method: 'POST', input: {} });
       await scheduler.accept(null, { service: 'globex/work', cid: 'g4', method: 'POST', input: {} });
