@@ -9,9 +9,18 @@ import type { Socket } from 'node:net';
  *
  * The other end may be hostile (service code runs in sandbox processes): a line that is not
  * JSON, or a line longer than `maxLine`, is reported to `onViolation` and never thrown.
+ *
+ * One read may hold hundreds of messages (a service making 256 outgoing calls at once sends
+ * them in one write), and handling them all in one turn of the event loop stalled every other
+ * tenant's request for up to 20 ms. So a read is handled for at most TURN_BUDGET_MS: the rest
+ * waits for the next turn (setImmediate), with the socket paused meanwhile, after the other
+ * sockets' events of this turn have run.
  */
 const STATS = process.env.SVC_WIRE_STATS ? { flushes: 0, messages: 0 } : undefined;
 if (STATS) setInterval(() => process.stderr.write(`wire ${process.pid}: ${STATS.messages} msgs / ${STATS.flushes} writes\n`), 2000).unref();
+
+/** How long one turn of the event loop handles one wire's messages before it yields (see above). */
+export const TURN_BUDGET_MS = 1;
 
 const OPEN = '{"t":"';
 const ID = '","id":';
@@ -65,6 +74,8 @@ export class Wire {
   private rawLength = -1;
   /** A raw part read, waiting for its message's line. */
   private raw: string | undefined;
+  /** The rest of a read waits for the next turn, the socket paused (see TURN_BUDGET_MS). */
+  private yielded = false;
 
   private socket: Socket | undefined;
 
@@ -88,7 +99,13 @@ export class Wire {
 
   private receive(chunk: string): void {
     if (this.broken) return;
+    if (this.yielded) {
+      // Read before the pause took hold: it follows what waits.
+      this.buffered += chunk;
+      return;
+    }
     const data = this.buffered + chunk;
+    const began = performance.now();
     let start = 0;
     for (;;) {
       if (this.rawLength >= 0) {
@@ -121,11 +138,30 @@ export class Wire {
       this.raw = undefined;
       this.handlers.onMessage(header, tab === -1 ? '' : line.slice(tab + 1), raw);
       if (this.broken) return;
+      if (performance.now() - began >= TURN_BUDGET_MS && data.indexOf('\n', start) !== -1) {
+        this.buffered = data.slice(start);
+        this.yieldTurn();
+        return;
+      }
     }
     this.buffered = start === 0 ? data : data.slice(start);
     // A raw part being read may be as long as a line; a line longer than the cap is refused.
     if (this.buffered.length > this.handlers.maxLine) this.violate(`a message exceeds ${this.handlers.maxLine} characters`);
   }
+
+  /** Stops reading until the next turn; what is buffered is handled then, before anything read after it. */
+  private yieldTurn(): void {
+    if (this.yielded) return;
+    this.yielded = true;
+    this.socket?.pause();
+    setImmediate(this.resumeTurn);
+  }
+
+  private readonly resumeTurn = (): void => {
+    this.yielded = false;
+    this.receive('');
+    if (!this.yielded && !this.broken) this.socket?.resume();
+  };
 
   private violate(why: string): void {
     this.broken = true;

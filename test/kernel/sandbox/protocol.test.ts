@@ -1,7 +1,7 @@
 import { socketpair } from './socketpair.ts';
 import { describe, expect, it, vi } from 'vitest';
 import { parseInvokeResult, readSandboxMessage } from '../../../kernel/sandbox/protocol.ts';
-import { quickHeader, Wire } from '../../../kernel/sandbox/wire.ts';
+import { quickHeader, TURN_BUDGET_MS, Wire } from '../../../kernel/sandbox/wire.ts';
 
 describe('result envelopes from a sandbox', () => {
   it('accepts a well-formed result and builds headers without a prototype', () => {
@@ -194,6 +194,43 @@ describe('the wire', () => {
     expect(got).toEqual(sent);
     a.destroy();
     b.destroy();
+  });
+
+  it('yields the event loop within a read of many messages, so another wire is served between them, and keeps their order', async () => {
+    const [a, b] = await socketpair();
+    const [c, d] = await socketpair();
+    const busy = (ms: number) => {
+      for (const until = performance.now() + ms; performance.now() < until; );
+    };
+    const order: string[] = [];
+    let othersSent = false;
+    const other = new Wire(d, { maxLine: 1000, onMessage: () => undefined, onViolation: () => undefined });
+    new Wire(c, { maxLine: 1000, onMessage: () => order.push('other'), onViolation: (why) => expect.fail(why) });
+    new Wire(a, {
+      maxLine: 1 << 20,
+      onMessage: (h, _body, raw) => {
+        order.push(`${(h as { id: number }).id}${raw === undefined ? '' : ':' + raw.length}`);
+        // The other wire's message is sent while this read is being handled: it is on its socket
+        // before the read ends, and one turn that handled the whole read would serve it last.
+        if (!othersSent) {
+          othersSent = true;
+          other.send({ t: 'ready' });
+          busy(20);
+        }
+        busy(TURN_BUDGET_MS / 4);
+      },
+      onViolation: (why) => expect.fail(why),
+    });
+    // 200 messages (every tenth with a raw part) in one write: one read on the other side.
+    const sender = new Wire(b, { maxLine: 1 << 20, onMessage: () => undefined, onViolation: () => undefined });
+    for (let i = 0; i < 200; i++) sender.send({ t: 'call', id: i }, '{}', i % 10 === 0 ? 'r'.repeat(i) : undefined);
+    await vi.waitFor(() => expect(order).toHaveLength(201), { timeout: 10_000 });
+    const at = order.indexOf('other');
+    expect(at).toBeGreaterThan(0);
+    // Served within a few budgets of its arrival, not after the 200 (50 budgets' worth).
+    expect(at).toBeLessThan(40);
+    expect(order.filter((o) => o !== 'other')).toEqual(Array.from({ length: 200 }, (_, i) => (i % 10 === 0 ? `${i}:${i}` : String(i))));
+    for (const s of [a, b, c, d]) s.destroy();
   });
 
   it.each([
