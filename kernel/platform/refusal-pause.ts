@@ -14,17 +14,44 @@ import type { Socket } from 'node:net';
  * connection may hold the rest of the refused request's body, so Node counts it busy, not idle,
  * and closing idle connections would pass it by: the listener's close then waited for the pause,
  * and for the keep-alive timeout after it (the tenants bench's server took its whole 10 s drain).
+ *
+ * Allocation-light, because a flood is refused hundreds of times a second and every hold lives
+ * through the pause, long enough to survive the kernel's young-generation collections: no
+ * closure, timer or listener per refusal. A refusal is a row of a flat list until its answer has
+ * finished, then a slot of a wheel of `TICK_MS` slots turned by one shared timer, which runs
+ * only while something is held. Measured under the tenants bench's floods (bench/README.md,
+ * Tenants, 2026-12-01): the per-refusal closures, timers and listeners were a fifth of what
+ * survived the kernel's scavenges.
  */
+
+/** The wheel's resolution: a held connection is read again at most this much before its pause ends, never after. */
+export const TICK_MS = 20;
+/** The longest pause the wheel holds (config's `refusal_pause_ms` maximum), in ticks, and one more. */
+const SLOTS = Math.ceil(4_000 / TICK_MS) + 1;
+
 export class RefusalPauses {
-  /** Each held connection and the timer that reads it again. */
-  private readonly held = new Map<Socket, () => void>();
+  /** Each held connection and the tick it is read again at (a slot may still list it after an earlier release: the tick tells). */
+  private readonly held = new Map<Socket, number>();
+  /** Refused answers not yet finished: [response, socket, pause ms] per refusal, flat. */
+  private waiting: Array<ServerResponse | Socket | number> = [];
+  /** The connections read again at each tick, by tick modulo SLOTS. */
+  private readonly slots: Socket[][] = Array.from({ length: SLOTS }, () => []);
+  /** The last tick turned. */
+  private turned = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
   private released = false;
+  private readonly now: () => number;
+
+  constructor(now: () => number = () => performance.now()) {
+    this.now = now;
+  }
 
   /**
    * Holds `socket` once `res` (a refusal) has finished, for `pauseMs` or the answer's Retry-After,
-   * if sooner. Set after Node's own finish work, which resumes the socket to discard a body the
-   * refusal left unread (on the next tick) and would undo a pause made before. The rest of that
-   * body waits with the next request.
+   * if sooner. Held only in a later event-loop turn than the one its answer finished in: Node's
+   * own finish work resumes the socket to discard a body the refusal left unread (on the next
+   * tick), which would undo a pause made before. The rest of that body waits with the next request.
    */
   holdAfter(res: ServerResponse, socket: Socket, pauseMs: number): void {
     const retryAfter = Number(res.getHeader('retry-after'));
@@ -34,34 +61,91 @@ export class RefusalPauses {
     const ms = Math.round(longest * (0.75 + Math.random() * 0.25));
     // A request injected in-process (tests, light-my-request) has a stand-in socket that cannot pause.
     if (ms <= 0 || this.released || typeof socket?.pause !== 'function' || typeof socket.resume !== 'function') return;
-    const pause = () => this.hold(socket, ms);
-    // The answer may be out already (sent before the chain's last await returned).
-    const later = () => setImmediate(pause);
-    if (res.writableFinished) later();
-    else res.once('finish', later);
+    this.waiting.push(res, socket, ms);
+    this.immediate ??= setImmediate(this.holdFinished);
   }
 
   /** Shutdown: every held connection is read again now, and none is held from here on. */
   releaseAll(): void {
     this.released = true;
-    for (const release of [...this.held.values()]) release();
+    this.waiting = [];
+    for (const socket of this.held.keys()) if (!socket.destroyed) socket.resume();
+    this.held.clear();
+    for (const slot of this.slots) slot.length = 0;
+    this.stop();
   }
+
+  /** How many connections are held now (tests). */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** Refusals whose answers have finished (in an earlier turn: see holdAfter) are held; the others wait for the next tick. */
+  private readonly holdFinished = (): void => {
+    this.immediate = undefined;
+    const list = this.waiting;
+    if (list.length === 0 || this.released) return;
+    this.start();
+    let kept = 0;
+    for (let i = 0; i < list.length; i += 3) {
+      const res = list[i] as ServerResponse;
+      const socket = list[i + 1] as Socket;
+      if (res.writableFinished) this.hold(socket, list[i + 2] as number);
+      else if (!socket.destroyed) {
+        list[kept++] = res;
+        list[kept++] = socket;
+        list[kept++] = list[i + 2]!;
+      }
+    }
+    list.length = kept;
+  };
 
   private hold(socket: Socket, ms: number): void {
     if (socket.destroyed || this.released || this.held.has(socket)) return;
+    // Rounded down: read again up to a tick early, never past the pause (nor past Retry-After),
+    // but not before the wheel's next turn.
+    const tick = Math.max(Math.floor((this.now() + ms) / TICK_MS), this.turned + 1);
     socket.pause();
-    const release = () => {
-      clearTimeout(timer);
-      socket.off('close', forget);
+    this.held.set(socket, tick);
+    this.slots[tick % SLOTS]!.push(socket);
+  }
+
+  /** The wheel turns from the current tick on (that tick included), if it was not turning. */
+  private start(): void {
+    if (this.timer) return;
+    this.turned = Math.floor(this.now() / TICK_MS) - 1;
+    this.timer = setInterval(this.turn, TICK_MS);
+  }
+
+  private stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One turn of the wheel: every tick since the last is read again, then finished refusals are held. */
+  private readonly turn = (): void => {
+    const until = Math.floor(this.now() / TICK_MS);
+    // Behind by more than the wheel (the loop was stalled): each slot once is all there is.
+    for (let tick = Math.max(this.turned + 1, until - SLOTS + 1); tick <= until; tick++) this.release(tick);
+    this.turned = until;
+    if (this.waiting.length > 0) this.holdFinished();
+    else if (this.held.size === 0) this.stop();
+  };
+
+  private release(tick: number): void {
+    const slot = this.slots[tick % SLOTS]!;
+    let kept = 0;
+    for (const socket of slot) {
+      const due = this.held.get(socket);
+      if (due === undefined) continue; // released meanwhile (and not held again)
+      // Held again after a release, for a later turn of the wheel: it stays listed.
+      if (due > tick) {
+        slot[kept++] = socket;
+        continue;
+      }
       this.held.delete(socket);
       if (!socket.destroyed) socket.resume();
-    };
-    const forget = () => {
-      clearTimeout(timer);
-      this.held.delete(socket);
-    };
-    const timer = setTimeout(release, ms);
-    socket.once('close', forget);
-    this.held.set(socket, release);
+    }
+    slot.length = kept;
   }
 }
