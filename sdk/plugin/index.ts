@@ -49,6 +49,7 @@ export type { Channel, HttpMethod, SecurityEntry, ServerConfig, SvcConfig } from
 export { APPLIES_WHEN_KEY, HTTP_METHODS, LIST_COLUMN_KEY, appliesWhen, bundledPluginOn, listColumn, securityNameSchema } from './config.ts';
 export type { DataStore, Dialect, Migration, Queryable, RunResult, SqlTypes, StoreStrategy } from './store.ts';
 export { onFirstUse } from './lazy.ts';
+export { Deadline } from './deadline.ts';
 export { FailureReport, closeRedis, connectRedis, createRedisConnection, deleteKeysUnder, isRedisErrorReply, maskRedisUrl, type RedisConnection } from './redis.ts';
 export { ChangeListeners, MAX_NOTIFY_PAYLOAD, StoreUnavailableError, isUniqueViolation, redactStoreUrl, sqlTypes } from './store.ts';
 export type { DeliveryInfo, FieldDescriptor, InvokeRequest, InvokeResult, SandboxStats, ServiceMeta, TraceContext } from './protocol.ts';

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { Pool } from 'undici';
 import type { OutgoingRequest, OutgoingResponse } from '../../capabilities.ts';
 import type { OutgoingEntry } from './schema.ts';
+import { Deadline } from '../../../sdk/plugin/index.ts';
 
 /**
  * Why an attempt got no response. `sent`: the request may have reached the upstream (it matters
@@ -46,8 +47,8 @@ export class HttpTransport {
 
   /** One attempt: resolves the response, or throws TransportFailure. */
   async send(request: OutgoingRequest, timeoutMs: number, cancel: AbortSignal): Promise<OutgoingResponse> {
-    const timer = AbortSignal.timeout(timeoutMs);
-    const signal = AbortSignal.any([cancel, timer]);
+    const deadline = new Deadline(cancel, timeoutMs);
+    const signal = deadline.signal;
     let sent = false;
     try {
       const res = await this.pool.request({
@@ -75,10 +76,12 @@ export class HttpTransport {
       if (err instanceof TransportFailure) throw err;
       if (cancel.aborted) throw new TransportFailure('cancelled', 'the calling request ended', sent);
       const code = String((err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code ?? '');
-      if (timer.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') throw new TransportFailure('timeout', `no response within ${timeoutMs} ms`, true);
+      if (deadline.timedOut || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') throw new TransportFailure('timeout', `no response within ${timeoutMs} ms`, true);
       if (TLS.test(code)) throw new TransportFailure('tls', `TLS failure (${code})`, false);
       if (NOT_SENT.has(code)) throw new TransportFailure('connection', `cannot connect (${code})`, false);
       throw new TransportFailure('connection', `connection failed (${code || (err as Error).message})`, true);
+    } finally {
+      deadline.end();
     }
   }
 

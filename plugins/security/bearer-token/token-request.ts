@@ -1,4 +1,5 @@
 import { request } from 'undici';
+import { Deadline } from '../../../sdk/plugin/index.ts';
 import type { BearerTokenDefinition } from './schema.ts';
 
 /** What the auth server issued. */
@@ -49,7 +50,7 @@ export function tokenRequestFields(def: BearerTokenDefinition, scopes: readonly 
 export async function requestToken(def: BearerTokenDefinition, scopes: readonly string[], signal: AbortSignal): Promise<IssuedToken> {
   const fields = tokenRequestFields(def, scopes);
   const json = def.data_format === 'json';
-  const timeout = AbortSignal.timeout(def.token_timeout_ms);
+  const deadline = new Deadline(signal, def.token_timeout_ms);
   let status: number;
   let body: Buffer;
   try {
@@ -57,16 +58,18 @@ export async function requestToken(def: BearerTokenDefinition, scopes: readonly 
       method: 'POST',
       headers: { accept: 'application/json', 'content-type': json ? 'application/json' : 'application/x-www-form-urlencoded' },
       body: json ? JSON.stringify(fields) : new URLSearchParams(fields).toString(),
-      signal: AbortSignal.any([signal, timeout]),
+      signal: deadline.signal,
     });
     status = res.statusCode;
     body = await readLimited(res.body);
   } catch (err) {
     if (err instanceof TokenRequestError) throw err;
-    if (timeout.aborted) throw new TokenRequestError(`no answer within ${def.token_timeout_ms} ms`);
+    if (deadline.timedOut) throw new TokenRequestError(`no answer within ${def.token_timeout_ms} ms`);
     if (signal.aborted) throw new TokenRequestError('cancelled: every call waiting for it ended');
     const code = (err as { code?: unknown }).code;
     throw new TokenRequestError(`auth server unreachable (${typeof code === 'string' ? code : (err as Error).name})`);
+  } finally {
+    deadline.end();
   }
   return readTokenResponse(status, body);
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Deadline } from '../../../sdk/plugin/index.ts';
 import type { OutgoingAuthContext, OutgoingAuthorizer, OutgoingRequest, OutgoingResponse } from '../../capabilities.ts';
 import { Lane, NtlmConnection } from './connection.ts';
 import { authenticateMessage, negotiateMessage, ntHash, ntowfv2, parseChallenge, type Identity } from './messages.ts';
@@ -39,7 +40,8 @@ export class NtlmAuthorizer implements OutgoingAuthorizer {
 
   async send(request: OutgoingRequest, context: SendContext): Promise<OutgoingResponse> {
     if (this.closed) throw Object.assign(new Error('this NTLM definition was removed or changed'), { code: 'ERR_NTLM_CLOSED' });
-    const signal = AbortSignal.any([context.signal, AbortSignal.timeout(context.timeoutMs)]);
+    const deadline = new Deadline(context.signal, context.timeoutMs);
+    const signal = deadline.signal;
     const key = request.url.origin;
     const slot = this.origins.get(key) ?? { lane: new Lane(), connection: undefined };
     this.origins.set(key, slot);
@@ -59,6 +61,8 @@ export class NtlmAuthorizer implements OutgoingAuthorizer {
       throw context.signal.aborted
         ? Object.assign(new Error('the NTLM call was aborted'), { code: 'ABORT_ERR', name: 'AbortError' })
         : Object.assign(new Error(`the NTLM call got no answer within ${context.timeoutMs} ms`), { code: 'ETIMEDOUT', name: 'TimeoutError' });
+    } finally {
+      deadline.end();
     }
   }
 
