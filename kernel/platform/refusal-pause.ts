@@ -24,18 +24,25 @@ import type { Socket } from 'node:net';
  * survived the kernel's scavenges.
  */
 
+/**
+ * On a held connection, the tick it is read again at: on the socket itself, not in a Map that
+ * would gain and lose an entry per refusal (docs/decisions/performance.md, per-call entries).
+ */
+const READ_AGAIN_AT = Symbol('svc.refusalPause.readAgainAt');
+type HeldSocket = Socket & { [READ_AGAIN_AT]?: number };
+
 /** The wheel's resolution: a held connection is read again at most this much before its pause ends, never after. */
 export const TICK_MS = 20;
 /** The longest pause the wheel holds (config's `refusal_pause_ms` maximum), in ticks, and one more. */
 const SLOTS = Math.ceil(4_000 / TICK_MS) + 1;
 
 export class RefusalPauses {
-  /** Each held connection and the tick it is read again at (a slot may still list it after an earlier release: the tick tells). */
-  private readonly held = new Map<Socket, number>();
+  /** How many connections are held. */
+  private heldCount = 0;
   /** Refused answers not yet finished: [response, socket, pause ms] per refusal, flat. */
   private waiting: Array<ServerResponse | Socket | number> = [];
-  /** The connections read again at each tick, by tick modulo SLOTS. */
-  private readonly slots: Socket[][] = Array.from({ length: SLOTS }, () => []);
+  /** The connections read again at each tick, by tick modulo SLOTS (a slot may still list one released and held again: its tick tells). */
+  private readonly slots: HeldSocket[][] = Array.from({ length: SLOTS }, () => []);
   /** The last tick turned. */
   private turned = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -69,15 +76,16 @@ export class RefusalPauses {
   releaseAll(): void {
     this.released = true;
     this.waiting = [];
-    for (const socket of this.held.keys()) if (!socket.destroyed) socket.resume();
-    this.held.clear();
-    for (const slot of this.slots) slot.length = 0;
+    for (const slot of this.slots) {
+      for (const socket of slot) if (socket[READ_AGAIN_AT] !== undefined) this.readAgain(socket);
+      slot.length = 0;
+    }
     this.stop();
   }
 
   /** How many connections are held now (tests). */
   get size(): number {
-    return this.held.size;
+    return this.heldCount;
   }
 
   /** Refusals whose answers have finished (in an earlier turn: see holdAfter) are held; the others wait for the next tick. */
@@ -100,13 +108,14 @@ export class RefusalPauses {
     list.length = kept;
   };
 
-  private hold(socket: Socket, ms: number): void {
-    if (socket.destroyed || this.released || this.held.has(socket)) return;
+  private hold(socket: HeldSocket, ms: number): void {
+    if (socket.destroyed || this.released || socket[READ_AGAIN_AT] !== undefined) return;
     // Rounded down: read again up to a tick early, never past the pause (nor past Retry-After),
     // but not before the wheel's next turn.
     const tick = Math.max(Math.floor((this.now() + ms) / TICK_MS), this.turned + 1);
     socket.pause();
-    this.held.set(socket, tick);
+    socket[READ_AGAIN_AT] = tick;
+    this.heldCount++;
     this.slots[tick % SLOTS]!.push(socket);
   }
 
@@ -129,23 +138,29 @@ export class RefusalPauses {
     for (let tick = Math.max(this.turned + 1, until - SLOTS + 1); tick <= until; tick++) this.release(tick);
     this.turned = until;
     if (this.waiting.length > 0) this.holdFinished();
-    else if (this.held.size === 0) this.stop();
+    else if (this.heldCount === 0) this.stop();
   };
 
   private release(tick: number): void {
     const slot = this.slots[tick % SLOTS]!;
     let kept = 0;
     for (const socket of slot) {
-      const due = this.held.get(socket);
-      if (due === undefined) continue; // released meanwhile (and not held again)
+      const due = socket[READ_AGAIN_AT];
+      if (due === undefined) continue; // read again meanwhile (and not held again)
       // Held again after a release, for a later turn of the wheel: it stays listed.
       if (due > tick) {
         slot[kept++] = socket;
         continue;
       }
-      this.held.delete(socket);
-      if (!socket.destroyed) socket.resume();
+      this.readAgain(socket);
     }
     slot.length = kept;
+  }
+
+  private readAgain(socket: HeldSocket): void {
+    // Set to undefined, not deleted: the socket keeps its shape.
+    socket[READ_AGAIN_AT] = undefined;
+    this.heldCount--;
+    if (!socket.destroyed) socket.resume();
   }
 }
