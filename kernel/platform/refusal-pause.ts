@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { monotonicClock, type Clock } from './clock.ts';
 
 /**
  * After a 429 (or a quarantined service's 503) on a keep-alive connection, the server reads that
@@ -48,11 +49,9 @@ export class RefusalPauses {
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private released = false;
-  private readonly now: () => number;
 
-  constructor(now: () => number = () => performance.now()) {
-    this.now = now;
-  }
+  /** Monotonic by default: a wall clock set forward must not read every held connection at once. */
+  constructor(private readonly clock: Clock = monotonicClock) {}
 
   /**
    * Holds `socket` once `res` (a refusal) has finished, for `pauseMs` or the answer's Retry-After,
@@ -112,7 +111,7 @@ export class RefusalPauses {
     if (socket.destroyed || this.released || socket[READ_AGAIN_AT] !== undefined) return;
     // Rounded down: read again up to a tick early, never past the pause (nor past Retry-After),
     // but not before the wheel's next turn.
-    const tick = Math.max(Math.floor((this.now() + ms) / TICK_MS), this.turned + 1);
+    const tick = Math.max(Math.floor((this.clock.now() + ms) / TICK_MS), this.turned + 1);
     socket.pause();
     socket[READ_AGAIN_AT] = tick;
     this.heldCount++;
@@ -122,7 +121,7 @@ export class RefusalPauses {
   /** The wheel turns from the current tick on (that tick included), if it was not turning. */
   private start(): void {
     if (this.timer) return;
-    this.turned = Math.floor(this.now() / TICK_MS) - 1;
+    this.turned = Math.floor(this.clock.now() / TICK_MS) - 1;
     this.timer = setInterval(this.turn, TICK_MS);
   }
 
@@ -133,7 +132,7 @@ export class RefusalPauses {
 
   /** One turn of the wheel: every tick since the last is read again, then finished refusals are held. */
   private readonly turn = (): void => {
-    const until = Math.floor(this.now() / TICK_MS);
+    const until = Math.floor(this.clock.now() / TICK_MS);
     // Behind by more than the wheel (the loop was stalled): each slot once is all there is.
     for (let tick = Math.max(this.turned + 1, until - SLOTS + 1); tick <= until; tick++) this.release(tick);
     this.turned = until;

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ManualClock } from '../../../kernel/platform/clock.ts';
 import { RefusalPauses, TICK_MS } from '../../../kernel/platform/refusal-pause.ts';
 
 /**
@@ -11,12 +12,12 @@ import { RefusalPauses, TICK_MS } from '../../../kernel/platform/refusal-pause.t
  */
 
 /** A connection that records when it was paused and resumed (clock ms). */
-function connection(clock: { t: number }) {
+function connection(clock: ManualClock) {
   const events: Array<['pause' | 'resume', number]> = [];
   const socket = {
     destroyed: false,
-    pause: () => events.push(['pause', clock.t]),
-    resume: () => events.push(['resume', clock.t]),
+    pause: () => events.push(['pause', clock.now()]),
+    resume: () => events.push(['resume', clock.now()]),
   };
   return { socket: socket as unknown as Socket & { destroyed: boolean }, events };
 }
@@ -27,12 +28,12 @@ function answer(finished = true, retryAfter?: number) {
 }
 
 describe('refusal pauses', () => {
-  const clock = { t: 1_000_000 };
+  const clock = new ManualClock(1_000_000);
   let pauses: RefusalPauses;
   beforeEach(() => {
     vi.useFakeTimers();
-    clock.t = 1_000_000;
-    pauses = new RefusalPauses(() => clock.t);
+    clock.set(1_000_000);
+    pauses = new RefusalPauses(clock);
   });
   afterEach(() => {
     pauses.releaseAll();
@@ -41,7 +42,7 @@ describe('refusal pauses', () => {
   /** Moves the clock and the timers together, a millisecond at a time. */
   const advance = (ms: number) => {
     for (let i = 0; i < ms; i++) {
-      clock.t++;
+      clock.advance(1);
       vi.advanceTimersByTime(1);
     }
   };
@@ -51,7 +52,7 @@ describe('refusal pauses', () => {
     for (const r of [0, 0.5, 0.999]) {
       random.mockReturnValue(r);
       const c = connection(clock);
-      const start = clock.t;
+      const start = clock.now();
       pauses.holdAfter(answer(), c.socket, 1_000);
       advance(1_100);
       expect(c.events.map(([e]) => e)).toEqual(['pause', 'resume']);
@@ -65,7 +66,7 @@ describe('refusal pauses', () => {
 
   it('holds no longer than the answer’s Retry-After', () => {
     const c = connection(clock);
-    const start = clock.t;
+    const start = clock.now();
     pauses.holdAfter(answer(true, 0.2), c.socket, 4_000);
     advance(400);
     expect(c.events[1]?.[0]).toBe('resume');
@@ -101,7 +102,7 @@ describe('refusal pauses', () => {
     const c = connection(clock);
     pauses.holdAfter(answer(), c.socket, 1_000);
     advance(1_010);
-    const again = clock.t;
+    const again = clock.now();
     pauses.holdAfter(answer(), c.socket, 1_000);
     advance(1_010);
     expect(c.events.map(([e]) => e)).toEqual(['pause', 'resume', 'pause', 'resume']);
@@ -113,7 +114,7 @@ describe('refusal pauses', () => {
     const c = connection(clock);
     pauses.holdAfter(answer(), c.socket, 1_000);
     advance(5);
-    clock.t += 10_000; // the loop stalled for 10 s: no turn ran
+    clock.advance(10_000); // the loop stalled for 10 s: no turn ran
     advance(TICK_MS);
     expect(c.events.map(([e]) => e)).toEqual(['pause', 'resume']);
   });
@@ -123,9 +124,9 @@ describe('refusal pauses', () => {
     const a = connection(clock);
     pauses.holdAfter(answer(), a.socket, 4_000);
     advance(5);
-    clock.t += 5_000; // a stall: the wheel is 250 ticks behind when the next refusal is held
+    clock.advance(5_000); // a stall: the wheel is 250 ticks behind when the next refusal is held
     const b = connection(clock);
-    const start = clock.t;
+    const start = clock.now();
     pauses.holdAfter(answer(), b.socket, 1_000);
     advance(2 * TICK_MS);
     expect(b.events.map(([e]) => e)).toEqual(['pause']);
