@@ -36,6 +36,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   sftp: () => import('./suites/sftp.ts'),
   tenants: () => import('./suites/tenants.ts'),
   dashboard: () => import('./suites/dashboard.ts'),
+  idle: () => import('./suites/idle.ts'),
 };
 
 /** Standalone scripts written per plugin; they print their own tables. */

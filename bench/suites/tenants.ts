@@ -68,7 +68,7 @@ interface Measured {
 }
 
 /** A Node binary of a line that runs tenants (22 or 24): this one, or Node 24 from scripts/node-line.sh. */
-function tenantNode(): string | undefined {
+export function tenantNode(): string | undefined {
   const major = Number(process.versions.node.split('.')[0]);
   if (major === 22 || major === 24) return process.execPath;
   const script = fileURLToPath(new URL('../../scripts/node-line.sh', import.meta.url));

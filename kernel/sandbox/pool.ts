@@ -6,6 +6,7 @@ import { residentMb } from './resident.ts';
 import { acquireWorkerBundle, releaseWorkerBundle, sandboxEnv, sandboxSpawner, SandboxWorker, type DeployKind, type DeployOutcome, type PendingCall } from './process.ts';
 import { wireLineLimit } from './wire.ts';
 import { IdTable } from './id-table.ts';
+import { Ticker } from '../platform/ticker.ts';
 import { Demotion, newCpuWatch } from './demotion.ts';
 import { TENANT_NICE } from './priority.ts';
 import { parseInvokeResult, type InvokeRequest, type InvokeResult, type SandboxCaps, type SandboxMessage, type ServiceMeta, type SandboxStats } from './protocol.ts';
@@ -81,6 +82,11 @@ const BACKOFF_MAX_MS = 5_000;
  */
 const WEDGED_AFTER_MS = 5_000;
 const SWEEP_MS = 50;
+/**
+ * With no call pending the sweep has only slow work left (a process wedged for seconds, probation
+ * ends, recycling after a minute's quiet): it runs this often instead, so an idle kernel sleeps.
+ */
+const QUIET_SWEEP_MS = 1_000;
 /** Tenants' processes are read for demotion every this many sweeps (demotion.ts). */
 const DEMOTE_EVERY = 4;
 /** How long after a demotion or a death a tenant group's new processes start low. */
@@ -187,7 +193,8 @@ export class SandboxPool {
   private version = 0;
   private closing = false;
   private sdkCode = '';
-  private sweeper: NodeJS.Timeout | undefined;
+  /** Every SWEEP_MS while calls are pending, QUIET_SWEEP_MS otherwise (sweep). */
+  private readonly sweeper = new Ticker(() => this.sweep());
   private workerFile = '';
   /** Outcomes of calls by service (SandboxStats): one increment per call, read when asked. */
   private readonly outcomes = new Map<string, Record<string, number>>();
@@ -229,8 +236,7 @@ export class SandboxPool {
     this.sdkCode = sdkCode;
     this.workerFile = acquireWorkerBundle();
     for (let i = 0; i < this.size; i++) this.homes[i] = this.spawn(i, undefined);
-    this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
-    this.sweeper.unref();
+    this.sweeper.atMost(QUIET_SWEEP_MS);
     await this.whenReady(READY_WAIT_MS, () => this.homes.every((w) => w.state === 'ready'));
   }
 
@@ -678,6 +684,7 @@ export class SandboxPool {
         held: false,
       };
       this.pending.set(call.id, call);
+      this.sweeper.atMost(SWEEP_MS);
       const worker = this.route(request.service, avoid);
       if (!worker) this.waiting.push(call);
       else if (this.fair && !this.fair.mayEnter(call.tenant!, !worker.busy.get(request.service), call.depth > 0)) {
@@ -809,8 +816,8 @@ export class SandboxPool {
     }
   }
 
-  /** Deadlines, wedged processes and probation ends; one timer for the whole pool. */
-  private sweep(): void {
+  /** Deadlines, wedged processes and probation ends; one timer for the whole pool. Returns how soon it is wanted again. */
+  private sweep(): number {
     const now = this.clock.now();
     for (const call of this.pending.values()) {
       if (now <= call.deadline) continue;
@@ -841,6 +848,12 @@ export class SandboxPool {
     this.demoteBusy();
     // A tenant's lingering share ends with no event of its own (fair.ts): held calls are offered it here.
     this.releaseHeld();
+    return this.pending.size > 0 ? SWEEP_MS : QUIET_SWEEP_MS;
+  }
+
+  /** How often the pool's sweep runs now (ms): SWEEP_MS while calls are pending. For tests. */
+  get sweepEveryMs(): number {
+    return this.sweeper.everyMs;
   }
 
   /** Why a service is quarantined, or undefined. */
@@ -860,7 +873,7 @@ export class SandboxPool {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
-    clearInterval(this.sweeper);
+    this.sweeper.stop();
     for (const call of this.pending.values()) this.settle(call, new SvcError('SERVICE_UNAVAILABLE'));
     this.waiting = [];
     const all = [...this.homes, ...[...this.probation.values()].map((p) => p.worker), ...this.successors.values()];

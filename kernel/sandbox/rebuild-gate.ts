@@ -71,6 +71,11 @@ export class RebuildGate {
     return t;
   }
 
+  /** Whether it holds a tenant's limits still: `sweep` has work until it holds none. */
+  get remembers(): boolean {
+    return this.tenants.size > 0;
+  }
+
   /** Drops tenants with no limit in the window (called now and then, so the map stays small). */
   sweep(): void {
     const since = this.now() - this.options.windowMs;

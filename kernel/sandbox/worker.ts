@@ -12,6 +12,7 @@ import { Socket } from 'node:net';
 import { hostCallArgsLimit, Wire } from './wire.ts';
 import { monotonicNow } from '../platform/clock.ts';
 import { IdTable } from './id-table.ts';
+import { Ticker } from '../platform/ticker.ts';
 import { runLocalHostCall, isLocalHostCall } from './local-calls.ts';
 import type { KernelMessage, SandboxCaps, SandboxFailure } from './protocol.ts';
 import { lowerPriority } from './priority.ts';
@@ -125,6 +126,10 @@ const services = new Map<string, Deployed>();
 const calls = new IdTable<Call>();
 /** Instances with no call running whose last deadline has not passed, or that still use CPU. */
 const cooling = new Set<Instance>();
+/** The watchdog (watchCalls) runs while a call or a cooling instance is here, and never while the process is idle. */
+const watchdog = new Ticker(watchCalls);
+/** The idle sweep (dropIdle) runs while an instance could still be dropped or the rebuild gate remembers a limit. */
+const idleSweep = new Ticker(dropIdle);
 
 /**
  * Leaves at once. process.exit() waits for isolate threads, and one still running service code
@@ -253,7 +258,7 @@ async function deploy(did: number, name: string, file: string, code: string, dec
     if (!inUse && caps.idleMs > 0) {
       svc.instance = undefined;
       dispose(instance);
-    }
+    } else idleSweep.atMost(IDLE_SWEEP_MS);
     wire.send({ t: 'deployed', did, name, ok: true, meta: { ...meta, limits: { timeoutMs: svc.timeoutMs, memoryMb: svc.memoryMb } } });
   } catch (err) {
     wire.send({ t: 'deployed', did, name, ok: false, error: describeCompileError(err, file) });
@@ -299,6 +304,7 @@ function call(id: number, name: string, requestJson: string, raw: string | undef
   if (!svc) return fail(id, 'SERVICE_NOT_DEPLOYED');
   // The call's entry first: startOn and rebuild find its depth and limit there.
   calls.set(id, { id, service: svc, instance: undefined, deadline: Infinity, timedOut: false, awaitingHost: 0, ...nesting });
+  watchdog.atMost(WATCHDOG_MS);
   if (usable(svc.instance)) return startOn(svc, svc.instance, { id, json: requestJson, raw });
   // The isolate was disposed (time or memory limit): rebuild it off this thread; calls wait.
   svc.queued.push({ id, json: requestJson, raw });
@@ -333,6 +339,7 @@ async function rebuild(svc: Deployed): Promise<void> {
     return;
   }
   svc.instance = instance;
+  if (instance) idleSweep.atMost(IDLE_SWEEP_MS);
   if (instance && afterLimit) wire.send({ t: 'rebuilt', name: svc.name, waitedMs });
   const queued = svc.queued.splice(0);
   for (const q of queued) {
@@ -349,7 +356,10 @@ function startOn(svc: Deployed, instance: Instance, queued: Queued): void {
   const id = queued.id;
   let entry = calls.get(id);
   if (entry) entry.instance = instance;
-  else calls.set(id, (entry = { id, service: svc, instance, deadline: Infinity, timedOut: false, awaitingHost: 0, depth: 0, limitMs: undefined, arrived: 0 }));
+  else {
+    calls.set(id, (entry = { id, service: svc, instance, deadline: Infinity, timedOut: false, awaitingHost: 0, depth: 0, limitMs: undefined, arrived: 0 }));
+    watchdog.atMost(WATCHDOG_MS);
+  }
   (entry.depth > 0 ? instance.nested : instance.waiting).push(queued);
   cooling.delete(instance);
   instance.idleCpu = undefined;
@@ -438,7 +448,10 @@ function afterProgress(instance: Instance): void {
   }
   if (instance.running.size === 0 && !hasQueued(instance)) {
     if (instance.disposed) dispose(instance);
-    else cooling.add(instance);
+    else {
+      cooling.add(instance);
+      watchdog.atMost(WATCHDOG_MS);
+    }
   }
 }
 
@@ -454,7 +467,10 @@ function failCallsOf(instance: Instance): void {
       instance.memoryLimited = true;
     }
   }
-  if (instance.memoryLimited) rebuildGate.limitMet(gateKeyOf(instance.service));
+  if (instance.memoryLimited) {
+    rebuildGate.limitMet(gateKeyOf(instance.service));
+    idleSweep.atMost(IDLE_SWEEP_MS);
+  }
   instance.running.clear();
   instance.parked = 0;
   instance.held.length = 0;
@@ -549,7 +565,8 @@ function onMessage(message: KernelMessage, body: string, raw: string | undefined
 // It also notices isolates that died under their calls (the memory limit disposes them), and
 // isolates still using CPU after their last call's deadline (a microtask chain, or code resumed
 // by host replies, that a handler left behind): nothing a service starts outlives its limit.
-setInterval(() => {
+// It ticks only while there is a call or a cooling instance (Ticker): an idle process sleeps.
+function watchCalls(): number {
   const now = monotonicNow();
   const dead = new Set<Instance>();
   for (const entry of calls.values()) {
@@ -579,7 +596,8 @@ setInterval(() => {
       cooling.delete(instance);
     }
   }
-}, WATCHDOG_MS).unref();
+  return calls.size > 0 || cooling.size > 0 ? WATCHDOG_MS : 0;
+}
 
 /**
  * An idle isolate keeps its heaps' high-water mark (nothing collects garbage in an isolate that
@@ -587,19 +605,26 @@ setInterval(() => {
  * for `caps.idleMs`, and whose last deadline has passed, is dropped; its next call builds it
  * again, as after a time limit. Between them, this and the drop at deploy leave a process only
  * the isolates of the services it serves (their home; another only while calls spill over).
+ * Once nothing is left to drop (and the rebuild gate remembers no limit) it stops until an isolate is built.
  */
-setInterval(() => {
+function dropIdle(): number {
   rebuildGate.sweep();
-  if (!(caps.idleMs > 0)) return;
-  const now = monotonicNow();
-  for (const svc of services.values()) {
-    const instance = svc.instance;
-    if (!usable(instance) || instance.running.size || hasQueued(instance) || cooling.has(instance)) continue;
-    if (now <= instance.busyUntil || now - instance.lastUsed < caps.idleMs) continue;
-    svc.instance = undefined;
-    dispose(instance);
+  let kept = 0;
+  if (caps.idleMs > 0) {
+    const now = monotonicNow();
+    for (const svc of services.values()) {
+      const instance = svc.instance;
+      if (!usable(instance)) continue;
+      if (instance.running.size || hasQueued(instance) || cooling.has(instance) || now <= instance.busyUntil || now - instance.lastUsed < caps.idleMs) {
+        kept++;
+        continue;
+      }
+      svc.instance = undefined;
+      dispose(instance);
+    }
   }
-}, IDLE_SWEEP_MS).unref();
+  return kept > 0 || rebuildGate.remembers ? IDLE_SWEEP_MS : 0;
+}
 
 // ---------------------------------------------------------------------------------------------
 // CPU reports (caps.reportCpu): the CPU this process used while service isolates had work,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { MAX_NOTIFY_PAYLOAD, type DataStore } from '../../sdk/plugin/store.ts';
 import { monotonicNow } from '../platform/clock.ts';
+import { Ticker } from '../platform/ticker.ts';
 import type { NodeUsage, TenantLedger } from './ledger.ts';
 
 /**
@@ -30,7 +31,7 @@ interface Message {
 
 export class UsageSharing {
   readonly node = randomBytes(6).toString('hex');
-  private timer: NodeJS.Timeout | undefined;
+  private readonly timer = new Ticker(() => this.tick());
   private unlisten: (() => void) | undefined;
   private sending = false;
   private failing = false;
@@ -46,15 +47,22 @@ export class UsageSharing {
 
   start(): void {
     this.unlisten = this.store.listen(USAGE_TOPIC, (payload) => this.receive(payload));
-    this.timer = setInterval(() => void this.send(), this.everyMs);
-    this.timer.unref();
+    this.timer.atMost(this.everyMs);
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.timer.stop();
     this.unlisten?.();
     this.unlisten = undefined;
+  }
+
+  /**
+   * Every `everyMs` while tenants have windowed quotas; with none (a config reload may add
+   * some) it only looks once a KEEPALIVE_MS, so a node without quotas does not wake ten times a second.
+   */
+  private tick(): number {
+    void this.send();
+    return this.ledger.hasWindowedQuotas() ? this.everyMs : Math.max(this.everyMs, KEEPALIVE_MS);
   }
 
   /** Sends this node's sums, in as many notifications as their size needs. */

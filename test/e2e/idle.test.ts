@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { makeProject, startCli, type CliServer } from '../helpers/cli.ts';
+import { mainThreadWakeups } from '../helpers/proc.ts';
+import { processTree } from '../../bench/lib.ts';
+import { readFileSync } from 'node:fs';
 
 /**
  * A server left alone, then used again (issue 39): the first call after a quiet spell longer than
@@ -59,4 +62,27 @@ describe('a server left idle', () => {
     const out = server.output();
     expect(out).not.toMatch(/said nothing|stopped answering|crashed its sandbox|sandbox process died/);
   }, 60_000);
+
+  /**
+   * An idle server's sandbox processes sleep: each one's watchdog ran every 20 ms whether or not a
+   * call was in flight, waking it 50 times a second (0.55 % of a core each on this project's VM,
+   * so a platform with many tenants' processes paid for all of them while nothing happened). Now
+   * its timers run only while it has calls, cooling isolates or isolates to drop.
+   * The kernel's own sweeps are tested in test/kernel/sandbox/sweep.test.ts; its main thread
+   * still wakes 100 times a second for prom-client's event-loop delay monitor (docs/decisions.md).
+   */
+  it('leaves its sandbox process asleep once the last call is over', async () => {
+    expect(await call('GET', '/work')).toMatchObject({ status: 200 });
+    // The call's deadline (400 ms), the isolate's cooling, idle_ms (1 s) and one idle sweep: all over by then.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const sandboxes = processTree(server.proc.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('worker.mjs'));
+    expect(sandboxes).toHaveLength(1);
+    const before = mainThreadWakeups(sandboxes[0]!)!;
+    await new Promise((r) => setTimeout(r, 4_000));
+    const wakeups = mainThreadWakeups(sandboxes[0]!)! - before;
+    // None at all, but a few for what the OS or V8 may do now and then; it was 200.
+    expect(wakeups, 'sandbox process main thread').toBeLessThan(10);
+    // And it still answers at once.
+    expect(await call('POST', '/echo', { after: 'sleep' })).toMatchObject({ status: 200, body: { got: { after: 'sleep' } } });
+  }, 30_000);
 });

@@ -69,7 +69,7 @@ const channelNames = [...allCases.map((c) => nameOf(c.file)), ...NEIGHBOURS];
 
 const config = `
 server:
-  sandbox: { workers: ${WORKERS}, timeout_ms: 1000, max_timeout_ms: 4000, memory_mb: 32, max_memory_mb: 64, max_output_bytes: 1048576 }
+  sandbox: { workers: ${WORKERS}, timeout_ms: 1000, max_timeout_ms: 10000, memory_mb: 32, max_memory_mb: 64, max_output_bytes: 1048576 }
 channel_rest:
 ${channelNames.map((n) => `  - { name: ${n}, url_path: /${n}, service: ${n}, security: none }`).join('\n')}
 `;
