@@ -70,9 +70,10 @@ function tenantsSetup(count: number): { config: Record<string, unknown>; service
   const paths: string[] = [];
   for (let i = 1; i <= count; i++) {
     const name = `t${i}`;
-    tenants.push({ name, services_dir: `tenants/${name}`, processes: 1, config: { channel_rest: [{ name: 'hello', url_path: `/${name}/hello`, service: 'hello', security: 'none' }] } });
+    tenants.push({ name, services_dir: `tenants/${name}`, processes: 1, config: { channel_rest: [{ name: 'hello', url_path: '/hello', service: 'hello', security: 'none' }] } });
     services[`../tenants/${name}/hello.ts`] = HELLO;
-    paths.push(`/${name}/hello`);
+    // A tenant's channels are served under /t/<tenant> (docs/tenants.md).
+    paths.push(`/t/${name}/hello`);
   }
   return { config: { tenants }, services, paths };
 }
@@ -95,7 +96,7 @@ export async function run(): Promise<void> {
   const rows = cases.map(([name, r]) =>
     typeof r === 'string'
       ? [name, '', '', '', '', '', r]
-      : [name, String(r.processes), fmt(r.cpuMsPerMin), fmt(r.cpuMsPerMin / Math.max(bare.cpuMsPerMin, 1), 1), fmt(r.mainWakeups, 1), r.sandboxWakeups.length ? `${fmt(median(r.sandboxWakeups), 1)} (max ${fmt(Math.max(...r.sandboxWakeups), 1)})` : '', ''],
+      : [name, String(r.processes), fmt(r.cpuMsPerMin), bare.cpuMsPerMin >= 10 ? fmt(r.cpuMsPerMin / bare.cpuMsPerMin, 0) : `bare ${fmt(bare.cpuMsPerMin)}`, fmt(r.mainWakeups, 1), r.sandboxWakeups.length ? `${fmt(median(r.sandboxWakeups), 1)} (max ${fmt(Math.max(...r.sandboxWakeups), 1)})` : '', ''],
   );
   printGrid(
     `Idle: CPU and wakeups of a server with nothing to do (${SETTLE_S} s after one call to each service, then ${MEASURE_S} s measured; Node ${process.versions.node}, tenants on their own line)`,

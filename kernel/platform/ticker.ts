@@ -4,7 +4,7 @@
  * called again); `atMost(ms)` makes it tick at least that often from now on.
  *
  * Why: a sweep that runs every 20 or 50 ms whether or not a call is in flight wakes an idle
- * process 20–50 times a second. Before this, an idle server with two sandbox processes used 2.6 %
+ * process 20–50 times a second. Before this, an idle server with two sandbox processes used 2.8 %
  * of a core doing nothing, and each tenant's processes of their own added 0.55 % each (bench/README.md,
  * "Idle"). The sweeps' precision while there is work is unchanged: the first tick after `atMost`
  * comes `ms` later, as it would have at the latest before.

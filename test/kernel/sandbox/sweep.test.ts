@@ -15,16 +15,20 @@ const config = `
 server: { sandbox: { workers: 1, timeout_ms: 300, max_timeout_ms: 1000 } }
 channel_rest:
   - { name: work, url_path: /work, service: work, security: none }
+  - { name: slow, url_path: /slow, service: slow, security: none }
 `;
-/** Busy for 250 ms: long enough to look at the sweep while the call is pending. */
+/** Busy for 250 ms: it answers within its 300 ms limit when its process runs. */
 const work = `import { service } from 'svc/sdk';
 export default service({ handle() { const until = Date.now() + 250; while (Date.now() < until) {} return { worked: true }; } });`;
+/** Busy for 800 ms (its limit is 1 s): long enough to look at the sweep while the call is pending, on a loaded machine too. */
+const slow = `import { service } from 'svc/sdk';
+export default service({ limits: { timeoutMs: 1000 }, handle() { const until = Date.now() + 800; while (Date.now() < until) {} return { worked: true }; } });`;
 
 describe("the pool's sweep", () => {
   let k: TestKernel;
   let pool: SandboxPool;
   beforeAll(async () => {
-    k = await startKernel({ config, services: { 'work.js': work }, listen: true });
+    k = await startKernel({ config, services: { 'work.js': work, 'slow.js': slow }, listen: true });
     // The platform's group: a runner with no tenants has only it (kernel/sandbox/groups.ts).
     pool = (k.kernel.pool as unknown as { platform: SandboxPool }).platform;
   }, 60_000);
@@ -32,7 +36,7 @@ describe("the pool's sweep", () => {
 
   it('runs once a second with no call pending, every 50 ms while one is, and once a second again after', async () => {
     await waitFor('the quiet cadence', () => pool.sweepEveryMs === 1_000);
-    const answer = fetch(`${k.url}/work`);
+    const answer = fetch(`${k.url}/slow`);
     await waitFor('the call to be pending', () => pool.inFlight().length === 1);
     expect(pool.sweepEveryMs).toBe(50);
     expect((await answer).status).toBe(200);
