@@ -97,9 +97,16 @@ export function buildHttp(deps: HttpDeps): FastifyInstance {
   // Shutdown: connections held after a refusal are read again now (what they hold is answered
   // 503 with `connection: close`), and every connection is closed once it has no request.
   app.addHook('preClose', (done) => {
-    pauses.releaseAll();
-    drain.begin();
-    done();
+    const readAgain = pauses.releaseAll();
+    const closeQuiet = () => {
+      drain.begin();
+      done();
+    };
+    // A request waiting on a connection read again is read in the event loop's next poll. Until
+    // then a connection whose refused request had no body counts as idle, and closing idle
+    // connections would reset it with that request unread: the second check phase comes after a poll.
+    if (readAgain === 0) closeQuiet();
+    else setImmediate(() => setImmediate(closeQuiet));
   });
 
   app.removeAllContentTypeParsers();

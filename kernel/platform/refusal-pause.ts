@@ -71,15 +71,21 @@ export class RefusalPauses {
     this.immediate ??= setImmediate(this.holdFinished);
   }
 
-  /** Shutdown: every held connection is read again now, and none is held from here on. */
-  releaseAll(): void {
+  /** Shutdown: every held connection is read again now, and none is held from here on. Returns how many were held. */
+  releaseAll(): number {
     this.released = true;
     this.waiting = [];
+    let readAgain = 0;
     for (const slot of this.slots) {
-      for (const socket of slot) if (socket[READ_AGAIN_AT] !== undefined) this.readAgain(socket);
+      for (const socket of slot) {
+        if (socket[READ_AGAIN_AT] === undefined) continue;
+        this.readAgain(socket);
+        readAgain++;
+      }
       slot.length = 0;
     }
     this.stop();
+    return readAgain;
   }
 
   /** How many connections are held now (tests). */

@@ -139,4 +139,36 @@ describe('shutdown with connections held after a refusal', () => {
       }
     });
   }
+
+  // A refusal of a bodiless request leaves nothing unread: the held connection looks idle to Node,
+  // whose close destroyed it with the next request unread in it, and the client got a reset.
+  it('answers a request waiting on a connection held after a bodiless refusal 503 with connection: close, not a reset', async () => {
+    const k = await startKernel({ config: channels(4_000), services: { 'echo.ts': ECHO }, listen: true });
+    const c = rawConnection(k.url!);
+    let reset = false;
+    c.socket.on('error', () => (reset = true));
+    try {
+      c.socket.write('GET /capped HTTP/1.1\r\nhost: x\r\n\r\n');
+      await until(() => /^HTTP\/1.1 200/.test(c.received()));
+      c.socket.write('GET /capped HTTP/1.1\r\nhost: x\r\n\r\n');
+      await until(() => c.received().includes('HTTP/1.1 429'));
+      await new Promise((r) => setTimeout(r, 200)); // the pause has begun
+      c.socket.write('GET /open HTTP/1.1\r\nhost: x\r\n\r\n');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(c.received().match(/HTTP\/1.1/g)).toHaveLength(2); // held: nothing read since the 429
+      const t0 = performance.now();
+      await k.close();
+      const ms = performance.now() - t0;
+      await c.ended;
+      expect(ms).toBeLessThan(2_000); // the pause is 3,000-4,000 ms
+      expect(reset, 'the connection was reset').toBe(false);
+      const last = c.received().slice(c.received().lastIndexOf('HTTP/1.1'));
+      expect(last).toMatch(/^HTTP\/1.1 503/);
+      expect(last.toLowerCase()).toContain('connection: close');
+      expect(last.toLowerCase()).toMatch(/x-svc-cid: [0-9a-f]{22}/);
+    } finally {
+      c.socket.destroy();
+      await k.close();
+    }
+  });
 });
