@@ -101,6 +101,26 @@ async function until(what: () => boolean, ms = 5_000): Promise<void> {
   }
 }
 
+/** Sends the request that waits on the held connection, checks it is held, shuts the kernel down; how long that took, ms. */
+async function shutDownWhileHeld(k: TestKernel, c: ReturnType<typeof rawConnection>, waiting: string): Promise<number> {
+  c.socket.write(waiting);
+  await new Promise((r) => setTimeout(r, 100));
+  expect(c.received().match(/HTTP\/1.1/g)).toHaveLength(2); // held: nothing read since the 429
+  const t0 = performance.now();
+  await k.close();
+  const ms = performance.now() - t0;
+  await c.ended;
+  return ms;
+}
+
+/** The last answer on a connection: 503 with connection: close and the CID. */
+function expectClosing503(received: string): void {
+  const last = received.slice(received.lastIndexOf('HTTP/1.1'));
+  expect(last).toMatch(/^HTTP\/1.1 503/);
+  expect(last.toLowerCase()).toContain('connection: close');
+  expect(last.toLowerCase()).toMatch(/x-svc-cid: [0-9a-f]{22}/);
+}
+
 describe('shutdown with connections held after a refusal', () => {
   // A refusal answered from the headers alone leaves the body unread; the connection is held
   // with the rest of it, so Node counts it busy and closing idle connections passes it by.
@@ -117,20 +137,10 @@ describe('shutdown with connections held after a refusal', () => {
         c.socket.write(post('/capped') + '{"pad":"');
         await until(() => c.received().includes('HTTP/1.1 429'));
         await new Promise((r) => setTimeout(r, 200)); // the pause has begun
-        c.socket.write('x'.repeat(BODY - 10) + '"}' + (next ? 'GET /open HTTP/1.1\r\nhost: x\r\n\r\n' : ''));
-        await new Promise((r) => setTimeout(r, 100));
-        expect(c.received().match(/HTTP\/1.1/g)).toHaveLength(2); // held: nothing read since the 429
-        const t0 = performance.now();
-        await k.close();
-        const ms = performance.now() - t0;
-        await c.ended;
+        const ms = await shutDownWhileHeld(k, c, 'x'.repeat(BODY - 10) + '"}' + (next ? 'GET /open HTTP/1.1\r\nhost: x\r\n\r\n' : ''));
         expect(ms).toBeLessThan(2_000); // the pause is 3,000-4,000 ms
-        if (next) {
-          const last = c.received().slice(c.received().lastIndexOf('HTTP/1.1'));
-          expect(last).toMatch(/^HTTP\/1.1 503/);
-          expect(last.toLowerCase()).toContain('connection: close');
-          expect(last.toLowerCase()).toMatch(/x-svc-cid: [0-9a-f]{22}/);
-        } else {
+        if (next) expectClosing503(c.received());
+        else {
           expect(c.received().match(/HTTP\/1.1/g)).toHaveLength(2);
         }
       } finally {
@@ -153,19 +163,10 @@ describe('shutdown with connections held after a refusal', () => {
       c.socket.write('GET /capped HTTP/1.1\r\nhost: x\r\n\r\n');
       await until(() => c.received().includes('HTTP/1.1 429'));
       await new Promise((r) => setTimeout(r, 200)); // the pause has begun
-      c.socket.write('GET /open HTTP/1.1\r\nhost: x\r\n\r\n');
-      await new Promise((r) => setTimeout(r, 100));
-      expect(c.received().match(/HTTP\/1.1/g)).toHaveLength(2); // held: nothing read since the 429
-      const t0 = performance.now();
-      await k.close();
-      const ms = performance.now() - t0;
-      await c.ended;
+      const ms = await shutDownWhileHeld(k, c, 'GET /open HTTP/1.1\r\nhost: x\r\n\r\n');
       expect(ms).toBeLessThan(2_000); // the pause is 3,000-4,000 ms
       expect(reset, 'the connection was reset').toBe(false);
-      const last = c.received().slice(c.received().lastIndexOf('HTTP/1.1'));
-      expect(last).toMatch(/^HTTP\/1.1 503/);
-      expect(last.toLowerCase()).toContain('connection: close');
-      expect(last.toLowerCase()).toMatch(/x-svc-cid: [0-9a-f]{22}/);
+      expectClosing503(c.received());
     } finally {
       c.socket.destroy();
       await k.close();
