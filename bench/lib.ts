@@ -227,6 +227,18 @@ export function procStat(pid: number | string): { ppid: number; ticks: number } 
   return { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) };
 }
 
+/**
+ * How many times a process's main thread has gone to sleep and been woken so far (its voluntary
+ * context switches, /proc/PID/status): a timer that fires, a socket that becomes readable. 0 once it is gone.
+ */
+export function mainThreadWakeups(pid: number): number {
+  try {
+    return Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
 /** A process and its descendants (parents from /proc/PID/stat). */
 export function processTree(root: number): number[] {
   const parent = new Map<number, number>();

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readFileSync } from 'node:fs';
-import { CLK_TCK, median, printGrid, procStat, processTree, sandboxPids, startSvcCli, withBareFastify } from '../lib.ts';
+import { CLK_TCK, mainThreadWakeups, median, printGrid, procStat, processTree, sandboxPids, startSvcCli, withBareFastify } from '../lib.ts';
 import { tenantNode } from './tenants.ts';
 
 /**
@@ -20,15 +19,6 @@ const TENANTS = Number(process.env.BENCH_IDLE_TENANTS ?? 5);
 
 const HELLO = `import { service } from 'svc/sdk';\nexport default service({ handle: () => ({ hello: 'world' }) });\n`;
 
-/** A process's main thread's voluntary context switches so far; 0 once it is gone. */
-function wakeups(pid: number): number {
-  try {
-    return Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
-
 interface Idle {
   /** CPU of the whole process tree, ms per minute. */
   cpuMsPerMin: number;
@@ -46,9 +36,9 @@ async function measureIdle(root: number): Promise<Idle> {
   const sandboxes = sandboxPids(root);
   const ticks = () => tree.reduce((sum, pid) => sum + (procStat(pid)?.ticks ?? 0), 0);
   const t0 = ticks();
-  const w0 = [root, ...sandboxes].map(wakeups);
+  const w0 = [root, ...sandboxes].map(mainThreadWakeups);
   await sleep(MEASURE_S * 1000);
-  const w1 = [root, ...sandboxes].map(wakeups);
+  const w1 = [root, ...sandboxes].map(mainThreadWakeups);
   const cpuMs = ((ticks() - t0) * 1000) / CLK_TCK;
   const perSecond = w1.map((w, i) => (w - w0[i]!) / MEASURE_S);
   return { cpuMsPerMin: (cpuMs * 60) / MEASURE_S, mainWakeups: perSecond[0]!, sandboxWakeups: perSecond.slice(1), processes: tree.length };

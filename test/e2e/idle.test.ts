@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { makeProject, startCli, type CliServer } from '../helpers/cli.ts';
 import { mainThreadWakeups } from '../helpers/proc.ts';
-import { processTree } from '../../bench/lib.ts';
-import { readFileSync } from 'node:fs';
+import { sandboxPids } from '../../bench/lib.ts';
 
 /**
  * A server left alone, then used again (issue 39): the first call after a quiet spell longer than
@@ -75,11 +74,11 @@ describe('a server left idle', () => {
     expect(await call('GET', '/work')).toMatchObject({ status: 200 });
     // The call's deadline (400 ms), the isolate's cooling, idle_ms (1 s) and one idle sweep: all over by then.
     await new Promise((r) => setTimeout(r, 3_000));
-    const sandboxes = processTree(server.proc.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('worker.mjs'));
+    const sandboxes = sandboxPids(server.proc.pid!);
     expect(sandboxes).toHaveLength(1);
-    const before = mainThreadWakeups(sandboxes[0]!)!;
+    const before = mainThreadWakeups(sandboxes[0]!);
     await new Promise((r) => setTimeout(r, 4_000));
-    const wakeups = mainThreadWakeups(sandboxes[0]!)! - before;
+    const wakeups = mainThreadWakeups(sandboxes[0]!) - before;
     // None at all, but a few for what the OS or V8 may do now and then; it was 200.
     expect(wakeups, 'sandbox process main thread').toBeLessThan(10);
     // And it still answers at once.
