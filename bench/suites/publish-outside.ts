@@ -1,6 +1,7 @@
 import { median, printGrid, processTree, PUBSUB, publishBody, rounds, startSvcCli, type Load } from '../lib.ts';
 import { publishAlone } from '../peers/publish.ts';
 import { rabbit, type QueueKind } from '../peers/rabbitmq.ts';
+import { tenantNode } from './tenants.ts';
 
 /**
  * Issue 45: durable publish measured the way the independent benchmark did, beside the peers
@@ -11,7 +12,9 @@ import { rabbit, type QueueKind } from '../peers/rabbitmq.ts';
  * is that of every process of the server: svc's kernel and its children (sandbox processes,
  * esbuild), the broker's beam.smp and its children (erl_child_setup, inet_gethost).
  * BENCH_OUTSIDE_ALL=1 adds the peers suite's own ways beside (5 AMQP connections, svc's
- * 74/88-byte bodies, 1 s + 5 s) to tell which difference moves what.
+ * 74/88-byte bodies, 1 s + 5 s) to tell which difference moves what. Under Node 20 (end of life
+ * since 2026-04-30, the machine's own) the same server also runs on Node 24, the LTS line, from
+ * scripts/node-line.sh, in the same interleaved rounds (BENCH_OUTSIDE_NODE24=0 leaves it out).
  */
 const PUBLISHERS = 50;
 const BYTES = 106;
@@ -31,6 +34,9 @@ export async function run(): Promise<void> {
     return;
   }
   const svc = await startSvcCli(PUBSUB.config, {}, '/svc/pubsub/openapi.json');
+  const major = Number(process.versions.node.split('.')[0]);
+  const node24 = major < 22 && process.env.BENCH_OUTSIDE_NODE24 !== '0' ? tenantNode() : undefined;
+  const svc24 = node24 ? await startSvcCli(PUBSUB.config, {}, '/svc/pubsub/openapi.json', undefined, {}, node24) : undefined;
   try {
     const outside = { bytes: BYTES, warmup: WARMUP, seconds: SECONDS };
     const amqp = (kind: QueueKind, connections: number, body: string | undefined, timing: { warmup?: number; seconds?: number }) => () =>
@@ -38,6 +44,12 @@ export async function run(): Promise<void> {
     const cases: Case[] = [
       { name: 'svc variant B publish', run: () => publishAlone(svc, 'B', outside) },
       { name: 'svc variant A publish, `has_gd: true`', run: () => publishAlone(svc, 'A', outside) },
+      ...(svc24
+        ? [
+            { name: 'svc variant B publish, Node 24', run: () => publishAlone(svc24, 'B', outside) },
+            { name: 'svc variant A publish, `has_gd: true`, Node 24', run: () => publishAlone(svc24, 'A', outside) },
+          ]
+        : []),
       { name: 'RabbitMQ quorum queue, confirms, 1 connection', run: amqp('quorum', 1, publishBody('B', true, BYTES), outside), quorum: true },
       { name: 'RabbitMQ classic durable queue, confirms, 1 connection', run: amqp('classic', 1, publishBody('B', true, BYTES), outside) },
     ];
@@ -66,12 +78,13 @@ export async function run(): Promise<void> {
       ];
     });
     printGrid(
-      `Durable publish measured as the independent benchmark did (issue 45): ${PUBLISHERS} publishers, ${BYTES}-byte JSON, ${WARMUP} s + ${SECONDS} s × ${results[0]!.length} interleaved rounds; svc pids ${processTree(svc.pid).length}, broker pids ${broker.pids().length}`,
+      `Durable publish measured as the independent benchmark did (issue 45): ${PUBLISHERS} publishers, ${BYTES}-byte JSON, ${WARMUP} s + ${SECONDS} s × ${results[0]!.length} interleaved rounds; svc on Node ${process.versions.node}${svc24 ? ` and ${node24}` : ''}, pids ${processTree(svc.pid).length}, broker pids ${broker.pids().length}`,
       ['case', 'msg/s per round', 'median msg/s', 'vs quorum (each round)', 'server CPU µs/msg per round', 'median (main process)', 'load-gen µs/msg', 'other load cores'],
       rows,
     );
   } finally {
     await svc.stop();
+    await svc24?.stop();
     await broker.close();
   }
 }
