@@ -46,6 +46,8 @@ export interface Cost {
   serverUs: number;
   /** The part of serverUs spent in the first of its processes (the one that serves HTTP). */
   mainUs: number;
+  /** The part of mainUs spent on that process's main thread, its event loop (the rest: libuv's pool, V8's workers). */
+  loopUs: number;
   /** CPU of this process, the load generator, per request, µs. */
   loaderUs: number;
   /** Peak RSS of the server's processes, sampled every 500 ms during the load, MB. */
@@ -97,6 +99,7 @@ export async function metered<T>(pids: number[], work: () => Promise<T>, count: 
   const sampler = setInterval(() => (rss = Math.max(rss, rssMb(pids))), 500);
   const ticks = cpuTicks(pids);
   const mainTicks = cpuTicks(pids.slice(0, 1));
+  const loopTicks = mainThreadTicks(pids[0]);
   const machine = machineBusyTicks();
   const cpu = process.cpuUsage();
   const start = performance.now();
@@ -110,11 +113,12 @@ export async function metered<T>(pids: number[], work: () => Promise<T>, count: 
   const seconds = (performance.now() - start) / 1000;
   const server = ((cpuTicks(pids) - ticks) * 1e6) / CLK_TCK;
   const main = ((cpuTicks(pids.slice(0, 1)) - mainTicks) * 1e6) / CLK_TCK;
+  const loop = ((mainThreadTicks(pids[0]) - loopTicks) * 1e6) / CLK_TCK;
   const others = ((machineBusyTicks() - machine) * 1e6) / CLK_TCK - server - loader.user - loader.system;
   const n = Math.max(1, count(result));
   return {
     result,
-    cost: { count: n, serverUs: server / n, mainUs: main / n, loaderUs: (loader.user + loader.system) / n, rssMb: rss || rssMb(pids), otherCores: Math.max(0, others / 1e6 / seconds) },
+    cost: { count: n, serverUs: server / n, mainUs: main / n, loopUs: loop / n, loaderUs: (loader.user + loader.system) / n, rssMb: rss || rssMb(pids), otherCores: Math.max(0, others / 1e6 / seconds) },
   };
 }
 
@@ -287,6 +291,11 @@ export function machineBusyTicks(): number {
 
 function cpuTicks(pids: number[]): number {
   return pids.reduce((sum, pid) => sum + (procStat(pid)?.ticks ?? 0), 0);
+}
+
+/** CPU ticks of a process's main thread (its task whose id is the pid): for Node, the event loop. */
+function mainThreadTicks(pid: number | undefined): number {
+  return pid === undefined ? 0 : (procStat(`${pid}/task/${pid}`)?.ticks ?? 0);
 }
 
 /** Sum of /proc/PID/smaps_rollup lines matching `field` over processes, MB. */
