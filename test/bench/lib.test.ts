@@ -1,7 +1,8 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { onOwnCores, PUBSUB, publishBody } from '../../bench/lib.ts';
+import { Worker } from 'node:worker_threads';
+import { metered, onOwnCores, PUBSUB, publishBody } from '../../bench/lib.ts';
 
 const affinity = (pid: number) => execFileSync('taskset', ['-c', '-p', String(pid)], { encoding: 'utf8' }).split(':').pop()!.trim();
 
@@ -37,5 +38,30 @@ describe('publishBody, the message of the publish suites', () => {
       expect(JSON.parse(body).data.order).toBe(PUBSUB.message.data.order);
     }
     expect(() => publishBody('A', true, 20)).toThrow(/shorter/);
+  });
+});
+
+describe("metered: the event loop's part of a process's CPU (Cost.loopUs)", () => {
+  const spin = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  };
+
+  it('counts work on the main thread in both mainUs and loopUs', async () => {
+    const { cost } = await metered([process.pid], async () => spin(300), () => 1);
+    expect(cost.loopUs).toBeGreaterThanOrEqual(200_000);
+    // Ticks of 10 ms: the thread's figure is at most the process's, give or take one tick.
+    expect(cost.loopUs).toBeLessThanOrEqual(cost.mainUs + 10_000);
+  });
+
+  it('leaves work on another thread out of loopUs', async () => {
+    const busy = new Worker('const until = Date.now() + 400; while (Date.now() < until);', { eval: true });
+    const { cost } = await metered(
+      [process.pid],
+      () => new Promise<void>((resolve) => busy.once('exit', () => resolve())),
+      () => 1,
+    );
+    expect(cost.mainUs).toBeGreaterThanOrEqual(250_000);
+    expect(cost.loopUs).toBeLessThan(cost.mainUs / 2);
   });
 });
