@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Cron, CronError, isTimeZone, parseDuration, type ConfigIssue, localName, scopedRef } from '../../sdk/plugin/index.ts';
+import { Cron, CronError, isTimeZone, listColumn, parseDuration, type ConfigIssue, localName, scopedRef } from '../../sdk/plugin/index.ts';
 
 /**
  * The `scheduler_job` section: named jobs that start a service on a schedule. Each has exactly one
@@ -38,13 +38,14 @@ export const DEFAULT_RUN_DELIVERY = runDeliverySchema.parse({});
 export const jobSchema = z
   .object({
     name: z.string().min(1).max(200).refine((name) => /^[A-Za-z0-9_.:-]+$/.test(localName(name)), 'letters, digits and _ . : - (a tenant\'s after its `tenant/`)').describe('Job name: unique; shown in `svc job list` and the Dashboard.'),
-    service: scopedRef(z.string().min(1), { to: ['services'] }).describe('The service each run invokes.'),
+    service: listColumn(scopedRef(z.string().min(1), { to: ['services'] }), 1, 'Service').describe('The service each run invokes.'),
     input: z
       .record(z.string(), z.unknown())
       .default({})
       .describe("The service's ctx.input on each run (an object), checked against its typed input model as a channel's JSON body would be."),
-    every: durationField('Run at this interval: 30s, 5m, 1h30m, 2d, or milliseconds. Ticks fall at whole multiples of it counted from `start` (or the Unix epoch), so every node agrees on them.').optional(),
-    cron: z
+    every: listColumn(durationField('Run at this interval: 30s, 5m, 1h30m, 2d, or milliseconds. Ticks fall at whole multiples of it counted from `start` (or the Unix epoch), so every node agrees on them.'), 2, 'Every').optional(),
+    cron: listColumn(
+      z
       .string()
       .superRefine((text, ctx) => {
         try {
@@ -54,9 +55,11 @@ export const jobSchema = z
           ctx.addIssue({ code: 'custom', message: err.message });
         }
       })
-      .describe('Run on a cron expression: 5 fields (minute hour day month weekday) or 6 with seconds first, or @hourly, @daily, @weekly, @monthly, @yearly. Read in `timezone`.')
-      .optional(),
-    at: dateTimeField('Run once, at this date and time.').optional(),
+      .describe('Run on a cron expression: 5 fields (minute hour day month weekday) or 6 with seconds first, or @hourly, @daily, @weekly, @monthly, @yearly. Read in `timezone`.'),
+      3,
+      'Cron',
+    ).optional(),
+    at: listColumn(dateTimeField('Run once, at this date and time.'), 4, 'At').optional(),
     timezone: z
       .string()
       .refine(isTimeZone, 'not an IANA time zone name (e.g. Europe/Berlin)')
@@ -65,7 +68,7 @@ export const jobSchema = z
     start: dateTimeField('No run before this date and time; an interval\'s ticks are counted from it.').optional(),
     end: dateTimeField('No run after this date and time.').optional(),
     jitter: durationField('Each run starts up to this much after its tick, the same delay on every node (spreads jobs that share a tick).').optional(),
-    enabled: z.boolean().default(true).describe('A disabled job keeps its history and takes no ticks.'),
+    enabled: listColumn(z.boolean(), 5, 'Enabled').default(true).describe('A disabled job keeps its history and takes no ticks.'),
     overlap: z
       .enum(['skip', 'queue', 'allow'])
       .default('skip')

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext, hostPath, scopedRef } from '../../../sdk/plugin/index.ts';
+import { bundledPluginOn, type ConfigIssue, type SvcConfig, type ValidationContext, hostPath, listColumn, scopedRef } from '../../../sdk/plugin/index.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
 import { passwordFields, passwordIssues } from '../shared/credentials.ts';
 import { allowedServicesField, formatSettingsFields, formatSettingsIssues, readyCheckField, reconnectSchema } from '../shared/fields.ts';
@@ -85,18 +85,23 @@ export const channelEntrySchema = z
     name: z.string().min(1).describe('Unique; the service reads it as ctx.delivery.source.name, dead letters are under mqtt:<name>.'),
     ...brokerFields,
     client_id: clientIdSchema.optional().describe("The channel's client identifier: the key of its persistent session at the broker. Default svc-<channel>-<8 hex of this installation>, the same at every start; change it and the session (and what it holds) is left behind."),
-    topics: z
-      .array(z.string().superRefine((f, ctx) => {
-        const problem = topicFilterProblem(f);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      }))
+    topics: listColumn(
+      z.array(
+        z.string().superRefine((f, ctx) => {
+          const problem = topicFilterProblem(f);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        }),
+      ),
+      1,
+      'Topics',
+    )
       .min(1)
       .describe('Topic filters to subscribe to: + matches one level, # (last) any number of levels, $share/<group>/<filter> shares the messages among the clients of the group.'),
     qos: z.union([z.literal(0), z.literal(1), z.literal(2)]).default(1).describe('Subscription QoS: 0 at most once (nothing redelivered), 1 at least once (acknowledged after the message is done with), 2 needs protocol_version 5.'),
     clean_session: z.boolean().default(false).describe('false: a persistent session, so messages published while svc is away are delivered when it is back; true: a new session at each connect.'),
     session_expiry_s: z.number().int().min(0).max(4_294_967_295).default(604_800).describe('MQTT 5: how long the broker keeps the session after a disconnect (default a week).'),
-    service: scopedRef(z.string().min(1), { to: ['services'] }).describe('The service run for each message.'),
-    data_format: z.string().min(1).default('json').describe("How a message's body is read: json (default), xml, form, hl7, csv, or none (the bytes as they came, in ctx.rawBody); a message not valid for it is dead-lettered."),
+    service: listColumn(scopedRef(z.string().min(1), { to: ['services'] }), 2, 'Service').describe('The service run for each message.'),
+    data_format: listColumn(z.string().min(1), 3, 'Data format').default('json').describe("How a message's body is read: json (default), xml, form, hl7, csv, or none (the bytes as they came, in ctx.rawBody); a message not valid for it is dead-lettered."),
     ...formatSettingsFields,
     delivery: inboundDeliverySchema.default(inboundDeliverySchema.parse({})).describe('Retries and dead letters (svc\'s dead-letter queue: svc queue list --channel mqtt:<name>).'),
   })

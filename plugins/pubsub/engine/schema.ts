@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { scopedRef } from '../../../sdk/plugin/index.ts';
+import { listColumn, scopedRef } from '../../../sdk/plugin/index.ts';
 import { tenantOf, type ConfigIssue } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import { compilePatterns, isStoredTopicName, isStoredTopicPattern, topicTenant } from '../shared/patterns.ts';
@@ -28,11 +28,11 @@ export const topicEntrySchema = z
 export const endpointEntrySchema = z
   .object({
     name: z.string().min(1).describe('Name of the pub/sub endpoint (client identity); unique.'),
-    security: scopedRef(z.string().min(1), { to: ['security'] })
+    security: listColumn(scopedRef(z.string().min(1), { to: ['security'] }), 1, 'Security')
       .optional()
       .describe('Name of the basic_auth definition whose credentials identify this endpoint on the REST APIs. Required unless `services` is given.'),
-    pub: z.array(scopedRef(topicPattern)).default([]).describe('Topic patterns this endpoint may publish to (`*` within a segment, `**` across segments).'),
-    sub: z.array(scopedRef(topicPattern)).default([]).describe('Topic patterns this endpoint may subscribe to.'),
+    pub: listColumn(z.array(scopedRef(topicPattern)), 2, 'Publishes to').default([]).describe('Topic patterns this endpoint may publish to (`*` within a segment, `**` across segments).'),
+    sub: listColumn(z.array(scopedRef(topicPattern)), 3, 'Subscribes to').default([]).describe('Topic patterns this endpoint may subscribe to.'),
     services: z
       .array(scopedRef(z.string().min(1)))
       .optional()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { localName, scopedRef } from '../../../sdk/plugin/index.ts';
+import { listColumn, localName, scopedRef } from '../../../sdk/plugin/index.ts';
 import type { ConfigIssue, SvcConfig } from '../../../sdk/plugin/index.ts';
 
 /** Longest value accepted, from the config file or the CLI: keys, not documents. */
@@ -21,8 +21,7 @@ export const namedSecretSchema = z
         'The value, usually `${ENV_NAME}`; left out, set it with `svc secret set NAME` (standard input). Stored encrypted, never logged, never readable by services. A CLI-set value stays until this value is edited (the latest change wins).',
       )
       .meta({ writeOnly: true }),
-    services: z
-      .array(scopedRef(z.string().min(1)))
+    services: listColumn(z.array(scopedRef(z.string().min(1))), 1, 'Services')
       .default([])
       .describe('Services that may use the secret (file names without extension). Left out or empty: no service may.'),
   })

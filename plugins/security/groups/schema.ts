@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { securityNameSchema, scopedRef } from '../../../sdk/plugin/index.ts';
+import { listColumn, securityNameSchema, scopedRef } from '../../../sdk/plugin/index.ts';
 import type { SvcConfig } from '../../../sdk/plugin/index.ts';
 import type { ConfigIssue } from '../../../sdk/plugin/index.ts';
 import { MEMBER_TYPES, type MemberType } from '../shared/verifier.ts';
@@ -7,8 +7,7 @@ import { MEMBER_TYPES, type MemberType } from '../shared/verifier.ts';
 export const groupSchema = z
   .object({
     name: securityNameSchema.describe("Unique name; a channel's `security` may name it."),
-    members: z
-      .array(scopedRef(z.string().min(1)))
+    members: listColumn(z.array(scopedRef(z.string().min(1))), 1, 'Members')
       .default([])
       .describe('Names of basic_auth or apikey definitions whose clients may call channels of this group; removing one revokes it at once.'),
   })

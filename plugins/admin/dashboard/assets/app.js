@@ -311,7 +311,9 @@ async function overviewPage() {
 const sectionOf = (name) => catalogue.sections.find((s) => s.name === name);
 /**
  * The columns of a section's list: the fields its schema marks `x-svc-list` (listColumn in the
- * plugin SDK), in their order; else its first few scalar fields. Each as `{ key, title }`.
+ * plugin SDK), in their order; else its first few scalar fields. Each as `{ key, title, fallback }`:
+ * `fallback` is the field's default, shown for an entry that leaves the field out (a job without
+ * `enabled` is enabled, not blank).
  */
 function columnsOf(section) {
   const items = section.schema?.items ?? section.schema ?? {};
@@ -325,13 +327,16 @@ function columnsOf(section) {
     : Object.entries(props)
         .filter(([k, sch]) => k !== 'name' && ['string', 'integer', 'boolean', 'number'].includes(sch.type) && !/pass|secret|key/i.test(k))
         .slice(0, 4);
-  return chosen.map(([key, sch]) => ({ key, title: sch.title ?? key }));
+  return chosen.map(([key, sch]) => ({ key, title: sch.title ?? key, fallback: sch.default }));
 }
 
 /** A list row's cell: the admin API lists each entry as `{ name, source, entry }`, its fields under `entry`. */
-function cellOf(item, column) {
-  const value = item.entry?.[column];
-  return value === undefined || value === null ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
+function cellOf(item, column, fallback) {
+  const value = item.entry?.[column] ?? fallback;
+  if (value === undefined || value === null) return '';
+  // A list of names or patterns (a group's members, an endpoint's topics) reads as one.
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(', ');
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
 
 /** Rows per page of a list. */
@@ -349,7 +354,7 @@ async function listPage(name) {
   const entries = await api.list(name);
   const cols = columnsOf(section);
   const all = [{ key: 'name', title: 'Name' }, ...cols, { key: 'source', title: 'From' }];
-  const shownValue = (e, key) => (key === 'name' ? e.name : key === 'source' ? (e.source === 'admin' ? 'admin edit' : 'config file') : cellOf(e, key));
+  const shownValue = (e, key) => (key === 'name' ? e.name : key === 'source' ? (e.source === 'admin' ? 'admin edit' : 'config file') : cellOf(e, key, cols.find((c) => c.key === key)?.fallback));
   const search = el('input', { type: 'search', placeholder: 'Search', id: 'search' });
   const field = el('select', { id: 'search-field', 'aria-label': 'Search in' }, el('option', { value: '', text: 'in all columns' }), all.map((c) => el('option', { value: c.key, text: `in ${c.title}` })));
   const count = el('span', { class: 'help', id: 'count' });
@@ -387,7 +392,7 @@ async function listPage(name) {
           'tr',
           { 'data-name': e.name },
           el('td', {}, link(`#/r/${encodeURIComponent(name)}/${encodeURIComponent(e.name)}`, e.name)),
-          cols.map((c) => el('td', { 'data-column': c.key, text: cellOf(e, c.key) })),
+          cols.map((c) => el('td', { 'data-column': c.key, text: cellOf(e, c.key, c.fallback) })),
           el('td', { 'data-column': 'source', text: shownValue(e, 'source') }),
           actions ? el('td', {}, e.entry?.response_cache ? purgeButton(e.name) : '') : '',
         ),

@@ -28,6 +28,23 @@ describe('catalogue', () => {
     expect(channel.properties.rate_limiting.description).toMatch(/Rate limiting/);
     expect(byName.get('channel_rest').count).toBe(1);
   });
+
+  it("marks the columns of each section's Dashboard list, in order, with their titles", async () => {
+    const r = await admin.get('/admin/api/resources');
+    // What the Dashboard's lists show (x-svc-list, listColumn in the plugin SDK); sections with
+    // none marked fall back to their first scalar fields, which missed an interval job's `every`.
+    const columns = (section: any) =>
+      Object.entries<any>(section.schema.items?.properties ?? section.schema.properties ?? {})
+        .filter(([, field]) => typeof field['x-svc-list'] === 'number')
+        .sort(([, a], [, b]) => a['x-svc-list'] - b['x-svc-list'])
+        .map(([key, field]) => `${key}:${field.title}`);
+    const byName = new Map<string, any>(r.body.sections.map((s: any) => [s.name, s]));
+    expect(columns(byName.get('scheduler_job'))).toEqual(['service:Service', 'every:Every', 'cron:Cron', 'at:At', 'enabled:Enabled']);
+    expect(columns(byName.get('channel_mqtt'))).toEqual(['topics:Topics', 'service:Service', 'data_format:Data format']);
+    expect(columns(byName.get('pubsub_endpoint'))).toEqual(['security:Security', 'pub:Publishes to', 'sub:Subscribes to']);
+    expect(columns(byName.get('secrets'))).toEqual(['services:Services']);
+    expect(columns(byName.get('groups'))).toEqual(['members:Members']);
+  });
 });
 
 describe('channels and security definitions', () => {

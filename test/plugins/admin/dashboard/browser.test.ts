@@ -580,6 +580,18 @@ describe('the Dashboard in Chromium', () => {
       await go('#/r/security', 'security');
       await page.locator('table.list tbody tr[data-name="app"]').waitFor();
       expect(await page.locator('table.list tbody tr[data-name="app"] td[data-column="type"]').textContent()).toBe('basic_auth');
+      // An endpoint's topic patterns read as a list, not as JSON.
+      await go('#/r/pubsub_endpoint', 'pubsub_endpoint');
+      await page.locator('table.list tbody tr[data-name="orders.app"]').waitFor();
+      expect(await page.locator('#entries thead th').allTextContents()).toEqual(['Name ▲', 'Security', 'Publishes to', 'Subscribes to', 'From']);
+      expect(await page.locator('table.list tbody tr[data-name="orders.app"] td[data-column="pub"]').textContent()).toBe('/orders/*');
+      // A job's schedule, whichever of every, cron or at gives it.
+      await go('#/r/scheduler_job', 'scheduler_job');
+      await page.locator('table.list tbody tr[data-name="nightly-sync"]').waitFor();
+      expect(await page.locator('#entries thead th').allTextContents()).toEqual(['Name ▲', 'Service', 'Every', 'Cron', 'At', 'Enabled', 'From']);
+      expect(await page.locator('table.list tbody tr[data-name="nightly-sync"] td[data-column="cron"]').textContent()).toBe('30 2 * * *');
+      // A field the entry leaves out shows its default: the job is enabled, not blank.
+      expect(await page.locator('table.list tbody tr[data-name="nightly-sync"] td[data-column="enabled"]').textContent()).toBe('true');
       const sections = (await api.send('GET', '/admin/api/resources')).body.sections as Array<{ name: string }>;
       for (const s of sections) {
         await go(`#/r/${s.name}`);
