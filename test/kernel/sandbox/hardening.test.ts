@@ -17,6 +17,9 @@ const NEVER_LIMIT_MS = 300;
 
 const services: Record<string, string> = {
   'ok.js': svc(`return { ok: true };`),
+  // The crash tests' neighbour: /ok with room, so a crasher's page-fault storm on a slow machine
+  // (the call waiting for a CPU past 500 ms) does not pass for a neighbour the crash failed.
+  'neighbour.js': svc(`return { ok: true };`).replace('timeoutMs: 500', 'timeoutMs: 5000'),
   // A thenable whose `then` returns another thenable: the runtime must never hand its own callback over.
   'forge.js': `import { service } from 'svc/sdk';
 export default service({ limits: { timeoutMs: 500 }, handle() {
@@ -203,7 +206,7 @@ describe('a sandbox process that dies under load', () => {
       const outcomes: Array<{ status: number; details?: unknown; cid: string | null }> = [];
       const neighbour = async () => {
         while (!crashAnswered) {
-          const r = await get('/ok');
+          const r = await get('/neighbour');
           outcomes.push({ status: r.status, cid: r.cid, details: r.status === 200 ? undefined : r.json().details });
         }
       };
@@ -227,12 +230,12 @@ describe('a sandbox process that dies under load', () => {
       // A crasher stopped by its time limit may still take its process down while that limit
       // disposes the isolate, after the loops ended: the restart then follows, and /ok answers again.
       const restartBy = Date.now() + 10_000;
-      let after = await get('/ok');
+      let after = await get('/neighbour');
       while (after.status !== 200 && Date.now() < restartBy) {
         expect(after.status).toBe(503);
         expect(after.json().details).toMatch(/sandbox crashed|No sandbox process was ready/);
         await new Promise((res) => setTimeout(res, 100));
-        after = await get('/ok');
+        after = await get('/neighbour');
       }
       expect(after.status).toBe(200);
     },
