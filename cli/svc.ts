@@ -5,7 +5,7 @@ import { Kernel, loadConfig, resolveDir } from '../kernel/kernel.ts';
 import { ConfigError, readSource } from '../kernel/config/store.ts';
 import { NativeModuleError } from '../kernel/platform/native.ts';
 import { sandboxSchema, type SvcConfig } from '../kernel/config/schema.ts';
-import { openStore } from '../kernel/store/open.ts';
+import { openStore, sqliteFileOf } from '../kernel/store/open.ts';
 import { StoreUnavailableError } from '../sdk/plugin/store.ts';
 import { sendControl } from '../kernel/control.ts';
 import { startServiceRunner } from '../kernel/sandbox/groups.ts';
@@ -162,6 +162,21 @@ async function check(configPath: string): Promise<number> {
   return EXIT_OK;
 }
 
+/**
+ * A command about to create the SQLite store says so, with where, on stderr. data_dir is taken
+ * from the working directory (docs/decisions.md): a command run outside the directory the server
+ * runs in would otherwise create an empty store there, silently, and make a change (an API key, a
+ * password) the server never sees. Before a first start, creating it is right, and the note says
+ * where it went.
+ */
+function noteNewStore(store: string | undefined, dataDir: string): void {
+  const file = sqliteFileOf(store, dataDir);
+  if (file === undefined || existsSync(file)) return;
+  process.stderr.write(
+    `note: there is no store at ${resolve(file)} yet: this command creates it. data_dir and a store path are taken from the working directory (${process.cwd()}); if the server runs from another directory, run this command there, or the server will not see this change.\n`,
+  );
+}
+
 function cliEnv(configPath: string, config: CliEnv['config'], plugins: readonly Plugin[]): CliEnv {
   const dataDir = resolveDir(config.server.data_dir);
   return {
@@ -170,7 +185,10 @@ function cliEnv(configPath: string, config: CliEnv['config'], plugins: readonly 
     contributions: () => plugins.map((p) => p.contributes ?? {}),
     serviceMetas: async () => (await compileServices(resolveDir(config.server.services_dir), config)).metas,
     configPath,
-    openStore: () => openStore(config.server.store, dataDir, plugins, pino({ level: 'silent' })),
+    openStore: () => {
+      noteNewStore(config.server.store, dataDir);
+      return openStore(config.server.store, dataDir, plugins, pino({ level: 'silent' }));
+    },
     control: (op, args) => sendControl(join(dataDir, 'control.sock'), op, args),
     readStdin: async () => {
       const chunks: Buffer[] = [];

@@ -96,7 +96,7 @@ export const serverSchema = z
   .object({
     host: z.string().min(1).default('127.0.0.1').describe('Address the channel listener binds to.'),
     port: z.number().int().min(0).max(65535).default(17010).describe('Port of the channel listener; SVC_PORT overrides it.'),
-    data_dir: z.string().min(1).default('./data').describe('Directory of the SQLite store and other state; relative to the working directory.'),
+    data_dir: z.string().min(1).default('./data').describe('Directory of the SQLite store and other state; relative to the working directory (run svc commands where the server runs: one that would create the store says so on stderr).'),
     store: z
       .string()
       .min(1)

@@ -8,7 +8,15 @@ import { formatIssue } from '../config/compose.ts';
 import { SqliteStore } from './sqlite.ts';
 import { sqliteDriver } from './sqlite-driver.ts';
 
+/** The SQLite file under data_dir when `server.store` is absent. */
+const SQLITE_FILE = 'svc.db';
 const URL_SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
+
+/** The SQLite file `server.store` names (svc.db under data_dir when it is absent), as given; undefined: a URL, another store's. */
+export function sqliteFileOf(store: string | undefined, dataDir: string): string | undefined {
+  if (store === undefined) return join(dataDir, SQLITE_FILE);
+  return URL_SCHEME.test(store) ? undefined : store;
+}
 
 /**
  * The data store `server.store` names (SVC_STORE applied already): the SQLite file by default,
@@ -20,7 +28,7 @@ export async function openStore(store: string | undefined, dataDir: string, plug
   if (store === undefined || scheme === undefined) {
     // A node_modules built for another Node is a clear error here, before anything is opened.
     sqliteDriver();
-    return new SqliteStore(store === undefined ? join(dataDir, 'svc.db') : store);
+    return new SqliteStore(store ?? join(dataDir, SQLITE_FILE));
   }
   const owner = plugins.find((p) => p.contributes?.dataStore?.schemes.includes(scheme));
   const strategy = owner?.contributes?.dataStore;

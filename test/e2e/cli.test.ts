@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -153,5 +154,27 @@ describe('svc check and exit codes', () => {
 
   it('an unknown command exits 2', () => {
     expect(runCli(['frobnicate'], makeProject(config)).status).toBe(2);
+  });
+});
+
+describe('svc commands and the data directory', () => {
+  it('a command that creates the store says where, and that data_dir is taken from the working directory', () => {
+    const project = makeProject(config, services);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'svc-elsewhere-'));
+    try {
+      const args = (key: string) => ['admin', 'create-key', key, '--config', join(project, 'config', 'svc.yaml')];
+      const first = runCli(args('deploy'), elsewhere);
+      expect(first.status).toBe(0);
+      expect(first.stderr).toContain(`note: there is no store at ${join(elsewhere, 'data', 'svc.db')} yet: this command creates it.`);
+      expect(first.stderr).toContain(`taken from the working directory (${elsewhere})`);
+      // The store exists now: no note, the key is made.
+      const second = runCli(args('deploy-2'), elsewhere);
+      expect(second.status).toBe(0);
+      expect(second.stderr).toBe('');
+      expect(second.stdout).toContain("API key 'deploy-2'");
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+      rmSync(project, { recursive: true, force: true });
+    }
   });
 });
