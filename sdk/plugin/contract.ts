@@ -146,6 +146,22 @@ export interface Contributions {
   channelOpenApi?: ChannelOpenApi;
   /** A data store it opens for `server.store` URLs of its schemes (SDK 1.2). */
   dataStore?: StoreStrategy;
+  /** Write-only fields whose values it keeps in the store, set outside the config file (SDK 1.16). */
+  storedSecrets?: readonly StoredSecrets[];
+}
+
+/**
+ * A write-only field of a config section whose value a plugin keeps in the store, where a command
+ * such as `svc secdef set-password` or `svc secret set` puts it: the admin API shows such an
+ * entry's field as set, as it does a value written in the file, never the value.
+ */
+export interface StoredSecrets {
+  /** The config section (`security`, `secrets`). */
+  section: string;
+  /** The entry's write-only field (`password`, `key`, `value`). */
+  field: string;
+  /** The names of the section's entries whose field holds a stored value. */
+  entries: (store: DataStore) => Promise<Iterable<string>>;
 }
 
 /** What the enabled plugins offer, for config checks that refer to it. SDK 1.8. */

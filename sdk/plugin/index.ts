@@ -35,6 +35,7 @@ export type {
   PluginRoute,
   RawConfig,
   ServingVersion,
+  StoredSecrets,
   TenantQuotaApi,
   TenantQuotaName,
   ValidationContext,

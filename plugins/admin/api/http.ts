@@ -143,12 +143,12 @@ function apiHandlers({ kernel, auth, resources, accounts, version }: AdminHttpDe
   on('GET /resources', async (req) => ({
     sections: resources.catalogue(req.actor).map((s) => ({ ...s, count: resources.list(s.name, req.actor).length, href: `${API}/resources/${s.name}` })),
   }));
-  on('GET /resources/{section}', async (req) => ({ items: resources.list(req.params.section, req.actor) }));
+  on('GET /resources/{section}', async (req) => ({ items: await resources.listShown(req.params.section, req.actor) }));
   on('POST /resources/{section}', async (req, reply) => {
     const { view } = await resources.upsert(req.params.section, undefined, req.body, req.actor, 'create');
     return reply.code(201).send(view);
   });
-  on('GET /resources/{section}/{name}', async (req) => resources.get(req.params.section, req.params.name, req.actor));
+  on('GET /resources/{section}/{name}', async (req) => resources.getShown(req.params.section, req.params.name, req.actor));
   on('PUT /resources/{section}/{name}', async (req, reply) => {
     const { created, view } = await resources.upsert(req.params.section, req.params.name, req.body, req.actor, 'put');
     return reply.code(created ? 201 : 200).send(view);

@@ -130,6 +130,31 @@ export class AdminResources {
       .map((e) => this.view(s, e as Entry));
   }
 
+  /** list(), with the write-only fields a plugin keeps in the store (set with a CLI command) marked set too. */
+  async listShown(section: string, p?: Principal): Promise<ResourceView[]> {
+    return this.markStored(section, this.list(section, p));
+  }
+
+  /** get(), with the stored write-only fields marked set (listShown). */
+  async getShown(section: string, name: string, p?: Principal): Promise<ResourceView> {
+    const [view] = await this.markStored(section, [this.get(section, name, p)]);
+    return view!;
+  }
+
+  /**
+   * A value set with `svc secdef set-password` or `svc secret set` is in the store, not in the
+   * entry: without this an operator saw such a field as not set, and might set it again. The
+   * plugins that keep them say which entries hold one (contributes.storedSecrets).
+   */
+  private async markStored(section: string, views: ResourceView[]): Promise<ResourceView[]> {
+    for (const stored of this.kernel.contributions().flatMap((c) => c.storedSecrets ?? [])) {
+      if (stored.section !== section) continue;
+      const names = new Set(await stored.entries(this.kernel.store));
+      for (const view of views) if (names.has(view.name) && !view.secretsSet.includes(stored.field)) view.secretsSet.push(stored.field);
+    }
+    return views;
+  }
+
   get(section: string, name: string, p?: Principal): ResourceView {
     const found = this.list(section, p).find((v) => v.name === name);
     if (!found) throw new SvcError('NOT_FOUND', notFound(section)(name));

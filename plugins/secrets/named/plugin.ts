@@ -4,7 +4,7 @@ import '../../capabilities.ts';
 import { listCommand, setCommand, setControl } from './cli.ts';
 import { secretHostCalls } from './host-calls.ts';
 import { secretsOf, secretsSectionSchema, validateSecrets } from './schema.ts';
-import { NAMED_SECRET_CHANGED, NamedSecretStore } from './secret-store.ts';
+import { NAMED_SECRET_CHANGED, NamedSecretStore, secretStates } from './secret-store.ts';
 import { SecretsInUse } from './secrets-in-use.ts';
 
 /**
@@ -22,6 +22,8 @@ export default definePlugin<Record<string, never>, SecretsInUse>({
   contributes: {
     sections: { secrets: secretsSectionSchema },
     validateConfig: validateSecrets,
+    // A value set with `svc secret set` is in the store, not the file: the admin API shows it as set.
+    storedSecrets: [{ section: 'secrets', field: 'value', entries: async (store) => (await secretStates(store)).keys() }],
   },
   setup(kernel) {
     let store: Promise<NamedSecretStore> | undefined;

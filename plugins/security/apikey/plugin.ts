@@ -3,6 +3,7 @@ import { definePlugin } from '../../../sdk/plugin/index.ts';
 import { authenticator } from '../shared/authenticator.ts';
 import { CredentialBook, scopeOf, type Presented } from '../shared/credential-book.ts';
 import { secdefCommand, secdefControl, type SecdefSpec } from '../shared/secdef-cli.ts';
+import { storedSecretsOf } from '../shared/secret-store.ts';
 import { headerCredential } from '../shared/outgoing-header.ts';
 import { definitionSecurity } from '../shared/openapi.ts';
 import { SecretManager } from '../shared/secret-manager.ts';
@@ -44,6 +45,7 @@ export default definePlugin<Record<string, never>, ApiKeyState>({
   contributes: {
     logRedact: ['headers["x-api-key"]', '*["x-api-key"]'],
     securityTypes: { [APIKEY]: apiKeyShape },
+    storedSecrets: [storedSecretsOf(SECDEF.type, SECDEF.configField)],
     channelOpenApi: { security: definitionSecurity(APIKEY, (e) => ({ type: 'apiKey', in: 'header', name: 'X-API-Key', description: `The key of security definition '${e.name}', unmodified.` })) },
   },
   setup(kernel) {

@@ -6,6 +6,7 @@ import { authenticator } from '../shared/authenticator.ts';
 import { BASIC_CHALLENGE } from '../shared/challenge.ts';
 import { ANY_DEFINITION, CredentialBook, scopeOf } from '../shared/credential-book.ts';
 import { secdefCommand, secdefControl, type SecdefSpec } from '../shared/secdef-cli.ts';
+import { storedSecretsOf } from '../shared/secret-store.ts';
 import { headerCredential } from '../shared/outgoing-header.ts';
 import { definitionSecurity } from '../shared/openapi.ts';
 import { SecretManager } from '../shared/secret-manager.ts';
@@ -49,6 +50,7 @@ export default definePlugin<Record<string, never>, BasicAuthState>({
     logRedact: ['headers.authorization', '*.authorization'],
     securityTypes: { [BASIC_AUTH]: basicAuthShape },
     validateConfig: validateBasicAuth,
+    storedSecrets: [storedSecretsOf(SECDEF.type, SECDEF.configField)],
     channelOpenApi: { security: definitionSecurity(BASIC_AUTH, (e) => ({ type: 'http', scheme: 'basic', description: `Basic Auth: the credentials of security definition '${e.name}'.` })) },
   },
   setup(kernel) {

@@ -1,4 +1,4 @@
-import { sqlTypes, type DataStore, type Dialect, type Migration, type Queryable } from '../../../sdk/plugin/index.ts';
+import { sqlTypes, type DataStore, type Dialect, type Migration, type Queryable, type StoredSecrets } from '../../../sdk/plugin/index.ts';
 
 /**
  * Persisted secrets of security definitions, one row per definition, hashed only.
@@ -62,6 +62,21 @@ function fromStored(row: StoredRow): SecretRow {
 export async function secretRows(db: Queryable, type: string): Promise<Map<string, SecretRow>> {
   const rows = await db.all<StoredRow>(`SELECT ${COLUMNS} FROM security_secret WHERE type = ?`, [type]);
   return new Map(rows.map((r) => [r.definition, fromStored(r)]));
+}
+
+/**
+ * The definitions of a type whose secret the store holds, however it came (generated, `svc secdef`,
+ * the config file): the admin API shows their `field` as set (contributes.storedSecrets).
+ */
+export function storedSecretsOf(type: string, field: string): StoredSecrets {
+  return {
+    section: 'security',
+    field,
+    entries: async (store) => {
+      await migrateSecretStore(store);
+      return (await secretRows(store, type)).keys();
+    },
+  };
 }
 
 export async function secretRow(db: Queryable, definition: string): Promise<SecretRow | undefined> {

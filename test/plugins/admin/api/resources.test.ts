@@ -1,15 +1,19 @@
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sendControl } from '../../../../kernel/control.ts';
+import { hashSecret } from '../../../../plugins/security/shared/secrets.ts';
 import { openApiProblems } from '../../../helpers/openapi.ts';
 import { AdminClient, basic, callChannel, resourcePath, startAdmin, type AdminKernel } from './support.ts';
 
 /** Every generic resource operation, over the admin listener's real socket, on several sections. */
 
+const CONFIG = 'channel_rest:\n  - { name: open, url_path: /open, service: echo, security: none }\n';
 let k: AdminKernel;
 const c = () => new AdminClient(k.admin);
 let admin: AdminClient;
 
 beforeAll(async () => {
-  k = await startAdmin({ config: 'channel_rest:\n  - { name: open, url_path: /open, service: echo, security: none }\n' });
+  k = await startAdmin({ config: CONFIG });
   admin = c();
   expect((await admin.login()).status).toBe(200);
 });
@@ -151,6 +155,23 @@ describe('groups, outgoing connections, named secrets, pub/sub', () => {
     expect((await admin.post(resourcePath('secrets'), { name: 'hook', value: 'hook-secret', services: ['echo'] })).status).toBe(201);
     const put = await admin.put(resourcePath('secrets', 'hook'), { services: [] });
     expect(put.body).toEqual({ name: 'hook', source: 'admin', entry: { name: 'hook', services: [] }, secretsSet: ['value'] });
+  });
+
+  it('a value set outside the file (`svc secret set`, `svc secdef set-password`, through the control socket) shows as set, never its value', async () => {
+    await k.writeConfig(`${CONFIG}secrets:\n  - { name: cli-token, services: [] }\nsecurity:\n  - { name: cli-partner, type: basic_auth, username: cli-partner }\n  - { name: cli-key, type: apikey }\n`);
+    const setOf = async (section: string, name: string) => (await admin.get(resourcePath(section, name))).body.secretsSet;
+    expect(await setOf('secrets', 'cli-token')).toEqual([]);
+    const socket = join(k.dir, 'data', 'control.sock');
+    expect(await sendControl(socket, 'secrets.set', { name: 'cli-token', value: 'cli-token-value', configValue: null })).toMatchObject({ ok: true });
+    const password = await hashSecret('cli-partner-password');
+    expect(await sendControl(socket, 'secdef.set-password', { name: 'cli-partner', hash: password, configHash: null })).toMatchObject({ ok: true });
+    expect(await setOf('secrets', 'cli-token')).toEqual(['value']);
+    expect(await setOf('security', 'cli-partner')).toEqual(['password']);
+    const listed = await admin.get(resourcePath('security'));
+    expect(listed.body.items.find((i: any) => i.name === 'cli-partner').secretsSet).toEqual(['password']);
+    // Another type's stored secret is not this one's field: an API key definition has no password.
+    expect(listed.body.items.find((i: any) => i.name === 'cli-key').secretsSet).not.toContain('password');
+    expect(JSON.stringify((await admin.get(resourcePath('secrets'))).body)).not.toContain('cli-token-value');
   });
 
   it('pub/sub topic (a name with slashes) and endpoint', async () => {

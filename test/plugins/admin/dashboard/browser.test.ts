@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
+import { sendControl } from '../../../../kernel/control.ts';
 import { closePage, docShot, openPage, step, submitLogin } from '../../../helpers/browser.ts';
 import { openApiProblems } from '../../../helpers/openapi.ts';
 import { ADMIN_PASSWORD, AdminClient, resourcePath, startAdmin, type AdminKernel } from '../api/support.ts';
@@ -30,6 +31,8 @@ channel_rest:
     delivery: { max_attempts: 1 }
 scheduler_job:
   - { name: nightly-sync, service: echo, cron: '30 2 * * *', timezone: Europe/Berlin }
+secrets:
+  - { name: webhook-key, services: [echo] }
 `;
 const BOOM = `import { service } from 'svc/sdk';\nexport default service({ handle() { throw new Error('the upstream is down'); } });\n`;
 const LOOKUP = `import { service, sql } from 'svc/sdk';\nexport default service({ async handle() { const { rows } = await sql('crm_db').query('SELECT $1::int + 1 AS n', [41]); return rows[0]; } });\n`;
@@ -158,6 +161,19 @@ describe('the Dashboard in Chromium', () => {
     expect(await page.locator('label[for="f-password"] .badge').textContent()).toBe(' set');
     expect(await page.locator('#f-password').getAttribute('placeholder')).toBe('(set: leave empty to keep it)');
     expect(await page.locator('#f-password').inputValue()).toBe('');
+  });
+
+  it('marks a named secret set with `svc secret set` (the store, not the file) as set, without its value', async () => {
+    await go('#/r/secrets/webhook-key', 'webhook-key');
+    expect(await page.locator('label[for="f-value"] .badge').count()).toBe(0);
+    // What `svc secret set webhook-key` sends the running server.
+    expect(await sendControl(join(k.dir, 'data', 'control.sock'), 'secrets.set', { name: 'webhook-key', value: 'from-the-cli', configValue: null })).toMatchObject({ ok: true });
+    // The same hash again would not render the page anew: load it afresh, as an operator's reload does.
+    await page.reload();
+    await page.locator('h1', { hasText: 'webhook-key' }).waitFor();
+    expect(await page.locator('label[for="f-value"] .badge').textContent()).toBe(' set');
+    expect(await page.locator('#f-value').inputValue()).toBe('');
+    expect(await page.content()).not.toContain('from-the-cli');
   });
 
   it('adds a PostgreSQL connection from its generated form; a service queries through it and /ready lists it', async () => {
