@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { localName, scopedRef } from '../../../sdk/plugin/index.ts';
+import { listColumn, localName, scopedRef } from '../../../sdk/plugin/index.ts';
 import { BACKENDS } from './backend.ts';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -44,11 +44,10 @@ export const REDIS_DEFAULTS = { key_prefix: 'svc:cache:', connect_timeout_ms: 20
 export const namedCacheSchema = z
   .object({
     name: cacheNameSchema.describe("Unique name; services use the cache by it (`cache(name)` in the SDK), channels' response_cache.cache names it, and `svc cache clear NAME` empties it."),
-    backend: z
-      .enum(BACKENDS)
+    backend: listColumn(z.enum(BACKENDS), 1, 'Backend')
       .default('memory')
       .describe("Where entries live: memory (this node's, least recently used out first) or redis (one Redis every node shares)."),
-    ttl: ttlSchema
+    ttl: listColumn(ttlSchema, 2, 'Time to live')
       .default(3_600_000)
       .describe('How long an entry lives unless the call says (`ttlMs`): milliseconds, or a number and a unit, `30s`, `5m`, `1h`, `7d`. Default one hour.'),
     max_entries: z.number().int().min(1).max(10_000_000).optional().describe(`memory: most entries kept; past it the least recently used go. Default ${MEMORY_DEFAULTS.max_entries}.`),
@@ -65,7 +64,7 @@ export const namedCacheSchema = z
       .max(64 * MiB)
       .default(MiB)
       .describe('Largest value a service may store, bytes of its JSON text; a larger one is refused with BadRequest naming this limit. Default 1 MiB.'),
-    services: z.array(scopedRef(z.string().min(1))).default([]).describe('Services that may use the cache (file names without extension). Left out or empty: no service may (a response_cache may still use it).'),
+    services: listColumn(z.array(scopedRef(z.string().min(1))), 3, 'Services').default([]).describe('Services that may use the cache (file names without extension). Left out or empty: no service may (a response_cache may still use it).'),
     redis_url: z
       .string()
       .regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bundledPluginOn, Cron, CronError, isTimeZone, parseDuration, type ConfigIssue, type SvcConfig, type ValidationContext, hostPath, scopedRef } from '../../../sdk/plugin/index.ts';
+import { bundledPluginOn, Cron, CronError, isTimeZone, parseDuration, type ConfigIssue, type SvcConfig, type ValidationContext, hostPath, listColumn, scopedRef } from '../../../sdk/plugin/index.ts';
 import { inboundDeliverySchema } from '../shared/inbound.ts';
 import { formatSettingsFields, formatSettingsIssues, readyCheckField } from '../shared/fields.ts';
 import { checkRelative } from './local-folder.ts';
@@ -69,10 +69,9 @@ const stableSchema = z
 export const channelFileSchema = z
   .object({
     name: z.string().min(1).max(200).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits and _ . -').describe('Unique; the Use queue lane and dead letters are file:<name>.'),
-    source: sourceSchema.describe('Where files are picked up: `{ local: { path } }` or `{ sftp: { connection, path } }`.'),
-    service: scopedRef(z.string().min(1), { to: ['services'] }).describe('Service each file runs.'),
-    pattern: z
-      .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+    source: listColumn(sourceSchema, 1, 'Source').describe('Where files are picked up: `{ local: { path } }` or `{ sftp: { connection, path } }`.'),
+    service: listColumn(scopedRef(z.string().min(1), { to: ['services'] }), 2, 'Service').describe('Service each file runs.'),
+    pattern: listColumn(z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]), 3, 'Pattern')
       .default('*')
       .describe('Glob(s) a file name must match: `*.csv`, `[Oo]rder-??.xml`, or a list of them (* any characters, ? one, [..] a set).'),
     recursive: z.boolean().default(false).describe('Also pick up files in subfolders (never in the done and error folders, never through symlinks).'),
@@ -82,7 +81,7 @@ export const channelFileSchema = z
     delete: z.boolean().default(false).describe('Remove a processed file instead of moving it to done_folder.'),
     error_folder: folderPath.default('error').describe('Where a file that failed for good (or is too big) is moved, relative to the source folder; it is dead-lettered too.'),
     max_file_bytes: z.number().int().min(1).max(2 ** 31 - 1).default(64 * 1024 * 1024).describe('Bigger files are not read: moved to error_folder and dead-lettered with the reason.'),
-    data_format: z.string().min(1).default('none').describe('How file contents are decoded into ctx.payload (csv, json, xml, form, hl7...; none: the service reads ctx.rawBody).'),
+    data_format: listColumn(z.string().min(1), 4, 'Data format').default('none').describe('How file contents are decoded into ctx.payload (csv, json, xml, form, hl7...; none: the service reads ctx.rawBody).'),
     ...formatSettingsFields,
     delivery: inboundDeliverySchema.default(inboundDeliverySchema.parse({})).describe('Use queue or in-place retries.'),
     max_files_per_poll: z.number().int().min(1).max(100_000).default(1_000).describe('Files taken at most per poll; the rest wait for the next.'),

@@ -48,6 +48,9 @@ describe('catalogue', () => {
     expect(columns(byName.get('pubsub_endpoint'))).toEqual(['security:Security', 'pub:Publishes to', 'sub:Subscribes to']);
     expect(columns(byName.get('secrets'))).toEqual(['services:Services']);
     expect(columns(byName.get('groups'))).toEqual(['members:Members']);
+    // A cache's ttl (a number or `1h`) and a file channel's source (an object) are no scalars either.
+    expect(columns(byName.get('cache'))).toEqual(['backend:Backend', 'ttl:Time to live', 'services:Services']);
+    expect(columns(byName.get('channel_file'))).toEqual(['source:Source', 'service:Service', 'pattern:Pattern', 'data_format:Data format']);
   });
 });
 
