@@ -65,8 +65,9 @@ export async function secretRows(db: Queryable, type: string): Promise<Map<strin
 }
 
 /**
- * The definitions of a type whose secret the store holds, however it came (generated, `svc secdef`,
- * the config file): the admin API shows their `field` as set (contributes.storedSecrets).
+ * The definitions of a type whose secret someone set (`svc secdef`, the config file, the admin
+ * API): the admin API shows their `field` as set (contributes.storedSecrets). A generated one is a
+ * random secret nobody knows, which the operator has yet to set: not shown as set.
  */
 export function storedSecretsOf(type: string, field: string): StoredSecrets {
   return {
@@ -74,7 +75,7 @@ export function storedSecretsOf(type: string, field: string): StoredSecrets {
     field,
     entries: async (store) => {
       await migrateSecretStore(store);
-      return (await secretRows(store, type)).keys();
+      return [...(await secretRows(store, type)).values()].filter((row) => row.source !== 'generated').map((row) => row.definition);
     },
   };
 }
