@@ -53,15 +53,23 @@ class CallContext implements HostCallContext {
   readonly service: string;
   readonly channel: string | undefined;
   readonly trace: InvokeRequest['trace'];
+  /** When the host call's waits must end (performance.now()): the caller's time limit less the reserve. */
+  private readonly waitsEnd: number;
 
   constructor(
     invocation: InvokeRequest,
     readonly log: RequestTally,
+    caller: HostCaller,
   ) {
     this.cid = invocation.cid;
     this.service = invocation.service;
     this.channel = invocation.channel;
     this.trace = invocation.trace;
+    this.waitsEnd = performance.now() + caller.remainingMs - HOST_CALL_RESERVE_MS;
+  }
+
+  timeLeftMs(): number {
+    return Math.max(0, Math.floor(this.waitsEnd - performance.now()));
   }
 
   /** Made only for a call that reads it (outgoing calls): an abort costs an Error and its stack. */
@@ -69,6 +77,13 @@ class CallContext implements HostCallContext {
     return this.log.signal;
   }
 }
+
+/**
+ * What a host call leaves its caller of the caller's time limit (HostCallContext.timeLeftMs, and
+ * an invoked service's limit): time to catch the error and answer. The sandbox's watchdog (20 ms)
+ * and the pool's sweep (50 ms) may each see the limit late, and the answer must then cross back.
+ */
+export const HOST_CALL_RESERVE_MS = 100;
 
 /** Log lines the host calls of one request may write; the rest are counted and reported once. */
 const LOG_LINES_PER_REQUEST = 3;
@@ -201,7 +216,7 @@ export class HostCalls {
       }
     }
     try {
-      const ctx = new CallContext(invocation, log);
+      const ctx = new CallContext(invocation, log, origin.caller);
       const value = await call.handler(args, ctx, origin);
       return value instanceof EncodedValue ? '{"ok":true,"value":' + value.json + '}' : JSON.stringify({ ok: true, value: value ?? null });
     } catch (err) {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { HTTP_METHODS } from '../../sdk/http.ts';
 import type { ServerConfig } from '../config/schema.ts';
+import type { HostCallContext } from '../plugin.ts';
 import { ERRORS, SvcError, type ErrorCode } from '../errors.ts';
 import type { InvokeRequest, InvokeResult, ServiceErrorKind } from '../sandbox/protocol.ts';
 import type { ServiceRunner } from '../sandbox/runner.ts';
@@ -15,7 +16,7 @@ import { localName, scopedFor, tenantOf } from '../../sdk/plugin/tenants.ts';
  * names the caller in its `invokableBy`, that the call chain neither comes back to a service in it
  * nor goes deeper than `server.invoke_max_depth`, and the input against the callee's model. The
  * callee runs in the sandbox pool as a nested call: within the caller's remaining time (less
- * INVOKE_RESERVE_MS), in another sandbox process than its caller's when there is one, and counted
+ * HOST_CALL_RESERVE_MS, host-calls.ts), in another sandbox process than its caller's when there is one, and counted
  * at its own depth in its isolate (kernel/sandbox/worker.ts), so waiting callers cannot starve it.
  */
 
@@ -27,13 +28,6 @@ export const invokeArgs = z
     method: z.enum(HTTP_METHODS).optional().describe('Which verb handler runs (its generic handle when it has none); default POST.'),
   })
   .strict();
-
-/**
- * When the caller's remaining time bounds its callee, the caller keeps this much to catch the
- * timeout and answer: the sandbox's watchdog (20 ms) and the pool's sweep (50 ms) may each see the
- * callee's deadline late, and the answer must then cross back.
- */
-export const INVOKE_RESERVE_MS = 100;
 
 /** What the caller's SDK rebuilds its error from (sdk/invoke.ts): `code` when svc, not the callee, raised it. */
 export interface InvokeFailure {
@@ -78,7 +72,7 @@ function stateOf(request: TrackedRequest): InvokeState {
 }
 
 export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, server: () => ServerConfig, log: Logger): KernelHostCall<z.infer<typeof invokeArgs>> {
-  async function invoke(args: z.infer<typeof invokeArgs>, origin: HostCallOrigin): Promise<Reply> {
+  async function invoke(args: z.infer<typeof invokeArgs>, ctx: HostCallContext, origin: HostCallOrigin): Promise<Reply> {
     const caller: TrackedRequest = origin.request;
     const state = stateOf(caller);
     // A tenant's service names its tenant's services, whatever it writes (docs/tenants.md).
@@ -102,7 +96,7 @@ export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, serve
     const problem = target.checkInput?.(input, NO_TEXT, issues);
     if (problem) return { failed: { kind: 'BadRequest', status: 400, message: `Invalid input of '${name}': ${problem}`, code: 'INVALID_INPUT', issues } };
     const own = target.meta.limits.timeoutMs ?? server().sandbox.timeout_ms;
-    const limitMs = Math.floor(Math.min(own, args.timeoutMs ?? Infinity, origin.caller.remainingMs - INVOKE_RESERVE_MS));
+    const limitMs = Math.floor(Math.min(own, args.timeoutMs ?? Infinity, ctx.timeLeftMs()));
     if (limitMs < 1) return failed('SERVICE_TIMEOUT', 'GatewayTimeout', `No time left to invoke '${name}'`, 504);
 
     const n = ++state.made;
@@ -148,7 +142,7 @@ export function invokeCall(registry: ServiceRegistry, pool: ServiceRunner, serve
     return result.bodyEncoding === 'base64' ? { bytes: result.body as string } : { value: result.body };
   }
 
-  return { op: 'service.invoke', args: invokeArgs, handler: (args, _ctx, origin) => invoke(args, origin) };
+  return { op: 'service.invoke', args: invokeArgs, handler: invoke };
 }
 
 /** What ended a callee's call in the pool, for its caller. */

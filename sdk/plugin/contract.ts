@@ -313,6 +313,14 @@ export interface HostCallContext {
   signal: AbortSignal;
   /** The calling request's trace context (InvokeRequest.trace), which work done on its behalf continues (SDK 1.1). */
   trace?: TraceContext | undefined;
+  /**
+   * Milliseconds until the calling service's time limit, less a reserve for the service to catch
+   * an error and answer (`HOST_CALL_RESERVE_MS`); 0 once past (SDK 1.17). A host call that waits
+   * (for a connection, a free session, a confirm, an answer) ends that wait by then with its own
+   * error, as its own timeouts would: otherwise a wait longer than the service's limit ended the
+   * call with SERVICE_TIMEOUT, and the service never saw the error its docs promise.
+   */
+  timeLeftMs(): number;
 }
 
 export interface HostCall<A = unknown> {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { SvcError, type HostCall, type HostCallContext } from '../../../sdk/plugin/index.ts';
 import type { AmqpLink } from './link.ts';
 import { connectionForService } from '../shared/access.ts';
+import { settleWithin, waitLimit } from '../shared/wait.ts';
 
 /** Largest message body a service may publish (RabbitMQ's own default limit is 128 MiB). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -65,15 +66,16 @@ export class Publisher {
 
   constructor(readonly link: AmqpLink) {}
 
-  async publish(args: PublishArgs, signal?: AbortSignal): Promise<void> {
+  /** `timeLeftMs`: what the calling service's time limit leaves (HostCallContext.timeLeftMs); the wait ends by then too. */
+  async publish(args: PublishArgs, signal?: AbortSignal, timeLeftMs = Infinity): Promise<void> {
     const { body, options } = encodeMessage(args);
-    const timeoutMs = this.link.entry.publish_timeout_ms;
+    const { ms: timeoutMs, within } = waitLimit(this.link.entry.publish_timeout_ms, 'publish_timeout_ms', timeLeftMs);
     const deadline = Date.now() + timeoutMs;
     const started = this.link.meter.start();
     try {
-      const channel = await this.confirmChannel(timeoutMs);
+      const channel = await this.confirmChannel(timeoutMs, within);
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new SvcError('SERVICE_UNAVAILABLE', `the broker did not confirm the message within ${timeoutMs} ms`)), Math.max(1, deadline - Date.now()));
+        const timer = setTimeout(() => reject(new SvcError('SERVICE_UNAVAILABLE', `the broker did not confirm the message ${within}`)), Math.max(1, deadline - Date.now()));
         const onAbort = () => reject(new SvcError('SERVICE_UNAVAILABLE', 'the call ended before the broker confirmed the message'));
         signal?.addEventListener('abort', onAbort, { once: true });
         try {
@@ -102,9 +104,17 @@ export class Publisher {
     return new SvcError('SERVICE_UNAVAILABLE', 'the broker did not accept the message (nack)');
   }
 
-  private confirmChannel(timeoutMs: number): Promise<ConfirmChannel> {
-    this.channel ??= this.openChannel(timeoutMs);
-    return this.channel;
+  /**
+   * The confirm channel, opened once for every publish waiting on it (within publish_timeout_ms);
+   * each publish waits for it at most its own `timeoutMs`.
+   */
+  private async confirmChannel(timeoutMs: number, within: string): Promise<ConfirmChannel> {
+    this.channel ??= this.openChannel(this.link.entry.publish_timeout_ms);
+    if (timeoutMs >= this.link.entry.publish_timeout_ms) return this.channel;
+    const channel = await settleWithin(this.channel, timeoutMs, () => undefined);
+    if (channel) return channel;
+    const link = this.link;
+    throw new SvcError('SERVICE_UNAVAILABLE', `AMQP connection '${link.entry.name}' is ${link.state}${link.reason ? ` (${link.reason})` : ''}: no channel ${within}`);
   }
 
   private async openChannel(timeoutMs: number): Promise<ConfirmChannel> {
@@ -138,7 +148,7 @@ export function publishHostCall(publisherOf: (name: string) => Publisher | undef
     quota: 'outgoing_calls_per_minute',
     handler: async (args, ctx: HostCallContext) => {
       const publisher = connectionForService('AMQP', args.connection, publisherOf, (p) => p.link.entry.allowed_services, ctx);
-      await publisher.publish(args, ctx.signal);
+      await publisher.publish(args, ctx.signal, ctx.timeLeftMs());
       return null;
     },
   };

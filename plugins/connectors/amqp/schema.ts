@@ -37,7 +37,7 @@ export const amqpConnectionSchema = z
     heartbeat_s: z.number().int().min(0).max(3600).default(30).describe('AMQP heartbeat interval in seconds; 0 turns heartbeats off.'),
     connect_timeout_ms: z.number().int().min(100).max(300_000).default(10_000).describe('Limit of one connection attempt.'),
     reconnect: reconnectSchema({ min_ms: 500, max_ms: 30_000 }),
-    publish_timeout_ms: z.number().int().min(1).max(600_000).default(10_000).describe("How long a publish waits for the broker's confirm, and for a connection while the broker is down, before ServiceUnavailable."),
+    publish_timeout_ms: z.number().int().min(1).max(600_000).default(10_000).describe("How long a publish waits for the broker's confirm, and for a connection while the broker is down, before ServiceUnavailable; never past the calling service's time limit less 100 ms."),
     tls: tlsSchema.optional().describe('TLS settings (amqps): with them, a host/port connection uses TLS.'),
     allowed_services: allowedServicesField('publish on the connection'),
     ready_check: readyCheckField,

@@ -4,6 +4,7 @@ import { SvcError, type HostCall, type HostCallContext } from '../../../sdk/plug
 import type { BrokerLink } from './client.ts';
 import { topicNameProblem, type MqttConnectionEntry } from './schema.ts';
 import { connectionForService } from '../shared/access.ts';
+import { waitLimit, type WaitLimit } from '../shared/wait.ts';
 
 /** One outgoing connection: its entry and its broker link. */
 export interface PublishConnection {
@@ -48,7 +49,7 @@ export const publishArgs = z
 export type PublishArgs = z.infer<typeof publishArgs>;
 
 /** Resolves once the client is connected, or throws ServiceUnavailable after `ms`. */
-function whenConnected(client: MqttClient, ms: number, signal: AbortSignal): Promise<void> {
+function whenConnected(client: MqttClient, wait: WaitLimit, signal: AbortSignal): Promise<void> {
   if (client.connected) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const done = (err?: Error) => {
@@ -60,7 +61,7 @@ function whenConnected(client: MqttClient, ms: number, signal: AbortSignal): Pro
     };
     const onConnect = () => done();
     const onAbort = () => done(new SvcError('SERVICE_UNAVAILABLE', 'the call ended while waiting for the MQTT broker'));
-    const timer = setTimeout(() => done(new SvcError('SERVICE_UNAVAILABLE', `MQTT broker not reachable within ${ms} ms`)), ms);
+    const timer = setTimeout(() => done(new SvcError('SERVICE_UNAVAILABLE', `MQTT broker not reachable ${wait.within}`)), wait.ms);
     client.on('connect', onConnect);
     signal.addEventListener('abort', onAbort, { once: true });
   });
@@ -77,7 +78,7 @@ function publishOptions(args: PublishArgs, entry: MqttConnectionEntry): IClientP
   return options;
 }
 
-async function publish(conn: PublishConnection, args: PublishArgs, signal: AbortSignal): Promise<void> {
+async function publish(conn: PublishConnection, args: PublishArgs, signal: AbortSignal, timeLeftMs: number): Promise<void> {
   const { entry, link } = conn;
   checkTopic('The topic', args.topic);
   if (args.options.properties?.responseTopic !== undefined) checkTopic('The responseTopic', args.options.properties.responseTopic);
@@ -86,11 +87,12 @@ async function publish(conn: PublishConnection, args: PublishArgs, signal: Abort
   const options = publishOptions(args, entry);
   const client = link.client;
   if (!client) throw new SvcError('SERVICE_UNAVAILABLE', `MQTT connection '${entry.name}' is not open`);
-  const deadline = performance.now() + entry.publish_timeout_ms;
-  await whenConnected(client, entry.publish_timeout_ms, signal);
+  const wait = waitLimit(entry.publish_timeout_ms, 'publish_timeout_ms', timeLeftMs);
+  const deadline = performance.now() + wait.ms;
+  await whenConnected(client, wait, signal);
   const left = Math.max(1, Math.round(deadline - performance.now()));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new SvcError('SERVICE_UNAVAILABLE', `MQTT broker did not confirm the publish within ${entry.publish_timeout_ms} ms`)), left);
+    const timer = setTimeout(() => reject(new SvcError('SERVICE_UNAVAILABLE', `MQTT broker did not confirm the publish ${wait.within}`)), left);
     client.publish(args.topic, body, options, (err) => {
       clearTimeout(timer);
       if (err) reject(new SvcError('SERVICE_UNAVAILABLE', `MQTT publish failed: ${err.message}`));
@@ -112,7 +114,7 @@ export function publishHostCall(connections: () => ReadonlyMap<string, PublishCo
     quota: 'outgoing_calls_per_minute',
     handler: async (args, ctx) => {
       const conn = open(args.connection, ctx);
-      await conn.link.meter.time('publish', () => publish(conn, args, ctx.signal));
+      await conn.link.meter.time('publish', () => publish(conn, args, ctx.signal, ctx.timeLeftMs()));
       return null;
     },
   };

@@ -73,7 +73,7 @@ export const connectionEntrySchema = z
   .object({
     name: z.string().min(1).describe('Unique; services publish through it by this name: mqtt(name).publish(...).'),
     ...brokerFields,
-    publish_timeout_ms: z.number().int().min(100).max(300_000).default(5_000).describe('Longest a publish waits for the connection (broker down or reconnecting) and then for its QoS handshake, before the service gets ServiceUnavailable.'),
+    publish_timeout_ms: z.number().int().min(100).max(300_000).default(5_000).describe('Longest a publish waits for the connection (broker down or reconnecting) and then for its QoS handshake, before the service gets ServiceUnavailable; never past the calling service\'s time limit less 100 ms.'),
     max_message_bytes: z.number().int().min(1).max(256 * 1024 * 1024).default(1024 * 1024).describe('Largest message a service may publish, in bytes; larger is BadRequest.'),
     allowed_services: allowedServicesField('publish through it'),
   })

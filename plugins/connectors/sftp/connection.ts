@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { ConnectionMeter, SvcError, type ConnectionReport, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { resolvePassword } from '../shared/credentials.ts';
+import { settleWithin, waitLimit } from '../shared/wait.ts';
 import { parsePinnedKey, type PinnedKey } from './host-key.ts';
 import type { SftpEntry } from './schema.ts';
 import { HostKeyMismatch, SftpSession, sftpStatus, type Credentials } from './session.ts';
@@ -107,8 +108,9 @@ export class SftpConnection {
   }
 
   /** A session for one call: an idle one, a new one while under pool_size, or the next one released. */
-  async acquire(): Promise<SftpSession> {
-    const until = performance.now() + this.entry.connect_timeout_ms;
+  async acquire(timeLeftMs = Infinity): Promise<SftpSession> {
+    const wait = waitLimit(this.entry.connect_timeout_ms, 'connect_timeout_ms', timeLeftMs);
+    const until = performance.now() + wait.ms;
     for (;;) {
       if (this.closed) throw new SvcError('SERVICE_UNAVAILABLE', `SFTP connection '${this.entry.name}' was removed from the config`);
       const session = this.idle.pop();
@@ -119,16 +121,21 @@ export class SftpConnection {
       }
       if (this.busy + this.opening < this.entry.pool_size) {
         this.opening++;
-        try {
-          const opened = await this.connect();
-          this.busy++;
-          return opened;
-        } finally {
-          this.opening--;
-        }
+        const opening = this.connect().then(
+          (opened) => (this.opening--, this.busy++, opened),
+          (err: unknown) => {
+            this.opening--;
+            throw err;
+          },
+        );
+        if (wait.ms >= this.entry.connect_timeout_ms) return opening;
+        // Cut short by the caller's time limit: a session that opens later goes to the idle ones.
+        const opened = await settleWithin(opening, Math.max(0, until - performance.now()), (late) => this.release(late));
+        if (opened) return opened;
+        throw new SvcError('SERVICE_UNAVAILABLE', `SFTP connection '${this.entry.name}' opened no session ${wait.within}`);
       }
       const left = until - performance.now();
-      if (left <= 0) throw new SvcError('SERVICE_UNAVAILABLE', `SFTP connection '${this.entry.name}' has no free session within connect_timeout_ms (pool_size ${this.entry.pool_size})`);
+      if (left <= 0) throw new SvcError('SERVICE_UNAVAILABLE', `SFTP connection '${this.entry.name}' has no free session ${wait.within} (pool_size ${this.entry.pool_size})`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.waiters.push(() => {
@@ -154,18 +161,22 @@ export class SftpConnection {
    * failure below SFTP (the connection dropped, timed out) closes the session and is
    * ServiceUnavailable; an SFTP status answer the work did not turn into an SvcError is BadGateway.
    */
-  async run<T>(operation: string, work: (session: SftpSession) => Promise<T>): Promise<T> {
+  async run<T>(operation: string, work: (session: SftpSession) => Promise<T>, timeLeftMs = Infinity): Promise<T> {
     const at = this.meter.start();
+    const ends = performance.now() + timeLeftMs;
     let session: SftpSession | undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
-      session = await this.acquire();
+      session = await this.acquire(timeLeftMs);
       const current = session;
+      const wait = waitLimit(this.entry.operation_timeout_ms, 'operation_timeout_ms', Math.max(0, Math.floor(ends - performance.now())));
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           current.broken = true;
-          reject(new Error(`operation timed out after ${this.entry.operation_timeout_ms} ms`));
-        }, this.entry.operation_timeout_ms);
+          // The server's fault when its own limit ran out (the connection is marked down); the caller's time when that did.
+          if (wait.ms < this.entry.operation_timeout_ms) reject(new SvcError('SERVICE_UNAVAILABLE', `SFTP connection '${this.entry.name}': ${operation} not done ${wait.within}`));
+          else reject(new Error(`operation timed out after ${wait.ms} ms`));
+        }, wait.ms);
       });
       const value = await Promise.race([work(current), timeout]);
       this.meter.done(operation, 'ok', at);

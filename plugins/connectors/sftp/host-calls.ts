@@ -41,7 +41,7 @@ export function sftpHostCalls(connectionOf: (name: string) => SftpConnection | u
   const open = (name: string, ctx: HostCallContext): SftpConnection => connectionForService('SFTP', name, connectionOf, (c) => c.entry.allowed_services, ctx);
   const on = <T>(op: string, name: string, ctx: HostCallContext, work: (folder: RootedFolder, conn: SftpConnection) => Promise<T>) => {
     const conn = open(name, ctx);
-    return conn.run(op, (session) => work(new RootedFolder(session, conn.entry.root), conn));
+    return conn.run(op, (session) => work(new RootedFolder(session, conn.entry.root), conn), ctx.timeLeftMs());
   };
 
   const put = async (a: PutArgs, ctx: HostCallContext) => {
@@ -50,12 +50,15 @@ export function sftpHostCalls(connectionOf: (name: string) => SftpConnection | u
     if (content.length > conn.entry.max_file_bytes) throw new SvcError('PAYLOAD_TOO_LARGE', `${content.length} bytes for '${a.path.slice(0, 200)}' is over the limit of ${conn.entry.max_file_bytes} (max_file_bytes of '${a.connection}')`);
     let left: string | undefined;
     try {
-      await conn.run('put', (session) =>
-        new RootedFolder(session, conn.entry.root).write(a.path, content, a).catch((err) => {
-          if (!(err instanceof PartLeft)) throw err;
-          left = err.part;
-          throw err.cause;
-        }),
+      await conn.run(
+        'put',
+        (session) =>
+          new RootedFolder(session, conn.entry.root).write(a.path, content, a).catch((err) => {
+            if (!(err instanceof PartLeft)) throw err;
+            left = err.part;
+            throw err.cause;
+          }),
+        ctx.timeLeftMs(),
       );
     } catch (err) {
       // The connection dropped mid-transfer: the target is untouched; the part is removed on a new session.

@@ -32,7 +32,7 @@ export const sftpEntrySchema = z
     pool_size: z.number().int().min(1).max(100).default(4).describe('Most SSH sessions open at once; calls beyond wait for a free one (up to connect_timeout_ms).'),
     idle_ms: z.number().int().min(1000).max(86_400_000).default(60_000).describe('An unused session is closed after this long.'),
     connect_timeout_ms: z.number().int().min(100).max(600_000).default(10_000).describe('Longest wait to open a session (TCP, SSH handshake, login) or get one from a full pool; past it the call is ServiceUnavailable.'),
-    operation_timeout_ms: z.number().int().min(100).max(3_600_000).default(120_000).describe('Longest one operation (a whole put or get included) may take; past it the session is closed and the call is ServiceUnavailable.'),
+    operation_timeout_ms: z.number().int().min(100).max(3_600_000).default(120_000).describe('Longest one operation (a whole put or get included) may take; past it the session is closed and the call is ServiceUnavailable. A service\'s call waits no longer than its time limit less 100 ms.'),
     keepalive_ms: z.number().int().min(0).max(3_600_000).default(15_000).describe('SSH keepalive interval on open sessions; 0 turns it off. Three missed answers close the session.'),
     reconnect: reconnectSchema({ min_ms: 500, max_ms: 30_000 }),
     allowed_services: allowedServicesField('use the connection'),

@@ -1,5 +1,6 @@
 import { ConnectionMeter, SvcError, type ConnectionReport, type KernelApi } from '../../../sdk/plugin/index.ts';
 import { resolvePassword } from '../shared/credentials.ts';
+import { settleWithin, waitLimit } from '../shared/wait.ts';
 import { SqlFailure, type DriverParam, type EnginePool, type Session, type StatementResult } from './engine.ts';
 import { mysqlPool } from './mysql.ts';
 import { postgresPool } from './postgres.ts';
@@ -57,15 +58,23 @@ export class SqlConnection {
   }
 
   /** A session for one `operation` started at `at`; when none can be had, the operation is counted as an error. */
-  private async borrow(operation: string, at: number): Promise<Session> {
+  private async borrow(operation: string, at: number, timeLeftMs: number): Promise<Session> {
+    const wait = waitLimit(this.entry.connect_timeout_ms, 'connect_timeout_ms', timeLeftMs);
     try {
-      const session = await this.open().acquire();
+      const acquiring = this.open().acquire();
+      // The driver's own wait ends at connect_timeout_ms; one cut short by the caller's time limit ends here, a session that comes later going back to the pool.
+      const session = wait.ms < this.entry.connect_timeout_ms ? await settleWithin(acquiring, wait.ms, (late) => late.release(false)) : await acquiring;
+      if (!session) {
+        this.meter.done(operation, 'error', at);
+        throw new SvcError('SERVICE_UNAVAILABLE', `SQL connection '${this.entry.name}' is unavailable: no connection ${wait.within}`);
+      }
       if (this.wasDown) this.meter.reconnects++;
       this.wasDown = false;
       this.state = 'up';
       this.reason = undefined;
       return session;
     } catch (err) {
+      if (err instanceof SvcError) throw err;
       this.meter.done(operation, 'error', at);
       const failure = err instanceof SqlFailure ? err : new SqlFailure('connection', (err as Error).message, true);
       // A full pool is busy, not down: /ready keeps its state.
@@ -95,9 +104,10 @@ export class SqlConnection {
     return { failed: { code: err.code, message: err.message, ...(statement === undefined ? {} : { statement }) } };
   }
 
-  async query(statement: Statement): Promise<StatementResult | Failed> {
+  /** `timeLeftMs`: what the calling service's time limit leaves (HostCallContext.timeLeftMs); waiting for a connection ends by then too. */
+  async query(statement: Statement, timeLeftMs = Infinity): Promise<StatementResult | Failed> {
     const at = this.meter.start();
-    const session = await this.borrow('query', at);
+    const session = await this.borrow('query', at, timeLeftMs);
     try {
       const result = await session.run(statement.text, statement.params, this.caps());
       session.release(false);
@@ -111,9 +121,9 @@ export class SqlConnection {
   }
 
   /** BEGIN, each statement, COMMIT on one session; the first failure rolls back and names its index. */
-  async transaction(statements: Statement[]): Promise<{ results: StatementResult[] } | Failed> {
+  async transaction(statements: Statement[], timeLeftMs = Infinity): Promise<{ results: StatementResult[] } | Failed> {
     const at = this.meter.start();
-    const session = await this.borrow('transaction', at);
+    const session = await this.borrow('transaction', at, timeLeftMs);
     const results: StatementResult[] = [];
     let index: number | undefined;
     try {

@@ -57,13 +57,13 @@ export function sqlHostCalls(connectionOf: (name: string) => SqlConnection | und
     op: 'sql.query',
     args: queryArgs,
     quota: 'outgoing_calls_per_minute',
-    handler: async (args, ctx) => open(args.connection, ctx).query(statementOf(args)),
+    handler: async (args, ctx) => open(args.connection, ctx).query(statementOf(args), ctx.timeLeftMs()),
   };
   const transaction: HostCall<TransactionArgs> = {
     op: 'sql.transaction',
     args: transactionArgs,
     quota: 'outgoing_calls_per_minute',
-    handler: async (args, ctx) => open(args.connection, ctx).transaction(args.statements.map(statementOf)),
+    handler: async (args, ctx) => open(args.connection, ctx).transaction(args.statements.map(statementOf), ctx.timeLeftMs()),
   };
   return [query, transaction];
 }

@@ -121,16 +121,21 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
   const policy = entry.retry;
   // The budget is a duration: read on the monotonic clock, which a wall clock set back or forward
   // does not move. `clock` (the wall clock) stays for Retry-After dates.
-  const deadline = performance.now() + policy.budget_ms;
+  // It ends before the calling service's time limit as well, so the service gets the call's failure
+  // (a timeout: 504 through gatewayError) rather than its own SERVICE_TIMEOUT.
+  const timeLeftMs = ctx.timeLeftMs();
+  const cutShort = timeLeftMs < policy.budget_ms;
+  const deadline = performance.now() + (cutShort ? timeLeftMs : policy.budget_ms);
   // Spec D: space-separated; an empty string means none given (the definition's scopes apply).
   const scopes = args.auth_scopes?.split(/\s+/).filter(Boolean);
   const authContext: OutgoingAuthContext = { cid: ctx.cid, scopes: scopes?.length ? scopes : undefined, signal: ctx.signal };
   let refreshed = false;
+  let timeoutMs = entry.timeout_ms;
   for (let attempt = 1; ; attempt++) {
     const request = requestOf(conn, args);
     // Started before credentials are added: waiting for a token counts in the attempt's span.
     const span = tracing?.outgoing(ctx.trace, request, { connection: entry.name, template: entry.url_path, attempt });
-    const timeoutMs = Math.max(1, Math.floor(Math.min(entry.timeout_ms, deadline - performance.now())));
+    timeoutMs = Math.max(1, Math.floor(Math.min(entry.timeout_ms, deadline - performance.now())));
     let response: OutgoingResponse | undefined;
     let failure: TransportFailure | undefined;
     try {
@@ -164,7 +169,9 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
       if (response) return { status: response.status, headers: flatHeaders(response.headers), text: response.body.toString('utf8') };
       const kind = retryable && outOfBudget && attempt < policy.max_attempts ? 'budget' : failure!.kind;
       ctx.log.info({ connection: entry.name, attempts: attempt, kind, reason: failure!.message }, 'outgoing call failed');
-      return { failed: { kind, message: `${entry.name}: ${failure!.message}${attempt > 1 ? ` (after ${attempt} attempts)` : ''}`, attempts: attempt } };
+      // Said when the caller's time, not the connection's own limits, ended it.
+      const why = cutShort && (kind === 'budget' || (kind === 'timeout' && timeoutMs < entry.timeout_ms)) ? ", before the calling service's time limit" : '';
+      return { failed: { kind, message: `${entry.name}: ${failure!.message}${attempt > 1 ? ` (after ${attempt} attempts${why})` : why ? ` (${why.slice(2)})` : ''}`, attempts: attempt } };
     }
     ctx.log.debug({ connection: entry.name, attempt, status: response?.status, kind: failure?.kind, wait }, 'outgoing call retried');
     try {

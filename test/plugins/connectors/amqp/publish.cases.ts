@@ -22,13 +22,18 @@ export default service({
 });
 `;
 
+/** The same, with a time limit below the connection's publish_timeout_ms. */
+const SHORT = PUB.replace('export default service({', 'export default service({\n  limits: { timeoutMs: 700 },');
+
 const config = (deadPort: number) => `
 channel_rest:
   - { name: pub, url_path: /pub, service: pub, security: none }
   - { name: other, url_path: /other, service: other, security: none }
+  - { name: short, url_path: /short, service: short, security: none }
 amqp_connection:
   - { name: main, url: "${BROKER}", allowed_services: [pub], ready_check: true }
   - { name: down, host: 127.0.0.1, port: ${deadPort}, publish_timeout_ms: 300, reconnect: { min_ms: 50, max_ms: 200 } }
+  - { name: down-slow, host: 127.0.0.1, port: ${deadPort}, reconnect: { min_ms: 50, max_ms: 200 } }
 `;
 
 let k: ObservedKernel;
@@ -37,7 +42,7 @@ const bare = new Bare();
 beforeAll(async () => {
   await bare.open();
   await bare.queue(OUT);
-  k = await startObserved({ config: config(await refusedPort()), services: { 'pub.ts': PUB, 'other.ts': PUB } });
+  k = await startObserved({ config: config(await refusedPort()), services: { 'pub.ts': PUB, 'other.ts': PUB, 'short.ts': SHORT } });
 });
 
 afterAll(async () => {
@@ -82,6 +87,14 @@ describe('amqp(name).publish', () => {
     expect(await publish({ message: 'still here' })).toEqual({ ok: true });
     await bare.next(OUT);
   });
+
+  it("ends the wait before the calling service's time limit, so the service catches ServiceUnavailable", async () => {
+    // publish_timeout_ms is 10 s, the service's limit 700 ms: waiting it out ended the call with SERVICE_TIMEOUT (a 500).
+    const r = await publish({ connection: 'down-slow', message: 1 }, '/short');
+    expect(r).toMatchObject({ error: 'ServiceUnavailable', status: 503, message: expect.stringMatching(/^AMQP connection 'down-slow' is (down \(connection refused\)|connecting): no channel before the calling service's time limit \(\d+ ms left\)$/) });
+    expect(r.ms as number).toBeGreaterThanOrEqual(450);
+    expect(r.ms as number).toBeLessThan(700);
+  });
 });
 
 describe('health, metrics, admin API', () => {
@@ -110,7 +123,7 @@ describe('health, metrics, admin API', () => {
     expect((await admin.login()).status).toBe(200);
     const conns = await admin.get('/admin/api/resources/amqp_connection');
     expect(conns.status).toBe(200);
-    expect(conns.body.items.map((i: { name: string }) => i.name)).toEqual(['main', 'down']);
+    expect(conns.body.items.map((i: { name: string }) => i.name)).toEqual(['main', 'down', 'down-slow']);
     expect(JSON.stringify(conns.body)).not.toContain('guest:guest');
     const channels = await admin.get('/admin/api/resources/channel_amqp');
     expect(channels.status).toBe(200);

@@ -12,8 +12,10 @@ mqtt_connection:
   - { name: v5, url: '${BROKER_URL}', protocol_version: 5, max_message_bytes: 2048 }
   - { name: private, url: '${BROKER_URL}', allowed_services: [other] }
   - { name: down, url: '${NOWHERE}', publish_timeout_ms: 300, reconnect: { min_ms: 100, max_ms: 200 } }
+  - { name: down-slow, url: '${NOWHERE}', reconnect: { min_ms: 100, max_ms: 200 } }
 channel_rest:
   - { name: pub, url_path: /pub, service: pub, method: POST, data_format: json, security: none }
+  - { name: short, url_path: /short, service: short, method: POST, data_format: json, security: none }
 `;
 
 /** Publishes what the payload says and answers ok, or the error a service would see. */
@@ -31,11 +33,14 @@ export default service({
 });
 `;
 
+/** The same, with a time limit below the connection's publish_timeout_ms (5 s). */
+const SHORT = PUB.replace('export default service({', 'export default service({\n  limits: { timeoutMs: 700 },');
+
 let k: ObservedKernel;
 const clients: MqttClient[] = [];
 
 beforeAll(async () => {
-  k = await startObserved({ config: CONFIG, services: { 'pub.ts': PUB } });
+  k = await startObserved({ config: CONFIG, services: { 'pub.ts': PUB, 'short.ts': SHORT } });
 });
 afterAll(async () => {
   await k?.close();
@@ -98,6 +103,15 @@ describe('mqtt.publish', () => {
     expect((await publish({ connection: 'down', topic: `${PREFIX}/x`, message: 1 })).error).toMatchObject({ kind: 'ServiceUnavailable', status: 503 });
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
     expect(await publish({ connection: 'sensors', topic: `${PREFIX}/still`, message: 1 })).toEqual({ ok: true });
+  });
+
+  it("ends the wait before the calling service's time limit, so the service catches ServiceUnavailable", async () => {
+    // publish_timeout_ms is 5 s, the service's limit 700 ms: waiting it out ended the call with SERVICE_TIMEOUT.
+    const started = performance.now();
+    const res = await k.app.inject({ method: 'POST', url: '/short', payload: { connection: 'down-slow', topic: `${PREFIX}/x`, message: 1 } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().error).toMatchObject({ kind: 'ServiceUnavailable', status: 503, message: expect.stringMatching(/^MQTT broker not reachable before the calling service's time limit \(\d+ ms left\)$/) });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(450);
   });
 
   it('reports connections in /ready and counts publishes in /metrics', async () => {

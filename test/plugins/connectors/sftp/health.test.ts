@@ -18,6 +18,7 @@ const ADMIN = { authorization: `Basic ${Buffer.from('admin:admin-test-password')
 let k: ObservedKernel;
 let late: CuttableProxy;
 let stalling: CuttableProxy;
+let stallingLong: CuttableProxy;
 let latePort: number;
 let folder: { remote: string; local: string };
 const keyDir = mkdtempSync(join(tmpdir(), 'svc-sftp-key-'));
@@ -34,6 +35,7 @@ beforeAll(async () => {
   latePort = await closedPort();
   late = new CuttableProxy();
   stalling = await new CuttableProxy().start();
+  stallingLong = await new CuttableProxy().start();
   const viaSecrets = { password: undefined, private_key_secret: 'partner_key', passphrase_secret: 'partner_passphrase' };
   const config = `
 secrets:
@@ -41,16 +43,21 @@ secrets:
   - { name: partner_passphrase, value: '${PASSPHRASE}' }
   - { name: wrong_passphrase, value: 'not it' }
 sftp_connection:
-${entry('vault', folder.remote, viaSecrets)}${entry('wrong_phrase', folder.remote, { ...viaSecrets, passphrase_secret: 'wrong_passphrase' })}${entry('checked', folder.remote, { ready_check: true })}${entry('late', folder.remote, { port: latePort, ready_check: true, connect_timeout_ms: 1000, reconnect: { min_ms: 50, max_ms: 100 } })}${entry('stalling', folder.remote, { port: stalling.port, pool_size: 1, operation_timeout_ms: 500 })}
+${entry('vault', folder.remote, viaSecrets)}${entry('wrong_phrase', folder.remote, { ...viaSecrets, passphrase_secret: 'wrong_passphrase' })}${entry('checked', folder.remote, { ready_check: true })}${entry('late', folder.remote, { port: latePort, ready_check: true, connect_timeout_ms: 1000, reconnect: { min_ms: 50, max_ms: 100 } })}${entry('stalling', folder.remote, { port: stalling.port, pool_size: 1, operation_timeout_ms: 500 })}${entry('stalling_long', folder.remote, { port: stallingLong.port, pool_size: 1 })}
 channel_rest:
   - { name: probe, url_path: /probe, service: probe, method: POST, data_format: json, security: none }
+  - { name: short, url_path: /short, service: short, method: POST, data_format: json, security: none }
 `;
-  k = await startObserved({ config, services: { 'probe.ts': PROBE } });
+  // PROBE with a time limit far below operation_timeout_ms (120 s).
+  const short = PROBE.replace('export default service({', 'export default service({\n  limits: { timeoutMs: 700 },');
+  expect(short).not.toBe(PROBE);
+  k = await startObserved({ config, services: { 'probe.ts': PROBE, 'short.ts': short } });
 });
 afterAll(async () => {
   await k?.close();
   await late?.close();
   await stalling?.close();
+  await stallingLong?.close();
   rmSync(keyDir, { recursive: true, force: true });
 });
 
@@ -116,5 +123,19 @@ describe('operation_timeout_ms', () => {
     expect(took).toBeLessThan(5_000);
     expect(await calls(['get', 'stalling', 's.txt'])).toEqual([{ value: 'before' }]);
     expect(stalling.connections).toBe(opened + 1);
+  });
+
+  it("ends an operation before the calling service's time limit, so the service catches ServiceUnavailable", async () => {
+    expect(await calls(['put', 'stalling_long', 'l.txt', 'before'])).toEqual([{ value: null }]);
+    stallingLong.stall();
+    // Waiting out operation_timeout_ms (120 s) ended the call with SERVICE_TIMEOUT.
+    const res = await fetch(`${k.url}/short`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ calls: [['get', 'stalling_long', 'l.txt']] }) });
+    stallingLong.resume();
+    expect(res.status).toBe(200);
+    const [cut] = (await res.json()) as Outcome[];
+    expect(cut!.error).toMatchObject({ kind: 'ServiceUnavailable', message: expect.stringMatching(/^SFTP connection 'stalling_long': get not done before the calling service's time limit \(\d+ ms left\)$/) });
+    // The session it cut is closed, the connection not marked down, and the next call works.
+    expect(connection(await ready(), 'stalling_long')?.state).toBe('up');
+    expect(await calls(['get', 'stalling_long', 'l.txt'])).toEqual([{ value: 'before' }]);
   });
 });

@@ -9,18 +9,24 @@ const CONFIG = `
 sql_connection:
   - { name: pg, engine: postgresql, url: '${PG_URL}', pool_size: 3, max_rows: 100, max_result_bytes: 65536, statement_timeout_ms: 400 }
   - { name: pg_one, engine: postgresql, url: '${PG_URL}', pool_size: 1, connect_timeout_ms: 300 }
+  - { name: pg_one_wait, engine: postgresql, url: '${PG_URL}', pool_size: 1 }
   - { name: pg_ro, engine: postgresql, url: '${PG_URL}', read_only: true }
   - { name: pg_theirs, engine: postgresql, url: '${PG_URL}', allowed_services: [stranger] }
   - { name: pg_down, engine: postgresql, host: 127.0.0.1, port: ${NOWHERE}, database: test, username: postgres, connect_timeout_ms: 1000 }
   - { name: my, engine: mysql, url: '${MYSQL_URL}', pool_size: 3, max_rows: 100, max_result_bytes: 65536, statement_timeout_ms: 400 }
   - { name: my_one, engine: mysql, url: '${MYSQL_URL}', pool_size: 1, connect_timeout_ms: 300 }
+  - { name: my_one_wait, engine: mysql, url: '${MYSQL_URL}', pool_size: 1 }
   - { name: my_ro, engine: mysql, url: '${MYSQL_URL}', read_only: true }
   - { name: my_theirs, engine: mysql, url: '${MYSQL_URL}', allowed_services: [stranger] }
   - { name: my_down, engine: mysql, host: 127.0.0.1, port: ${NOWHERE}, database: test, username: root, connect_timeout_ms: 1000 }
 channel_rest:
   - { name: probe, url_path: /probe, service: probe, method: POST, data_format: json, security: none }
   - { name: raw, url_path: /raw, service: raw, method: POST, data_format: json, security: none }
+  - { name: short, url_path: /short, service: short, method: POST, data_format: json, security: none }
 `;
+
+/** PROBE with a time limit far below connect_timeout_ms (10 s). */
+const SHORT = PROBE.replace('export default service({', 'export default service({\n  limits: { timeoutMs: 700 },');
 
 /** Lets whatever the query raises escape, to see what the channel's caller gets. */
 const RAW = `import { service, sql } from 'svc/sdk';
@@ -59,7 +65,7 @@ let k: TestKernel;
 const clients: Partial<Record<'postgresql' | 'mysql', Direct>> = {};
 
 beforeAll(async () => {
-  k = await startKernel({ config: CONFIG, services: { 'probe.ts': PROBE, 'raw.ts': RAW } });
+  k = await startKernel({ config: CONFIG, services: { 'probe.ts': PROBE, 'raw.ts': RAW, 'short.ts': SHORT } });
   for (const e of ENGINES) {
     const d = (clients[e.engine] = await direct(e.engine));
     await d.run(`CREATE TABLE ${e.table} (id int PRIMARY KEY, name varchar(100))`);
@@ -171,6 +177,19 @@ describe.each(ENGINES)('$engine', (e) => {
     const waited = await one('query', `${e.conn}_one`, 'SELECT 1');
     expect(waited.error).toMatchObject({ kind: 'ServiceUnavailable', message: `SQL connection '${e.conn}_one' is unavailable: no free connection within connect_timeout_ms` });
     expect((await holding)[0]!.value.rowCount).toBe(1);
+  });
+
+  it("ends the wait for a connection before the calling service's time limit, so the service catches ServiceUnavailable", async () => {
+    const holding = calls(['query', `${e.conn}_one_wait`, e.hold]);
+    const busy = () => k.kernel.api.connections().find((c) => c.name === `${e.conn}_one_wait`)?.pool?.busy;
+    await expect.poll(busy).toBe(1);
+    // Waiting out connect_timeout_ms (10 s) ended the call with SERVICE_TIMEOUT.
+    const res = await k.app.inject({ method: 'POST', url: '/short', payload: { calls: [['query', `${e.conn}_one_wait`, 'SELECT 1']] } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()[0].error).toMatchObject({ kind: 'ServiceUnavailable', message: expect.stringMatching(new RegExp(`^SQL connection '${e.conn}_one_wait' is unavailable: no connection before the calling service's time limit \\(\\d+ ms left\\)$`)) });
+    expect((await holding)[0]!.value.rowCount).toBe(1);
+    // The connection the call stopped waiting for went back to the pool: the next call gets it.
+    expect((await one('query', `${e.conn}_one_wait`, 'SELECT 1')).value.rowCount).toBe(1);
   });
 
   it('lets an uncaught SqlError fail the service (500) and an uncaught refusal answer with its status', async () => {

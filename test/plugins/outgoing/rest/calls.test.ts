@@ -24,9 +24,14 @@ export default service({
   },
 });
 `;
-// Waits on a slow upstream past its own time limit: the call must be cancelled with the request.
-const IMPATIENT = `import { service, outgoing } from 'svc/sdk';
-export default service({ limits: { timeoutMs: 400 }, async POST(ctx) { return (await outgoing('hang').get(ctx.cid)).status; } });
+// Calls an upstream that never answers, with a time limit far below the connection's timeout_ms:
+// the call must end first, as a timeout the service maps, and be cancelled upstream.
+const IMPATIENT = `import { service, outgoing, gatewayError } from 'svc/sdk';
+export default service({ limits: { timeoutMs: 400 }, async POST(ctx) { return (await outgoing('hang').get(ctx.cid).catch(gatewayError)).status; } });
+`;
+// Answers without waiting for its call: the call must be cancelled with the request.
+const HASTY = `import { service, outgoing } from 'svc/sdk';
+export default service({ async POST(ctx) { outgoing('hang').get(ctx.cid).catch(() => undefined); await outgoing('text').get(ctx.cid); return 'done'; } });
 `;
 const FAILING = `import { service, outgoing, OutgoingError } from 'svc/sdk';
 export default service({
@@ -47,6 +52,7 @@ security:
 channel_rest:
   - { name: caller, url_path: /call, service: caller, security: none }
   - { name: impatient, url_path: /impatient, service: impatient, security: none }
+  - { name: hasty, url_path: /hasty, service: hasty, security: none }
   - { name: failing, url_path: /failing, service: failing, security: none }
 outgoing_rest:
   - { name: CRM, address: "${at}/api", url_path: "/customers/{id}", headers: { X-Conn: crm } }
@@ -86,7 +92,7 @@ beforeAll(async () => {
     .route('/hang', () => undefined)
     .route('/hold', (_req, res) => void held.push(res))
     .start();
-  k = await startKernel({ config: config(), services: { 'caller.ts': CALLER, 'impatient.ts': IMPATIENT, 'failing.ts': FAILING }, logs });
+  k = await startKernel({ config: config(), services: { 'caller.ts': CALLER, 'impatient.ts': IMPATIENT, 'hasty.ts': HASTY, 'failing.ts': FAILING }, logs });
 });
 afterAll(async () => {
   await k?.close();
@@ -168,10 +174,19 @@ describe('outgoing calls from a service', () => {
     expect(timeout.body.details).toBe('slow did not answer in time');
   });
 
-  it('are cancelled when the calling request hits its time limit', async () => {
+  it("end before the calling service's time limit, as a timeout the service can map, and are cancelled upstream", async () => {
+    // timeout_ms is 20 s, the service's limit 400 ms: waiting it out ended the call with SERVICE_TIMEOUT.
+    const started = performance.now();
     const res = await k.app.inject({ method: 'POST', url: '/impatient' });
-    expect(res.statusCode).toBe(503);
-    expect(res.json().details).toBe('Service exceeded its time limit');
+    expect(res.statusCode, res.body).toBe(504);
+    expect(res.json().details).toBe('hang did not answer in time');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+    await expect.poll(() => upstream.aborted, { timeout: 2000 }).toContain('/hang');
+  });
+
+  it('are cancelled when the calling request ends first', async () => {
+    const res = await k.app.inject({ method: 'POST', url: '/hasty' });
+    expect(res.statusCode, res.body).toBe(200);
     await expect.poll(() => upstream.aborted, { timeout: 2000 }).toContain('/hang');
   });
 
