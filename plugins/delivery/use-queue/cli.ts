@@ -37,7 +37,9 @@ function channelOf(flags: Flags): string | null | undefined {
 }
 
 function line(e: EventSummary): string {
-  const last = e.lastError ? `  last error: ${e.lastError.kind}: ${e.lastError.message.replace(/\s+/g, ' ').slice(0, 120)}` : '';
+  // A service's exception is stored as `Error: its message`: its kind is said once.
+  const error = e.lastError && (e.lastError.message.startsWith(`${e.lastError.kind}: `) ? e.lastError.message : `${e.lastError.kind}: ${e.lastError.message}`);
+  const last = error ? `  last error: ${error.replace(/\s+/g, ' ').slice(0, 120)}` : '';
   const next = e.state === 'pending' && e.nextAttemptAt ? ` next ${e.nextAttemptAt}` : '';
   return `#${e.id}  ${e.channel ?? BACKGROUND}  ${e.service}  ${e.state}  attempts ${e.attempts}  received ${e.firstReceivedAt}${next}  cid ${e.cid}${last}`;
 }

@@ -1,7 +1,7 @@
 // The Dashboard: hash routes, each page built from the admin API. Resource pages are generic
 // (the catalogue's JSON Schemas); the runtime pages read the plugins' operations.
 import { api, ApiError } from './client.js';
-import { el, field, h1, link, pre, prose, showIssues } from './form.js';
+import { el, errorText, field, h1, link, pre, prose, showIssues } from './form.js';
 import { sparkline } from './chart.js';
 import { servicePage, servicesList } from './services.js';
 import { accountsView, usageView } from './tenants.js';
@@ -662,7 +662,7 @@ async function queuePage() {
       el('td', { text: e.channel ?? '(background)' }),
       el('td', { text: e.state }),
       el('td', { text: String(e.attempts) }),
-      el('td', { text: e.lastError ? `${e.lastError.kind}: ${e.lastError.message}` : '' }),
+      el('td', { text: e.lastError ? errorText(e.lastError) : '' }),
       el('td', {}, e.state === 'running' || !ops.has('queue.replay') ? '' : [button('replay', e.id), ' ', button('delete', e.id)]),
     );
   show(seq, 

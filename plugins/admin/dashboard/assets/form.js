@@ -18,6 +18,8 @@ export { el };
 /** A link, a page's heading, and a value shown as JSON (text as it is): the pages' small parts. */
 export const link = (href, text, attrs = {}) => el('a', { href, ...attrs, text });
 export const h1 = (text) => el('h1', { text });
+/** A queued event's last error, `kind: message`; a service's exception is stored as `Error: its message`, so its kind is said once. */
+export const errorText = ({ kind, message }) => (message.startsWith(`${kind}: `) ? message : `${kind}: ${message}`);
 export const pre = (value) => el('pre', { class: 'json', text: typeof value === 'string' ? value : JSON.stringify(value, null, 2) });
 
 /** A description as people read it: its `code` spans as code, the rest as text (never HTML). */

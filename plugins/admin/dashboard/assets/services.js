@@ -5,7 +5,7 @@
 import { api, ApiError } from './client.js';
 import { codeEditor } from './editor.js';
 import { lineDiff } from './diff.js';
-import { el, h1, link, pre, showIssues } from './form.js';
+import { el, errorText, h1, link, pre, showIssues } from './form.js';
 
 /** A service's page: its source (an editor for those who may change it), its dead letters, its deploy history. */
 export async function servicePage(name, ui) {
@@ -140,10 +140,8 @@ function serviceEditor(name, src, { ops, me, navigate, flash, failed }) {
 function deadLetterSection(name, dead, history, { ops, canChange, navigate, failed }) {
   if (!dead.length) return '';
   const versions = history?.versions ?? [];
-  // A service's exception is stored as `Error: its message`: its kind is said once.
-  const lastError = ({ kind, message }) => (message.startsWith(`${kind}: `) ? message : `${kind}: ${message}`);
   const row = (e) =>
-    el('tr', { 'data-id': String(e.id) }, el('td', { text: String(e.id) }), el('td', { text: e.channel ?? '(background)' }), el('td', { text: String(e.attempts) }), el('td', { text: e.lastError ? lastError(e.lastError) : '' }));
+    el('tr', { 'data-id': String(e.id) }, el('td', { text: String(e.id) }), el('td', { text: e.channel ?? '(background)' }), el('td', { text: String(e.attempts) }), el('td', { text: e.lastError ? errorText(e.lastError) : '' }));
   const parts = [el('h2', { text: `Dead letters (${dead.length})` }), el('table', { class: 'list', id: 'dead-letters' }, el('tr', {}, ['id', 'channel', 'attempts', 'last error'].map((t) => el('th', { text: t }))), dead.map(row))];
   if (canChange && ops.has('queue.replay') && versions.length) {
     const choose = el('select', { id: 'replay-version' }, versions.map((v) => el('option', { value: String(v.version), text: `version ${v.version}${v.version === history.serving ? ' (serving)' : ''}`, selected: v.version === history.serving })));

@@ -266,6 +266,8 @@ describe('the Dashboard in Chromium', () => {
       await go('#/queue', 'Queued events');
       const row = page.locator('#events tr.dead');
       await row.waitFor();
+      // The exception's kind said once, not `Error: Error: …`.
+      expect(await row.locator('td').allTextContents()).toContain('Error: the upstream is down');
       await shot('queue');
       await row.getByRole('button', { name: 'replay' }).click();
       await page.locator('#flash.ok').filter({ hasText: 'replay done' }).waitFor();

@@ -52,6 +52,11 @@ describe('svc queue (real processes)', () => {
       [cids[1], 'Error: refused beta'],
     ]);
 
+    // The exception's kind is said once, not `Error: Error: refused alpha`.
+    const listed = cli(dir, ['queue', 'list', '--state', 'dead']).stdout;
+    expect(listed).toContain('  last error: Error: refused alpha\n');
+    expect(listed).not.toContain('Error: Error:');
+
     const shown = cli(dir, ['queue', 'show', String(dead[0]!.id)]);
     expect(shown.status).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ id: dead[0]!.id, channel: 'hook', state: 'dead', errors: [{ attempt: 1, kind: 'Error', message: 'Error: refused alpha' }] });
