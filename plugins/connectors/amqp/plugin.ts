@@ -106,7 +106,7 @@ export default definePlugin<Record<string, never>, AmqpState>({
   name: 'amqp',
   kind: 'other',
   version: '1.0.0',
-  sdk: '^1.8.0',
+  sdk: '^1.17.0',
   configSchema: z.object({}).strict().default({}),
   contributes: {
     sections: { amqp_connection: amqpConnectionSectionSchema, channel_amqp: channelAmqpSectionSchema },

@@ -73,7 +73,7 @@ export default definePlugin<Record<string, never>, MqttState>({
   name: 'mqtt',
   kind: 'other',
   version: '1.0.0',
-  sdk: '^1.8.0',
+  sdk: '^1.17.0',
   configSchema: z.object({}).strict().default({}),
   contributes: {
     sections: { mqtt_connection: connectionSectionSchema, channel_mqtt: channelSectionSchema },

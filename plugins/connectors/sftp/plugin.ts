@@ -25,7 +25,7 @@ export default definePlugin<Record<string, never>, SftpState>({
   name: 'sftp',
   kind: 'outgoing',
   version: '1.0.0',
-  sdk: '^1.9.0',
+  sdk: '^1.17.0',
   configSchema: z.object({}).strict().default({}),
   provides: ['connectors.sftp'],
   contributes: {

@@ -32,7 +32,7 @@ export default definePlugin<Record<string, never>, SqlState>({
   name: 'sql',
   kind: 'outgoing',
   version: '1.0.0',
-  sdk: '^1.8.0',
+  sdk: '^1.17.0',
   configSchema: z.object({}).strict().default({}),
   contributes: {
     sections: { sql_connection: sqlSectionSchema },

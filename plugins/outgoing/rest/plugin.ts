@@ -66,7 +66,7 @@ export default definePlugin<Record<string, never>, OutgoingState>({
   name: 'outgoing-rest',
   kind: 'outgoing',
   version: '1.0.0',
-  sdk: '^1.0.0',
+  sdk: '^1.17.0',
   provides: ['outgoing-rest.stats'],
   configSchema: z.object({}).strict().default({}),
   contributes: {
