@@ -257,6 +257,12 @@ export interface OutgoingAuthContext {
   scopes: readonly string[] | undefined;
   /** Aborted when the calling request ends or its time limit fires. */
   signal: AbortSignal;
+  /**
+   * Longest this call may wait for credentials (a token another call is fetching, or its own
+   * request): what its retries' budget and its service's time limit leave. Past it the authorizer
+   * fails with GATEWAY_TIMEOUT. Absent: no limit but the signal.
+   */
+  waitMs?: number;
 }
 
 /**

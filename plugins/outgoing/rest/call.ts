@@ -141,7 +141,11 @@ export async function callWithRetries(conn: Connection, args: CallArgs, ctx: Hos
     try {
       if (auth?.send) response = await sendOwn(auth.send.bind(auth), request, { ...authContext, timeoutMs }, entry.max_response_bytes);
       else {
-        await auth?.authorize(request, authContext);
+        if (auth) {
+          // A token being fetched is waited for within what the budget (and the service's time limit) leaves.
+          authContext.waitMs = Math.max(1, Math.floor(deadline - performance.now()));
+          await auth.authorize(request, authContext);
+        }
         response = await conn.transport.send(request, timeoutMs, ctx.signal);
       }
     } catch (err) {

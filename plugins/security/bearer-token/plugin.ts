@@ -78,7 +78,7 @@ function bearerAuthorizer(entry: SecurityEntry, kernel: KernelApi, state: Bearer
   return {
     async authorize(request, context) {
       const fetch = fetcherFor(def, kernel, context.cid, state.requests);
-      request.headers.authorization = await state.tokens.header(key, scopesFor(def, context), fetch, context.signal);
+      request.headers.authorization = await state.tokens.header(key, scopesFor(def, context), fetch, context.signal, context.waitMs);
     },
     refused(request, context) {
       state.tokens.refused(key, scopesFor(def, context), request.headers.authorization);

@@ -98,7 +98,7 @@ export const bearerTokenShape = {
     .min(1)
     .max(300_000)
     .default(10_000)
-    .describe('Time limit of one token request, connection to last byte; past it the calls waiting for the token fail with 502.'),
+    .describe('Time limit of one token request, connection to last byte; past it the calls waiting for the token fail with 502. A call waits no longer than its budget and its service\'s time limit leave (then 504 for that call).'),
 };
 
 /** A definition as the capability receives it: other security fields (rate_limiting) are dropped. */

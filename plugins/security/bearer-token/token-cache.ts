@@ -1,4 +1,4 @@
-import type { Clock } from '../../../sdk/plugin/index.ts';
+import { SvcError, type Clock } from '../../../sdk/plugin/index.ts';
 import type { IssuedToken } from './token-request.ts';
 
 /** Assumed validity of a token whose response has no expires_in (so it is cached half of it, 5 minutes). */
@@ -46,14 +46,15 @@ export class TokenCache {
   ) {}
 
   /** The Authorization header value for the scope set, from the cache or a token request. */
-  async header(definitionKey: string, scopes: readonly string[], fetch: TokenFetcher, signal: AbortSignal): Promise<string> {
+  /** `waitMs`: the longest this caller waits for a token being fetched (OutgoingAuthContext.waitMs); then GATEWAY_TIMEOUT. */
+  async header(definitionKey: string, scopes: readonly string[], fetch: TokenFetcher, signal: AbortSignal, waitMs = Infinity): Promise<string> {
     const scopeKey = scopeKeyOf(scopes);
     let slots = this.byDefinition.get(definitionKey);
     const slot = slots?.get(scopeKey);
     if (slot?.header !== undefined && this.clock.now() < slot.freshUntil && this.elapsed() < slot.freshUntilElapsed) return slot.header;
     signal.throwIfAborted();
     // A flight every caller left is being cancelled: a new caller needs a request of its own.
-    if (slot?.flight !== undefined && !slot.flight.controller.signal.aborted) return join(slot.flight, signal);
+    if (slot?.flight !== undefined && !slot.flight.controller.signal.aborted) return join(slot.flight, signal, waitMs);
 
     if (slots === undefined) this.byDefinition.set(definitionKey, (slots = new Map()));
     const fresh: Slot = slot ?? { header: undefined, freshUntil: 0, freshUntilElapsed: 0, flight: undefined };
@@ -85,7 +86,7 @@ export class TokenCache {
     // Waiters may all have left; the outcome must not become an unhandled rejection.
     flight.promise.catch(() => undefined);
     fresh.flight = flight;
-    return join(flight, signal);
+    return join(flight, signal, waitMs);
   }
 
   /**
@@ -133,26 +134,31 @@ function scopeKeyOf(scopes: readonly string[]): string {
 }
 
 /**
- * Waits for a flight as one of its callers. A caller whose signal fires stops waiting at once;
- * when the last one leaves, the token request itself is cancelled.
+ * Waits for a flight as one of its callers. A caller whose signal fires, or whose `waitMs` runs
+ * out, stops waiting at once; when the last one leaves, the token request itself is cancelled.
  */
-function join(flight: Flight, signal: AbortSignal): Promise<string> {
+function join(flight: Flight, signal: AbortSignal, waitMs: number): Promise<string> {
   flight.waiters += 1;
   return new Promise<string>((resolve, reject) => {
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (): boolean => {
       if (done) return false;
       done = true;
       flight.waiters -= 1;
       signal.removeEventListener('abort', onAbort);
+      clearTimeout(timer);
       return true;
     };
-    const onAbort = (): void => {
+    const leave = (reason: unknown): void => {
       if (!finish()) return;
       if (flight.waiters === 0) flight.controller.abort();
-      reject(signal.reason);
+      reject(reason);
     };
+    const onAbort = (): void => leave(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
+    // The caller's own limit (its budget, its service's time limit): it stops waiting, the others go on.
+    if (waitMs !== Infinity) timer = setTimeout(() => leave(new SvcError('GATEWAY_TIMEOUT', `No bearer token within the ${waitMs} ms the call had left to wait`)), waitMs);
     flight.promise.then(
       (header) => finish() && resolve(header),
       (err: unknown) => finish() && reject(err),

@@ -16,7 +16,16 @@ export default service({ async POST(ctx) {
 } });
 `;
 
+/** Calls through a connection whose auth server never answers, with a time limit far below token_timeout_ms (10 s). */
+const IMPATIENT = `import { service, outgoing } from 'svc/sdk';
+export default service({ limits: { timeoutMs: 700 }, async POST(ctx) {
+  try { await outgoing('stuck-api').get(ctx.cid, { params: { id: 1 } }); return 'answered'; }
+  catch (e) { return { kind: e.kind ?? e.name, status: e.status, message: e.message }; }
+} });
+`;
+
 let tokens: TokenServer;
+let stuck: TokenServer;
 const api = new Upstream();
 let k: TestKernel;
 const logs: Array<Record<string, unknown>> = [];
@@ -25,6 +34,8 @@ const valid = new Set<string>();
 
 beforeAll(async () => {
   tokens = await TokenServer.start();
+  stuck = await TokenServer.start();
+  stuck.reply = () => 'hang';
   await api
     .route('/things/', (req, res) => {
       const token = req.headers.authorization?.replace(/^Bearer /, '') ?? '';
@@ -40,13 +51,16 @@ beforeAll(async () => {
     config: `
 security:
   - { name: api-oauth, type: bearer_token, username: svc-client, client_secret: "\${API_SECRET}", auth_server_url: "${tokens.url}", scopes: "things.read" }
+  - { name: stuck-oauth, type: bearer_token, username: svc-client, client_secret: "\${API_SECRET}", auth_server_url: "${stuck.url}" }
 channel_rest:
   - { name: c, url_path: /c, service: caller, security: none }
+  - { name: i, url_path: /i, service: impatient, security: none }
 outgoing_rest:
   - { name: api, address: "http://127.0.0.1:${api.port}", url_path: "/things/{id}", security: api-oauth }
+  - { name: stuck-api, address: "http://127.0.0.1:${api.port}", url_path: "/things/{id}", security: stuck-oauth }
 `,
     env: { API_SECRET: SECRET },
-    services: { 'caller.ts': CALLER },
+    services: { 'caller.ts': CALLER, 'impatient.ts': IMPATIENT },
     logs,
   });
 });
@@ -54,6 +68,7 @@ afterAll(async () => {
   await k?.close();
   await api.close();
   await tokens?.close();
+  await stuck?.close();
 });
 
 const call = async (scopes?: string) => (await k.app.inject({ method: 'POST', url: '/c', payload: scopes === undefined ? {} : { scopes } })).json();
@@ -76,6 +91,14 @@ describe('an outgoing connection with a Bearer token definition', () => {
     expect(await call('things.write things.read')).toEqual({ status: 200, data: { token: 'tok-3' } });
     expect(tokens.calls[2]!.body.scope).toBe('things.write things.read');
     expect(await call('')).toEqual({ status: 200, data: { token: 'tok-2' } });
+  });
+
+  it("stops waiting for a token before the calling service's time limit: the service catches GatewayTimeout", async () => {
+    // Waiting out token_timeout_ms (10 s) ended the call with SERVICE_TIMEOUT.
+    const res = await k.app.inject({ method: 'POST', url: '/i' });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ kind: 'GatewayTimeout', status: 504, message: expect.stringMatching(/^No bearer token within the \d+ ms the call had left to wait$/) });
+    expect(stuck.calls).toHaveLength(1);
   });
 
   it('never logs the client secret or a token', () => {
