@@ -138,6 +138,7 @@ export class Kernel {
       proposeConfig: (candidate) => configStore.propose(candidate),
       reapplyConfig: (source) => configStore.reapply(source),
       rawConfig: () => configStore.rawConfig(),
+      tenantConfigEntries: () => configStore.tenantEntries(),
       configSections: () => configSectionSchemas(loaded.map((l) => l.plugin)),
       controlOps: () => [...kernel.controlOps.values()],
       onControlRun: (listener) => void kernel.controlListeners.push(listener),

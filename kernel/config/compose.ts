@@ -31,7 +31,8 @@ export function zodIssueList(issues: readonly z.core.$ZodIssue[]): ConfigIssue[]
 }
 
 export function formatIssue(issue: { path: readonly PropertyKey[]; message: string }): string {
-  return `${formatPath(issue.path)}: ${issue.message}`;
+  // An issue without a path names its place in its message (a tenant's unreadable config file, SVC_PORT).
+  return issue.path.length ? `${formatPath(issue.path)}: ${issue.message}` : issue.message;
 }
 
 interface ComposedParts {

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { LineCounter, parseDocument } from 'yaml';
 import type { ConfigCheck, ConfigIssue, ConfigLayer, Plugin, RawConfig } from '../plugin.ts';
 import { composeSchema, configSectionSchemas, crossCheck, formatIssue, zodIssueList } from './compose.ts';
-import { expandTenants, relabel, tenantIssues } from './tenants.ts';
+import { expandTenants, relabel, tenantEntriesOf, tenantFileLabel, tenantIssues, type TenantEntry, type TenantOrigins } from './tenants.ts';
 import { ConfigLayers } from './layers.ts';
 import { ConfigError, readSource } from '../../sdk/plugin/config-source.ts';
 import { pluginsSchema, type PluginsConfig, type SvcConfig } from './schema.ts';
@@ -23,14 +23,17 @@ export function readPluginsSection(raw: unknown): PluginsConfig {
 }
 
 export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.ProcessEnv = process.env, baseDir = '.'): SvcConfig {
+  return validateWithTenants(raw, plugins, env, baseDir).config;
+}
+
+/** validate(), with the entries the tenants' own config added (the admin API lists them). */
+function validateWithTenants(raw: unknown, plugins: readonly Plugin[], env: NodeJS.ProcessEnv, baseDir: string): { config: SvcConfig; tenantEntries: TenantEntry[] } {
   const sections = configSectionSchemas(plugins);
   // Tenants' sections join the main ones, qualified; messages about them name where the tenant wrote them.
-  const expanded = raw && typeof raw === 'object' && !Array.isArray(raw) ? expandTenants(raw as RawConfig, sections, baseDir) : { raw, origins: new Map<string, string>() };
+  const expanded = raw && typeof raw === 'object' && !Array.isArray(raw) ? expandTenants(raw as RawConfig, sections, baseDir) : { raw: raw as RawConfig, origins: new Map() as TenantOrigins };
   const fail = (list: ConfigIssue[]): never => {
-    throw new ConfigError(
-      list.map((issue) => relabel(issue, expanded.origins) ?? formatIssue(issue)),
-      list,
-    );
+    const located = list.map((issue) => relabel(issue, expanded.origins) ?? issue);
+    throw new ConfigError(located.map(formatIssue), located);
   };
   const parsed = composeSchema(plugins).safeParse(expanded.raw);
   if (!parsed.success) fail(zodIssueList(parsed.error.issues));
@@ -44,8 +47,11 @@ export function validate(raw: unknown, plugins: readonly Plugin[], env: NodeJS.P
   if (env.SVC_STORE) config.server.store = env.SVC_STORE;
   const issues = [...tenantIssues(config, sections), ...crossCheck(config, plugins)];
   if (issues.length) fail(issues);
-  return config;
+  return { config, tenantEntries: tenantEntriesOf(expanded) };
 }
+
+/** A check of the store's, with the tenants' own entries of the config it would apply. */
+type StoreCheck = ConfigCheck & { tenantEntries?: TenantEntry[] };
 
 /**
  * The one place config comes from. The YAML file is its first source; layers (the admin API)
@@ -79,6 +85,7 @@ export class ConfigStore extends EventEmitter {
     this.config = initial;
     this.lastText = initialText;
     this.fileRaw = initialRaw;
+    this.runningTenantEntries = this.readTenantEntries();
   }
 
   current(): SvcConfig {
@@ -94,23 +101,40 @@ export class ConfigStore extends EventEmitter {
     return structuredClone(this.layers.applyAll(this.fileRaw));
   }
 
+  /** The running config's entries that tenants' own config added (inline or their files), as written there, qualified (copies). */
+  tenantEntries(): TenantEntry[] {
+    return structuredClone(this.runningTenantEntries ?? []);
+  }
+
+  /** At start: the running config was validated from the file's data, with its tenants' files as they are (read again). */
+  private readTenantEntries(): TenantEntry[] {
+    try {
+      return tenantEntriesOf(expandTenants(this.fileRaw, configSectionSchemas(this.plugins), dirname(this.file)));
+    } catch {
+      return [];
+    }
+  }
+
+  private runningTenantEntries: TenantEntry[] | undefined;
+
   /** The file plus the layers, `candidate` in place of the layer of its name, checked whole; nothing is applied. */
-  propose(candidate?: ConfigLayer, fileRaw: RawConfig = this.fileRaw): ConfigCheck {
+  propose(candidate?: ConfigLayer, fileRaw: RawConfig = this.fileRaw): StoreCheck {
     let raw: RawConfig;
     try {
       raw = this.layers.applyAll(fileRaw, candidate);
     } catch (err) {
       return { ok: false, issues: [{ path: [], message: (err as Error).message }] };
     }
-    let config: SvcConfig;
+    let validated: ReturnType<typeof validateWithTenants>;
     try {
-      config = validate(raw, this.plugins, this.env, dirname(this.file));
+      validated = validateWithTenants(raw, this.plugins, this.env, dirname(this.file));
     } catch (err) {
       if (err instanceof ConfigError) return { ok: false, issues: err.details };
       return { ok: false, issues: [{ path: [], message: (err as Error).message }] };
     }
+    const { config, tenantEntries } = validated;
     const issues = this.extraCheck(config);
-    return issues.length ? { ok: false, issues } : { ok: true, config, raw };
+    return issues.length ? { ok: false, issues } : { ok: true, config, raw, tenantEntries };
   }
 
   /**
@@ -124,6 +148,7 @@ export class ConfigStore extends EventEmitter {
     const check = this.propose();
     if (check.ok) {
       this.config = check.config;
+      this.runningTenantEntries = check.tenantEntries;
       return;
     }
     // What the file alone is refused for (tenants on Node 20) is said when it is refused, not blamed on the layers.
@@ -161,11 +186,14 @@ export class ConfigStore extends EventEmitter {
       this.log.warn({ source }, 'changes to plugins: apply after a restart');
     }
     const previous = this.config;
+    const previousTenantEntries = this.runningTenantEntries;
     this.config = next;
+    this.runningTenantEntries = check.tenantEntries;
     try {
       for (const listener of this.listeners('change')) await (listener as (c: SvcConfig, p: SvcConfig) => unknown)(next, previous);
     } catch (err) {
       this.config = previous;
+      this.runningTenantEntries = previousTenantEntries;
       this.log.error({ source, err }, 'config change failed to apply; the running config stays');
       for (const listener of this.listeners('change')) await (listener as (c: SvcConfig, p: SvcConfig) => unknown)(previous, next);
       return { ok: false, issues: [{ path: [], message: `the config failed to apply: ${(err as Error).message}` }] };
@@ -178,15 +206,20 @@ export class ConfigStore extends EventEmitter {
 
   /** Re-reads the file now. */
   async reload(): Promise<boolean> {
+    return (await this.reloadMain()) !== 'refused';
+  }
+
+  /** Re-reads the main file; applies it (with every tenant's file read anew) when its text changed. */
+  private async reloadMain(): Promise<'unchanged' | 'applied' | 'refused'> {
     let text: string;
     try {
       text = readFileSync(this.file, 'utf8');
     } catch (err) {
       this.log.error({ file: this.file, err: (err as Error).message }, 'config file unreadable; the running config stays');
       this.refusal = { at: new Date().toISOString(), source: this.file, issues: [{ message: `unreadable: ${(err as Error).message}` }] };
-      return false;
+      return 'refused';
     }
-    if (text === this.lastText) return true;
+    if (text === this.lastText) return 'unchanged';
     this.lastText = text;
     let raw: unknown;
     try {
@@ -195,12 +228,66 @@ export class ConfigStore extends EventEmitter {
       const issues = err instanceof ConfigError ? err.issues : [String((err as Error).message)];
       this.log.error({ source: this.file, issues }, 'config change refused; the running config stays');
       this.refusal = { at: new Date().toISOString(), source: this.file, issues: issues.map((message) => ({ message, line: lineInMessage(message) })) };
-      return false;
+      return 'refused';
     }
     const check = await this.applyChecked(raw as RawConfig, this.file);
     // The Dashboard's banner: the file's last save was refused, and where; gone once a save applies.
     this.refusal = check.ok ? undefined : { at: new Date().toISOString(), source: this.file, issues: check.issues.map((i) => ({ message: formatIssue(i), line: lineOfPath(text, i.path) })) };
-    return check.ok;
+    return check.ok ? 'applied' : 'refused';
+  }
+
+  /**
+   * A tenant's config file was saved: the whole config again, the main file's accepted data with
+   * every tenant's file read anew. A refusal shows on the Dashboard's banner like the main file's,
+   * with its lines in the tenant's file; a save that applies clears a tenant file's refusal (every
+   * tenant file on disk validated), not the main file's.
+   */
+  private async reapplyTenantFile(file: string): Promise<void> {
+    const check = await this.reapply(file);
+    if (check.ok) {
+      if (this.refusal && this.refusal.source !== this.file) this.refusal = undefined;
+      return;
+    }
+    const label = this.tenantFileLabelOf(file);
+    let text: string | undefined;
+    try {
+      text = label === undefined ? undefined : readFileSync(file, 'utf8');
+    } catch {
+      text = undefined;
+    }
+    const lineOf = (path: ConfigIssue['path']): number | undefined => (text !== undefined && path[0] === label ? lineOfPath(text, path.slice(1)) : undefined);
+    this.refusal = { at: new Date().toISOString(), source: file, issues: check.issues.map((i) => ({ message: formatIssue(i), line: lineOf(i.path) })) };
+  }
+
+  /** How config messages name the tenant config file at this absolute path (relabel's first path segment). */
+  private tenantFileLabelOf(file: string): string | undefined {
+    const tenant = this.config.tenants.find((t) => t.config_file !== undefined && resolve(dirname(this.file), t.config_file) === file);
+    return tenant?.config_file === undefined ? undefined : tenantFileLabel(tenant.name, tenant.config_file);
+  }
+
+  /** What changed since the debounce timer was set: the main file, and the tenant file saved last. */
+  private pendingMain = false;
+  private pendingTenantFile: string | undefined;
+
+  /**
+   * Saves within 50 ms apply together: an editor's rename, or a deploy that writes the main file
+   * and a tenant's file at once (`git pull`), where one save's timer must not cancel the other's.
+   */
+  private changed(tenantFile?: string): void {
+    if (tenantFile === undefined) this.pendingMain = true;
+    else this.pendingTenantFile = tenantFile;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.applyChanged(), 50);
+  }
+
+  private async applyChanged(): Promise<void> {
+    const main = this.pendingMain;
+    const tenantFile = this.pendingTenantFile;
+    this.pendingMain = false;
+    this.pendingTenantFile = undefined;
+    // Applying the main file read every tenant's file too; otherwise the tenant's save applies on its own.
+    if (main && (await this.reloadMain()) === 'applied') return;
+    if (tenantFile !== undefined) await this.reapplyTenantFile(tenantFile);
   }
 
   /** The config file's last save, when it was refused (the running config stayed): when, and each problem with its line where known. */
@@ -235,8 +322,7 @@ export class ConfigStore extends EventEmitter {
         const watched = { files, watcher: undefined as unknown as FSWatcher };
         watched.watcher = watch(dir, (_event, changed) => {
           if (!changed || !watched.files.has(changed)) return;
-          clearTimeout(this.timer);
-          this.timer = setTimeout(() => void this.reapply(`${join(dir, changed)}`), 50);
+          this.changed(join(dir, changed));
         });
         this.tenantWatchers.set(dir, watched);
       } catch (err) {
@@ -252,8 +338,7 @@ export class ConfigStore extends EventEmitter {
     // The directory, not the file: editors replace files by renaming, which ends a watch on the file.
     this.watcher = watch(dirname(this.file), (_event, changed) => {
       if (changed !== name) return;
-      clearTimeout(this.timer);
-      this.timer = setTimeout(() => void this.reload(), 50);
+      this.changed();
     });
   }
 

@@ -21,8 +21,13 @@ export function urlPrefixOf(tenant: Pick<TenantConfig, 'name' | 'url_prefix'>): 
   return tenant.url_prefix ?? `/t/${tenant.name}`;
 }
 
-/** Where an entry added from a tenant's config came from, for config messages: `section:index` → label. */
-export type TenantOrigins = Map<string, string>;
+/** Where an entry added from a tenant's config came from, for config messages: `section:index` → its place there. */
+export type TenantOrigins = Map<string, { source: string; section: string; index: number }>;
+
+/** How config messages name a tenant's config file: `tenants[acme].config_file (tenants/acme.yaml)`. */
+export function tenantFileLabel(tenant: string, configFile: string): string {
+  return `tenants[${tenant}].config_file (${configFile})`;
+}
 
 /** The array schema of a section, through its default/optional wrappers, or undefined. */
 function entrySchemaOf(section: z.ZodType | undefined): z.ZodType | undefined {
@@ -70,7 +75,7 @@ export function expandTenants(raw: RawConfig, sections: Record<string, z.ZodType
     if (isObject(t.config)) sources.push({ label: `tenants[${name}].config`, data: t.config });
     if (typeof t.config_file === 'string') {
       const file = isAbsolute(t.config_file) ? t.config_file : resolve(baseDir, t.config_file);
-      const label = `tenants[${name}].config_file (${t.config_file})`;
+      const label = tenantFileLabel(name, t.config_file);
       try {
         sources.push({ label, data: readTenantFile(file, label) });
       } catch (err) {
@@ -94,7 +99,7 @@ export function expandTenants(raw: RawConfig, sections: Record<string, z.ZodType
         }
         const list = Array.isArray(out[section]) ? [...(out[section] as unknown[])] : [];
         entries.forEach((entry, i) => {
-          origins.set(`${section}:${list.length}`, `${label}.${section}[${i}]`);
+          origins.set(`${section}:${list.length}`, { source: label, section, index: i });
           list.push(qualifyEntry(entrySchema, entry, name, section === 'channel_rest' ? prefix : undefined));
         });
         out[section] = list;
@@ -105,13 +110,35 @@ export function expandTenants(raw: RawConfig, sections: Record<string, z.ZodType
   return { raw: out, origins };
 }
 
-/** An issue at `channel_rest[7].service` of an entry a tenant's config added, as the tenant wrote it. */
-export function relabel(issue: ConfigIssue, origins: TenantOrigins): string | undefined {
+/** An entry a tenant's own config added (qualified, as written there), and where it is written. */
+export interface TenantEntry {
+  section: string;
+  entry: Record<string, unknown>;
+  /** `tenants[acme].config_file (tenants/acme.yaml).channel_rest[0]` */
+  origin: string;
+}
+
+/** The entries expandTenants added, in their sections' order. */
+export function tenantEntriesOf(expanded: { raw: RawConfig; origins: TenantOrigins }): TenantEntry[] {
+  const out: TenantEntry[] = [];
+  for (const [key, origin] of expanded.origins) {
+    const entry = (expanded.raw[origin.section] as unknown[] | undefined)?.[Number(key.slice(key.lastIndexOf(':') + 1))];
+    if (isObject(entry)) out.push({ section: origin.section, entry, origin: `${origin.source}.${origin.section}[${origin.index}]` });
+  }
+  return out;
+}
+
+/**
+ * An issue at `channel_rest[7].service` of an entry a tenant's config added, as the tenant wrote
+ * it: the path starts with the tenant's source (`tenants[acme].config_file (tenants/acme.yaml)`),
+ * then its place in that source (`channel_rest[0].service`). Undefined for the main file's entries.
+ */
+export function relabel(issue: ConfigIssue, origins: TenantOrigins): ConfigIssue | undefined {
   const [section, index, ...rest] = issue.path;
   if (typeof section !== 'string' || typeof index !== 'number') return undefined;
   const origin = origins.get(`${section}:${index}`);
   if (!origin) return undefined;
-  return `${origin}${rest.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${issue.message}`;
+  return { path: [origin.source, origin.section, origin.index, ...rest], message: issue.message };
 }
 
 /** Path segments of a URL prefix, to compare prefixes by whole segments (`/t/a` is not under `/t/ab`). */

@@ -422,6 +422,12 @@ export interface KernelApi {
   reapplyConfig(source: string): Promise<ConfigCheck>;
   /** The effective config's data before validation: the file with the layers applied. */
   rawConfig(): RawConfig;
+  /**
+   * The running config's entries that tenants' own config adds (`tenants[].config`, `config_file`),
+   * which rawConfig() does not hold: qualified, as written there, and where (`origin`:
+   * `tenants[acme].config_file (tenants/acme.yaml).channel_rest[0]`). SDK 1.18.
+   */
+  tenantConfigEntries(): Array<{ section: string; entry: Record<string, unknown>; origin: string }>;
   /** The top-level sections' schemas (the kernel's and the enabled plugins'), for documentation and generic editors. */
   configSections(): Record<string, z.ZodType>;
   /** The control ops registered so far (by every plugin). */

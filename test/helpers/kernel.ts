@@ -23,6 +23,8 @@ export interface TestKernel {
   removeService(file: string): Promise<void>;
   /** Rewrites the config file and reloads it; resolves whether it was accepted. */
   writeConfig(yaml: string): Promise<boolean>;
+  /** Rewrites the config file only: the server's file watching applies it. */
+  saveConfigFile(yaml: string): void;
   close(): Promise<void>;
 }
 
@@ -80,6 +82,9 @@ export async function startKernel(opts: StartOptions): Promise<TestKernel> {
     async writeConfig(text) {
       writeFileSync(configPath, withServer(text));
       return kernel.configStore.reload();
+    },
+    saveConfigFile(text) {
+      writeFileSync(configPath, withServer(text));
     },
     async close() {
       await kernel.close();

@@ -88,7 +88,13 @@ export function adminOpenApi(kernel: KernelApi, sections: readonly ResourceSecti
     schemas[`${s.name}.view`] = {
       type: 'object',
       required: ['name', 'source', 'entry', 'secretsSet'],
-      properties: { name: { type: 'string' }, source: { enum: ['file', 'admin'] }, entry: ref(entry), secretsSet: { type: 'array', items: { type: 'string' } } },
+      properties: {
+        name: { type: 'string' },
+        source: { enum: ['file', 'admin', 'tenant_config'], description: "The config file, an admin edit over it, or a tenant's own config (read only here)." },
+        origin: { type: 'string', description: "A tenant_config entry's place: tenants[acme].config_file (tenants/acme.yaml).cache[0]." },
+        entry: ref(entry),
+        secretsSet: { type: 'array', items: { type: 'string' } },
+      },
     };
     const view = ref(`${s.name}.view`);
     paths[`/admin/api/resources/${s.name}`] = {
@@ -98,8 +104,8 @@ export function adminOpenApi(kernel: KernelApi, sections: readonly ResourceSecti
     paths[`/admin/api/resources/${s.name}/{name}`] = {
       parameters: [nameParam],
       get: { tags: [s.name], summary: `One ${s.name} entry`, responses: { 200: jsonBody(view, 'The entry'), ...errors(401, 404) } },
-      put: { tags: [s.name], summary: `Creates or replaces a ${s.name} entry; write-only keys left out keep their value, null clears one`, requestBody: jsonBody(ref(entry), 'The entry'), responses: { 200: jsonBody(view, 'Replaced'), 201: jsonBody(view, 'Created'), ...errors(400, 401, 403) } },
-      delete: { tags: [s.name], summary: `Deletes a ${s.name} entry (one from the config file stays deleted while the override exists)`, responses: { 204: { description: 'Deleted' }, ...errors(400, 401, 403, 404) } },
+      put: { tags: [s.name], summary: `Creates or replaces a ${s.name} entry; write-only keys left out keep their value, null clears one`, requestBody: jsonBody(ref(entry), 'The entry'), responses: { 200: jsonBody(view, 'Replaced'), 201: jsonBody(view, 'Created'), ...errors(400, 401, 403, 409) } },
+      delete: { tags: [s.name], summary: `Deletes a ${s.name} entry (one from the config file stays deleted while the override exists)`, responses: { 204: { description: 'Deleted' }, ...errors(400, 401, 403, 404, 409) } },
     };
   }
   for (const op of listOps(kernel, p)) {

@@ -28,7 +28,7 @@ export default definePlugin<AdminOptions, AdminState>({
   name: 'admin',
   kind: 'other',
   version: VERSION,
-  sdk: '^1.0.0',
+  sdk: '^1.18.0',
   needs: ['secrets.vault'],
   provides: ['admin.pages', 'admin.endpoints'],
   configSchema: adminOptionsSchema,

@@ -16,8 +16,13 @@ const vaultName = (section: string, name: string, key: string) => `${section}/${
 
 export interface ResourceView {
   name: string;
-  /** Where the running entry comes from: the config file, or an admin edit that wins over it. */
-  source: 'file' | 'admin';
+  /**
+   * Where the running entry comes from: the config file, an admin edit that wins over it, or a
+   * tenant's own config (inline or its config_file), which only that config changes.
+   */
+  source: 'file' | 'admin' | 'tenant_config';
+  /** A tenant_config entry's place: `tenants[acme].config_file (tenants/acme.yaml).channel_rest[0]`. */
+  origin?: string;
   /** The entry as written (defaults not filled in), write-only values left out. */
   entry: Entry;
   /** Write-only keys that hold a value. */
@@ -125,9 +130,23 @@ export class AdminResources {
   list(section: string, p?: Principal): ResourceView[] {
     const s = this.requireSection(section, p);
     const entries = this.kernel.rawConfig()[section];
-    return (Array.isArray(entries) ? entries : [])
-      .filter((e) => nameOf(e) !== undefined && (p === undefined || reaches(p, nameOf(e)!)))
-      .map((e) => this.view(s, e as Entry));
+    const visible = (e: unknown) => nameOf(e) !== undefined && (p === undefined || reaches(p, nameOf(e)!));
+    const own = (Array.isArray(entries) ? entries : []).filter(visible).map((e) => this.view(s, e as Entry));
+    const tenants = this.tenantConfigEntries(section)
+      .filter((t) => visible(t.entry))
+      .map((t) => ({ ...this.view(s, t.entry as Entry), source: 'tenant_config' as const, origin: t.origin }));
+    return [...own, ...tenants];
+  }
+
+  /** A section's entries that tenants' own config adds: the admin API shows them, and changes none. */
+  private tenantConfigEntries(section: string): Array<{ entry: Record<string, unknown>; origin: string }> {
+    return this.kernel.tenantConfigEntries().filter((t) => t.section === section);
+  }
+
+  /** 409 for an entry a tenant's own config writes: that config is where it changes. */
+  private refuseTenantConfig(section: string, name: string): void {
+    const written = this.tenantConfigEntries(section).find((t) => nameOf(t.entry) === name);
+    if (written) throw new SvcError('CONFLICT', `${section} '${name}' is written in ${written.origin}: change it there`);
   }
 
   /** list(), with the write-only fields a plugin keeps in the store (set with a CLI command) marked set too. */
@@ -203,6 +222,7 @@ export class AdminResources {
         name = entry.name;
       } else if (entry.name === undefined) entry.name = name;
       else if (entry.name !== name) throw new IssuesError('INVALID_INPUT', 'Invalid entry', [{ path: ['name'], field: ['name'], message: `must be '${name}' (the name in the URL); a rename is a new entry and a delete` }]);
+      this.refuseTenantConfig(sectionName, name);
       const existing = this.currentEntry(sectionName, name);
       if (mode === 'create' && existing) throw new SvcError('CONFLICT', `A ${sectionName} entry named '${name}' exists already`);
       const full = withKeptSecrets(section, entry, existing);
@@ -218,6 +238,7 @@ export class AdminResources {
   remove(section: string, name: string, p: Principal): Promise<void> {
     return this.serial(async () => {
       const resource = this.requireSection(section, p);
+      if (reaches(p, name)) this.refuseTenantConfig(section, name);
       const existing = reaches(p, name) ? this.currentEntry(section, name) : undefined;
       if (!existing) throw new SvcError('NOT_FOUND', notFound(section)(name));
       await this.commit([{ section, name, action: 'delete' }], p.who, 'delete', { changed: changedFields(resource, existing, undefined) });
@@ -237,7 +258,8 @@ export class AdminResources {
     const raw = this.kernel.rawConfig();
     if (p.tenant === undefined) return { sections: this.catalogue(), raw };
     const mine: RawConfig = {};
-    for (const s of this.catalogue(p)) mine[s.name] = this.list(s.name, p).map((v) => this.currentEntry(s.name, v.name));
+    // Entries of the tenant's own config are in that config (its file), not in what the admin API imports.
+    for (const s of this.catalogue(p)) mine[s.name] = this.list(s.name, p).filter((v) => v.source !== 'tenant_config').map((v) => this.currentEntry(s.name, v.name));
     return { sections: this.catalogue(p), raw: mine };
   }
 
@@ -257,6 +279,8 @@ export class AdminResources {
           const entry = this.scoped(p, sectionName, written);
           const name = nameOf(entry);
           if (name === undefined) return void issues.push({ path: [sectionName, i, 'name'], message: 'required' });
+          const tenantWritten = this.tenantConfigEntries(sectionName).find((t) => nameOf(t.entry) === name);
+          if (tenantWritten) return void issues.push({ path: [sectionName, i, 'name'], message: `'${name}' is written in ${tenantWritten.origin}: change it there` });
           const existing = this.currentEntry(sectionName, name);
           if (!existing) created++;
           changes.push({ section: sectionName, name, action: 'upsert', entry: withKeptSecrets(section, entry, existing) });

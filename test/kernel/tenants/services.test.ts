@@ -104,7 +104,32 @@ describe.runIf(advisory === undefined)(`tenants' services on Node ${NODE_MAJOR}`
     await expect.poll(async () => (await get('/t/initech/v2/orders/4')).statusCode, { timeout: 5_000 }).toBe(200);
     expect((await get('/t/initech/v1/orders/4')).statusCode).toBe(404);
     writeFileSync(file, 'channel_rest:\n  - { name: orders, url_path: "/v3/orders/{id}", service: orders, security: nobody }\n');
-    await new Promise((r) => setTimeout(r, 400));
+    // The refusal names the tenant's file and its place there, in the log and on the Dashboard's banner (with the line in that file).
+    await expect.poll(() => k.kernel.configStore.refusal?.source, { timeout: 5_000 }).toBe(file);
+    expect(k.kernel.configStore.refusal?.issues).toEqual([
+      { message: `tenants[initech].config_file (${file}).channel_rest[0].security: no security definition or group named 'initech/nobody' (use 'none' for no server-side authentication)`, line: 2 },
+    ]);
     expect((await get('/t/initech/v2/orders/5')).statusCode).toBe(200);
+    writeFileSync(file, 'channel_rest:\n  - { name: orders, url_path: "/v3/orders/{id}", service: orders, security: none }\n');
+    await expect.poll(async () => (await get('/t/initech/v3/orders/6')).statusCode, { timeout: 5_000 }).toBe(200);
+    expect(k.kernel.configStore.refusal).toBeUndefined();
+  });
+
+  it("applies the main file and a tenant's file saved together (a deploy of both): neither save is lost to the other", async () => {
+    const file = join(root, 'initech.yaml');
+    writeFileSync(file, 'channel_rest:\n  - { name: orders, url_path: "/v4/orders/{id}", service: orders, security: none }\n');
+    const main = (extra: string) => `tenants:\n  - { name: initech, services_dir: ${join(root, 'initech', 'services')}, config_file: ${file} }\n${extra}`;
+    expect(await k.writeConfig(main(''))).toBe(true);
+    await expect.poll(async () => (await get('/t/initech/v4/orders/7')).statusCode, { timeout: 5_000 }).toBe(200);
+    // The main file first, the tenant's file within the same 50 ms: both apply.
+    k.saveConfigFile(main('channel_rest:\n  - { name: orders, url_path: /orders, service: orders, security: none }\n'));
+    writeFileSync(file, 'channel_rest:\n  - { name: orders, url_path: "/v5/orders/{id}", service: orders, security: none }\n');
+    await expect.poll(async () => (await get('/t/initech/v5/orders/8')).statusCode, { timeout: 5_000 }).toBe(200);
+    await expect.poll(async () => (await get('/orders')).statusCode, { timeout: 5_000 }).toBe(200);
+    // And the other way round: the tenant's file first, then the main file.
+    writeFileSync(file, 'channel_rest:\n  - { name: orders, url_path: "/v6/orders/{id}", service: orders, security: none }\n');
+    k.saveConfigFile(main(''));
+    await expect.poll(async () => (await get('/orders')).statusCode, { timeout: 5_000 }).toBe(404);
+    await expect.poll(async () => (await get('/t/initech/v6/orders/9')).statusCode, { timeout: 5_000 }).toBe(200);
   });
 });

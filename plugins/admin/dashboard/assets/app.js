@@ -227,7 +227,8 @@ async function overviewPage() {
     ? el(
         'div',
         { class: 'banner bad', id: 'config-refused' },
-        el('strong', { text: `The config file was refused at ${status.refused.at}: the running config stays.` }),
+        // A tenant's config file is refused on its own save: the banner names it.
+        el('strong', { text: `${status.refused.source === status.file ? 'The config file' : `The tenant config file ${status.refused.source}`} was refused at ${status.refused.at}: the running config stays.` }),
         el('ul', {}, status.refused.issues.map((i) => el('li', { text: i.line ? `line ${i.line}: ${i.message}` : i.message }))),
       )
     : '';
@@ -354,7 +355,7 @@ async function listPage(name) {
   const entries = await api.list(name);
   const cols = columnsOf(section);
   const all = [{ key: 'name', title: 'Name' }, ...cols, { key: 'source', title: 'From' }];
-  const shownValue = (e, key) => (key === 'name' ? e.name : key === 'source' ? (e.source === 'admin' ? 'admin edit' : 'config file') : cellOf(e, key, cols.find((c) => c.key === key)?.fallback));
+  const shownValue = (e, key) => (key === 'name' ? e.name : key === 'source' ? SOURCE_TEXT[e.source] ?? e.source : cellOf(e, key, cols.find((c) => c.key === key)?.fallback));
   const search = el('input', { type: 'search', placeholder: 'Search', id: 'search' });
   const field = el('select', { id: 'search-field', 'aria-label': 'Search in' }, el('option', { value: '', text: 'in all columns' }), all.map((c) => el('option', { value: c.key, text: `in ${c.title}` })));
   const count = el('span', { class: 'help', id: 'count' });
@@ -439,6 +440,9 @@ function purgeButton(channel) {
   return b;
 }
 
+/** Where a resource comes from, as the list's "From" column says it. */
+const SOURCE_TEXT = { admin: 'admin edit', file: 'config file', tenant_config: "tenant's config" };
+
 async function entryPage(sectionName, entryName) {
   const seq = routeSeq;
   const section = sectionOf(sectionName);
@@ -449,7 +453,10 @@ async function entryPage(sectionName, entryName) {
   const form = field(schema, [], value, { required: true, secretsWriteOnly: true, refs: await referencedNames(schema), secretsSet: view?.secretsSet ?? [] });
   const issues = el('div', { class: 'issues' });
   const save = el('button', { type: 'submit', text: creating ? 'Create' : 'Save' });
-  const formNode = el('form', { class: 'entry' }, form.node, issues, el('div', { class: 'toolbar' }, canChange() ? save : el('p', { class: 'help', text: 'Read only: your role (viewer) changes nothing.' })));
+  // An entry of a tenant's own config changes there (its file), not here: the API refuses it.
+  const writtenIn = view?.source === 'tenant_config' ? view.origin : undefined;
+  const readOnly = writtenIn ? `Read only: written in ${writtenIn}; change it there.` : canChange() ? undefined : 'Read only: your role (viewer) changes nothing.';
+  const formNode = el('form', { class: 'entry' }, form.node, issues, el('div', { class: 'toolbar' }, readOnly ? el('p', { class: 'help', id: 'read-only', text: readOnly }) : save));
   formNode.addEventListener('submit', async (e) => {
     e.preventDefault();
     try {
@@ -463,7 +470,7 @@ async function entryPage(sectionName, entryName) {
       failed(err);
     }
   });
-  const del = creating || !canChange()
+  const del = creating || readOnly
     ? ''
     : el('button', { type: 'button', class: 'danger', text: 'Delete', id: 'delete' });
   if (del)

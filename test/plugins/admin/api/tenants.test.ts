@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueTable } from '../../../../plugins/delivery/use-queue/store.ts';
 import type { InvokeRequest } from '../../../../sdk/plugin/index.ts';
@@ -85,6 +87,50 @@ describe('resources in a tenant', () => {
     expect(imported.body).toEqual({ created: 1, replaced: 0 });
     expect((await admin.get(resourcePath('channel_rest', 'acme/imported'))).body.entry.url_path).toBe('/t/acme/imported');
     expect((await dev.post('/admin/api/import', { tenants: [{ name: 'evil' }] })).status).toBe(400);
+  });
+
+  it("lists what the tenants' own config writes (inline or its file), read only, saying where; another tenant's stays hidden", async () => {
+    const file = join(k.dir, 'beta.yaml');
+    writeFileSync(file, 'cache:\n  - { name: store, services: [orders] }\n');
+    const withOwnConfig = CONFIG.replace('{ name: acme, ', '{ name: acme, config: { cache: [{ name: store, services: [orders] }, { name: spare }] }, ').replace('{ name: beta, ', `{ name: beta, config_file: ${file}, `);
+    expect(await k.writeConfig(withOwnConfig)).toBe(true);
+    try {
+      const items = (await dev.get(resourcePath('cache'))).body.items;
+      expect(items).toEqual([
+        { name: 'acme/store', source: 'tenant_config', origin: 'tenants[acme].config.cache[0]', entry: { name: 'acme/store', services: ['acme/orders'] }, secretsSet: [] },
+        { name: 'acme/spare', source: 'tenant_config', origin: 'tenants[acme].config.cache[1]', entry: { name: 'acme/spare' }, secretsSet: [] },
+      ]);
+      expect((await dev.get('/admin/api/resources')).body.sections.find((s: { name: string }) => s.name === 'cache').count).toBe(2);
+      expect((await dev.get(resourcePath('cache', 'store'))).body).toMatchObject({ name: 'acme/store', source: 'tenant_config' });
+      // The platform sees every tenant's, each with where it is written.
+      const all = (await admin.get(resourcePath('cache'))).body.items;
+      expect(all.map((i: { name: string; origin: string }) => [i.name, i.origin])).toEqual([
+        ['acme/store', 'tenants[acme].config.cache[0]'],
+        ['acme/spare', 'tenants[acme].config.cache[1]'],
+        ['beta/store', `tenants[beta].config_file (${file}).cache[0]`],
+      ]);
+      // beta's answers as a missing one does.
+      expect((await dev.get(resourcePath('cache', 'beta/store'))).status).toBe(404);
+      // Changed where it is written only: 409 naming the place, for the tenant's administrators and the platform's; nothing changes.
+      const put = await dev.put(resourcePath('cache', 'store'), { services: [] });
+      expect(put.status).toBe(409);
+      expect(put.body).toMatchObject({ cid: expect.any(String), details: "cache 'acme/store' is written in tenants[acme].config.cache[0]: change it there" });
+      expect((await dev.post(resourcePath('cache'), { name: 'spare' })).status).toBe(409);
+      expect((await dev.del(resourcePath('cache', 'spare'))).status).toBe(409);
+      expect((await admin.del(resourcePath('cache', 'beta/store'))).body.details).toBe(`cache 'beta/store' is written in tenants[beta].config_file (${file}).cache[0]: change it there`);
+      expect((await dev.del(resourcePath('cache', 'beta/store'))).status).toBe(404);
+      const imported = await dev.post('/admin/api/import', { cache: [{ name: 'store' }] });
+      expect(imported.status).toBe(400);
+      expect(imported.body.issues).toEqual([{ path: ['cache', 0, 'name'], message: "'acme/store' is written in tenants[acme].config.cache[0]: change it there" }]);
+      // An export is what the admin API can import back: the tenant's own config stays where it is written.
+      expect((await dev.get('/admin/api/export')).text).not.toContain('store');
+      expect((await dev.get(resourcePath('cache'))).body.items.map((i: { entry: unknown }) => i.entry)).toEqual([{ name: 'acme/store', services: ['acme/orders'] }, { name: 'acme/spare' }]);
+      // A save of the tenant's file shows at once.
+      writeFileSync(file, 'cache:\n  - { name: store2 }\n');
+      await expect.poll(async () => (await admin.get(resourcePath('cache'))).body.items.map((i: { name: string }) => i.name), { timeout: 5_000 }).toEqual(['acme/store', 'acme/spare', 'beta/store2']);
+    } finally {
+      expect(await k.writeConfig(CONFIG)).toBe(true);
+    }
   });
 
   it("the interface specification holds the tenant's paths and nothing that names another tenant's", async () => {

@@ -1,7 +1,9 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { closePage, openPage, step, submitLogin } from '../../../helpers/browser.ts';
-import { AdminClient, callChannel, startAdmin, type AdminKernel } from '../api/support.ts';
+import { ADMIN_PASSWORD, AdminClient, callChannel, startAdmin, type AdminKernel } from '../api/support.ts';
 import { createMatrixAccounts, TENANTS_CONFIG, USER_PASSWORD } from '../api/tenants.ts';
 import { TENANTS_RUN_HERE } from '../../../helpers/kernel.ts';
 
@@ -139,6 +141,57 @@ describe("the Dashboard as a tenant's viewer and owner", () => {
       expect(names).toEqual(['acme/dev', 'acme/owner', 'acme/tester', 'acme/viewer']);
       expect(await page.locator('#user-tenant').count()).toBe(0);
     });
+  });
+});
+
+describe("what a tenant's own config writes", () => {
+  it("shows it to the tenant's developer, read only, saying where it is written", async () => {
+    const config = TENANTS_CONFIG.replace('{ name: acme, ', '{ name: acme, config: { cache: [{ name: store, services: [orders] }] }, ');
+    expect(await k.writeConfig(config)).toBe(true);
+    try {
+      await step(page, 'tenant-config-entry', async () => {
+        await logIn('acme/dev');
+        await go('#/r/cache', 'Caches');
+        const row = page.locator('tr[data-name="acme/store"]');
+        await row.waitFor();
+        expect(await row.locator('td[data-column="source"]').textContent()).toBe("tenant's config");
+        await go(`#/r/cache/${encodeURIComponent('acme/store')}`, 'acme/store');
+        expect(await page.locator('#read-only').textContent()).toBe('Read only: written in tenants[acme].config.cache[0]; change it there.');
+        expect(await page.locator('#delete').count()).toBe(0);
+        expect(await page.getByRole('button', { name: 'Save' }).count()).toBe(0);
+      });
+    } finally {
+      expect(await k.writeConfig(TENANTS_CONFIG)).toBe(true);
+    }
+  });
+});
+
+describe("the Dashboard as the platform's administrator", () => {
+  it("names a tenant's config file whose save was refused, with the line in that file; a good save clears it", async () => {
+    const file = join(k.dir, 'beta.yaml');
+    writeFileSync(file, 'cache:\n  - { name: store }\n');
+    const config = TENANTS_CONFIG.replace('{ name: beta, ', `{ name: beta, config_file: ${file}, `);
+    expect(await k.writeConfig(config)).toBe(true);
+    writeFileSync(file, 'cache:\n  - { name: store }\n  - { name: store2, max_entriez: 5 }\n');
+    await step(page, 'tenant-file-refused', async () => {
+      await page.context().clearCookies();
+      await page.goto(`${k.admin}/admin/#/login`);
+      await submitLogin(page, ADMIN_PASSWORD, 'admin');
+      await page.locator('#who', { hasText: 'admin' }).waitFor();
+      await expect.poll(async () => {
+        await go('#/', 'Overview');
+        return page.locator('#config-refused').count();
+      }, { timeout: 10_000 }).toBe(1);
+      const banner = page.locator('#config-refused');
+      expect(await banner.locator('strong').textContent()).toMatch(new RegExp(`^The tenant config file ${file} was refused at \\S+: the running config stays\\.$`));
+      expect(await banner.locator('li').first().textContent()).toBe(`line 3: tenants[beta].config_file (${file}).cache[1].max_entriez: unknown key`);
+    });
+    writeFileSync(file, 'cache:\n  - { name: store }\n');
+    await expect.poll(() => k.kernel.configStore.refusal, { timeout: 5_000 }).toBeUndefined();
+    await page.reload();
+    await page.locator('#attention').waitFor();
+    expect(await page.locator('#config-refused').count()).toBe(0);
+    expect(await k.writeConfig(TENANTS_CONFIG)).toBe(true);
   });
 });
 });
