@@ -60,9 +60,30 @@ export class PayloadTooLarge extends ServiceError {
 }
 /** Too many requests (429): a quota reached, e.g. the tenant's `outgoing_calls_per_minute` (TENANT_QUOTA) on a host call. */
 export class TooManyRequests extends ServiceError {
-  constructor(message = 'Too many requests') {
+  /**
+   * Seconds until another try may pass. Uncaught, the error's answer carries it as `Retry-After`
+   * (unless the service set that header itself). A tenant quota's refusal sets it; a service that
+   * throttles its own callers may too.
+   */
+  retryAfterSeconds?: number;
+  constructor(message = 'Too many requests', retryAfterSeconds?: number) {
     super('TooManyRequests', 429, message);
+    if (retryAfterSeconds !== undefined) this.retryAfterSeconds = retryAfterSeconds;
   }
+}
+
+/** What a host call's or an invoke's refusal says beyond its kind, status and message, as it crossed into the sandbox. */
+export interface ErrorExtras {
+  code?: string;
+  retryAfter?: number;
+}
+
+/** errorOfKind, with the code and a quota refusal's Retry-After kept. */
+export function crossedError(kind: string, status: number, message: string, extras: ErrorExtras): ServiceError {
+  const err = errorOfKind(kind, status, message);
+  if (extras.code !== undefined) err.code = extras.code;
+  if (err instanceof TooManyRequests && typeof extras.retryAfter === 'number') err.retryAfterSeconds = extras.retryAfter;
+  return err;
 }
 /** An upstream system answered badly (502). */
 export class BadGateway extends ServiceError {

@@ -1,6 +1,6 @@
 import { callHost } from './internal/runtime.ts';
 import { fromBase64 } from './internal/bytes.ts';
-import { errorOfKind, type FieldProblem, type ServiceError } from './errors.ts';
+import { crossedError, type FieldProblem, type ServiceError } from './errors.ts';
 import type { HttpMethod } from './http.ts';
 
 export interface InvokeOptions {
@@ -24,12 +24,11 @@ export interface InvokeCall {
   method?: HttpMethod;
 }
 
-type Failure = { kind: string; status: number; message: string; code?: string; issues?: FieldProblem[] };
+type Failure = { kind: string; status: number; message: string; code?: string; issues?: FieldProblem[]; retryAfter?: number };
 type Reply = { value?: unknown; bytes?: string } | { failed: Failure };
 
 function errorOf(failed: Failure): ServiceError {
-  const err = errorOfKind(failed.kind, failed.status, failed.message);
-  if (failed.code !== undefined) err.code = failed.code;
+  const err = crossedError(failed.kind, failed.status, failed.message, failed);
   if (failed.issues !== undefined) err.issues = failed.issues;
   return err;
 }

@@ -212,7 +212,7 @@ export class HostCalls {
         // As for a refused HTTP request (server.refusal_pause_ms): a service that retries at once,
         // in a loop, costs the kernel one refusal per pause per call in flight, not thousands a second.
         await pauseBeforeRefusal(refusal, this.refusalPauseMs());
-        return fail('TooManyRequests', refusal.status, refusal.details);
+        return failRefused(refusal);
       }
     }
     try {
@@ -221,7 +221,10 @@ export class HostCalls {
       return value instanceof EncodedValue ? '{"ok":true,"value":' + value.json + '}' : JSON.stringify({ ok: true, value: value ?? null });
     } catch (err) {
       if (err instanceof SvcError) {
-        if (err.code === 'TENANT_QUOTA') await pauseBeforeRefusal(err, this.refusalPauseMs());
+        if (err.code === 'TENANT_QUOTA') {
+          await pauseBeforeRefusal(err, this.refusalPauseMs());
+          return failRefused(err);
+        }
         return fail(KIND_OF[err.code] ?? 'Error', err.status, err.details);
       }
       log.error({ err, op }, 'host call failed');
@@ -232,9 +235,21 @@ export class HostCalls {
 
 /** Waits 3/4 of the pause to all of it, at most the refusal's Retry-After. */
 function pauseBeforeRefusal(refusal: SvcError, pauseMs: number): Promise<void> | undefined {
-  const retryAfter = Number(refusal.headers?.['Retry-After']);
-  const ms = (Number.isFinite(retryAfter) ? Math.min(pauseMs, retryAfter * 1000) : pauseMs) * (0.75 + Math.random() * 0.25);
+  const retryAfter = retryAfterOf(refusal);
+  const ms = (retryAfter !== undefined ? Math.min(pauseMs, retryAfter * 1000) : pauseMs) * (0.75 + Math.random() * 0.25);
   return ms >= 1 ? new Promise((resolve) => setTimeout(resolve, ms)) : undefined;
+}
+
+/** A tenant quota's refusal (TENANT_QUOTA): TooManyRequests in the service, with its Retry-After for the answer if uncaught. */
+function failRefused(refusal: SvcError): string {
+  const retryAfter = retryAfterOf(refusal);
+  return JSON.stringify({ ok: false, error: { kind: 'TooManyRequests', status: refusal.status, message: refusal.details, code: refusal.code, ...(retryAfter === undefined ? {} : { retryAfter }) } });
+}
+
+/** A refusal's Retry-After in seconds, when it has one. */
+export function retryAfterOf(refusal: SvcError): number | undefined {
+  const seconds = Number(refusal.headers?.['Retry-After']);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
 }
 
 function fail(kind: ServiceErrorKind, status: number, message: string): string {

@@ -6,7 +6,7 @@ import type { HostCallContext } from '../plugin.ts';
 import { ERRORS, SvcError, type ErrorCode } from '../errors.ts';
 import type { InvokeRequest, InvokeResult, ServiceErrorKind } from '../sandbox/protocol.ts';
 import type { ServiceRunner } from '../sandbox/runner.ts';
-import { EncodedValue, fieldsOf, type HostCallOrigin, type KernelHostCall } from './host-calls.ts';
+import { EncodedValue, fieldsOf, retryAfterOf, type HostCallOrigin, type KernelHostCall } from './host-calls.ts';
 import type { ServiceRegistry } from './registry.ts';
 import { localName, scopedFor, tenantOf } from '../../sdk/plugin/tenants.ts';
 
@@ -37,6 +37,8 @@ export interface InvokeFailure {
   message: string;
   code?: string;
   issues?: Array<{ field: string; message: string }>;
+  /** A tenant quota's refusal: its Retry-After in seconds (the caller's TooManyRequests carries it). */
+  retryAfter?: number;
 }
 export type InvokeReply = { value: unknown } | { bytes: string } | { failed: InvokeFailure };
 /** A reply whose value is the callee's answer as the JSON text it sent (`{"value":<text>}`), passed on without decoding it. */
@@ -154,8 +156,12 @@ function failureOf(err: SvcError, name: string, limitMs: number): { failed: Invo
     case 'SERVICE_QUARANTINED':
     case 'SERVICE_UNAVAILABLE':
       return failed(err.code, 'ServiceUnavailable', `Service '${name}': ${err.details}`);
-    case 'TENANT_QUOTA':
-      return failed('TENANT_QUOTA', 'TooManyRequests', `Service '${name}': ${err.details}`);
+    case 'TENANT_QUOTA': {
+      const refused = failed('TENANT_QUOTA', 'TooManyRequests', `Service '${name}': ${err.details}`);
+      const retryAfter = retryAfterOf(err);
+      if (retryAfter !== undefined) refused.failed.retryAfter = retryAfter;
+      return refused;
+    }
     case 'SERVICE_NOT_DEPLOYED':
       return failed('INVOKE_NOT_FOUND', 'NotFound', `No service '${name}' is deployed`);
     default:

@@ -2,7 +2,7 @@
 // Private: services never import it. It captures what it needs before any service code runs,
 // so a service that overwrites JSON or globals affects only itself.
 import type { Context, Delivery, ResponseControl, ServiceDefinition, UploadedFile, User } from '../context.ts';
-import { ServiceError, errorOfKind } from '../errors.ts';
+import { ServiceError, TooManyRequests, crossedError } from '../errors.ts';
 import { PLAIN_200_ENVELOPE, type InvokeRequest } from './invoke-request.ts';
 import { fromBase64, toBase64, utf8Encode } from './bytes.ts';
 import { HTTP_METHODS } from '../http.ts';
@@ -104,12 +104,12 @@ export async function callHost(op: string, args: unknown, cid?: string): Promise
   const reply = parse(replyJson) as {
     ok: boolean;
     value?: unknown;
-    error?: { kind: string; status: number; message: string };
+    error?: { kind: string; status: number; message: string; code?: string; retryAfter?: number };
   };
   if (reply.ok) return reply.value;
   const e = reply.error ?? { kind: 'Error', status: 500, message: 'host call failed' };
   if (e.kind === 'Error') throw new Error(e.message);
-  throw errorOfKind(e.kind, e.status, e.message);
+  throw crossedError(e.kind, e.status, e.message, e);
 }
 
 /** What the kernel sends for one call (kernel/sandbox/protocol.ts), with the call's id in this process. */
@@ -285,11 +285,20 @@ function serviceFrames(err: unknown): string | undefined {
   }
 }
 
+/** A TooManyRequests' retryAfterSeconds as the answer's Retry-After, unless the service set that header itself. */
+function withRetryAfter(headers: Record<string, string>, err: ServiceError): Record<string, string> {
+  if (!(err instanceof TooManyRequests)) return headers;
+  const seconds = err.retryAfterSeconds;
+  if (typeof seconds !== 'number' || !(seconds >= 0 && seconds <= 86_400)) return headers;
+  for (const name of Object.keys(headers)) if (name.toLowerCase() === 'retry-after') return headers;
+  return { ...headers, 'Retry-After': String(Math.ceil(seconds)) };
+}
+
 function failed(ctx: CallContext | undefined, err: unknown): string {
   const headers = ctx?.response.headers ?? {};
   const logs = ctx?.logs ?? [];
   try {
-    if (err instanceof ServiceError) return finish({ status: statusOf(err.status, 500), headers, error: { kind: err.kind, message: toText(err.message) }, logs });
+    if (err instanceof ServiceError) return finish({ status: statusOf(err.status, 500), headers: withRetryAfter(headers, err), error: { kind: err.kind, message: toText(err.message) }, logs });
     const message = err instanceof Error ? `${toText(err.name)}: ${toText(err.message)}` : toText(err);
     return finish({ status: 500, headers, error: { kind: 'Error', message, stack: serviceFrames(err) }, logs });
   } catch {

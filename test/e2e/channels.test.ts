@@ -20,7 +20,7 @@ channel_rest:
 const services: Record<string, string> = {
   'typed.ts': `import { service, t } from 'svc/sdk';\nexport default service({ input: { id: t.integer(), name: t.string(), vip: t.boolean({ default: false }) }, handle: (ctx) => ctx.input });\n`,
   'verbs.ts': `import { service } from 'svc/sdk';\nexport default service({ GET: () => ({ verb: 'get' }), POST: (ctx) => { ctx.response.status = 201; ctx.response.headers['Location'] = '/things/2'; return { created: true }; }, DELETE: (ctx) => { ctx.response.status = 204; } });\n`,
-  'raises.ts': `import { service, NotFound, Conflict } from 'svc/sdk';\nexport default service({ handle(ctx) { if (ctx.input.kind === 'nf') throw new NotFound('no such thing'); if (ctx.input.kind === 'conflict') throw new Conflict('exists'); throw new Error('internal detail'); } });\n`,
+  'raises.ts': `import { service, NotFound, Conflict, TooManyRequests } from 'svc/sdk';\nexport default service({ handle(ctx) { if (ctx.input.kind === 'nf') throw new NotFound('no such thing'); if (ctx.input.kind === 'conflict') throw new Conflict('exists'); if (ctx.input.kind === 'busy') throw new TooManyRequests('slow down', 29.2); if (ctx.input.kind === 'busy-own') { ctx.response.headers['retry-after'] = '5'; throw new TooManyRequests('slow down'); } throw new Error('internal detail'); } });\n`,
   'loop.js': `import { service } from 'svc/sdk';\nexport default service({ limits: { timeoutMs: 300 }, handle() { for (;;) {} } });\n`,
   'crash.js': `import { service } from 'svc/sdk';\nexport default service({ handle: () => '1'.repeat(0xfffffff).split('') });\n`,
 };
@@ -66,6 +66,11 @@ describe('channels over a real socket', () => {
     const nf = await call('GET', '/raise/nf');
     expect([nf.status, nf.json()]).toEqual([404, { result: 'Error', cid: nf.headers['x-svc-cid'], details: 'no such thing' }]);
     expect((await call('GET', '/raise/conflict')).status).toBe(409);
+    // TooManyRequests' retryAfterSeconds is the answer's Retry-After (whole seconds), unless the service set the header itself.
+    const busy = await call('GET', '/raise/busy');
+    expect([busy.status, busy.headers['retry-after'], busy.json().details]).toEqual([429, '30', 'slow down']);
+    const own = await call('GET', '/raise/busy-own');
+    expect([own.status, own.headers['retry-after']]).toEqual([429, '5']);
     const internal = await call('GET', '/raise/other');
     expect(internal.status).toBe(500);
     expect(internal.text).not.toContain('internal detail');

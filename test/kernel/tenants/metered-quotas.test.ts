@@ -19,7 +19,7 @@ export default service({ async handle(ctx) {
   const out = [];
   for (let i = 0; i < Number(ctx.input.n ?? 1); i++) {
     try { out.push((await outgoing('target').get(ctx.cid)).status); }
-    catch (e) { out.push(e.name + ' ' + e.status + ' ' + e.message); }
+    catch (e) { out.push(e.name + ' ' + e.status + ' ' + e.message + ' (retry after ' + e.retryAfterSeconds + ' s)'); }
   }
   return { out };
 } });`;
@@ -32,7 +32,7 @@ export default service({ handle() { throw new Error('not now'); } });`;
 const QUEUER = `import { service, invokeAsync } from 'svc/sdk';
 export default service({ async handle() {
   try { return { cid: await invokeAsync('failing', {}) }; }
-  catch (e) { return { refused: e.name + ' ' + e.status + ' ' + e.message }; }
+  catch (e) { return { refused: e.name + ' ' + e.status + ' ' + e.message, retryAfterSeconds: e.retryAfterSeconds, code: e.code }; }
 } });`;
 
 /** Lets a refused outgoing call fail the request. */
@@ -106,7 +106,8 @@ tenants:
     expect(performance.now() - started).toBeGreaterThanOrEqual(2 * 0.75 * PAUSE_MS);
     const out = (res.json() as { out: Array<number | string> }).out;
     expect(out.slice(0, 3)).toEqual([200, 200, 200]);
-    expect(out[3]).toMatch(/^TooManyRequests 429 Quota outgoing_calls_per_minute reached: the tenant's services made 3 outgoing calls in the last minute, of 3$/);
+    // The refusal says when another call may pass (the quota's Retry-After, seconds until the minute's oldest call leaves it).
+    expect(out[3]).toMatch(/^TooManyRequests 429 Quota outgoing_calls_per_minute reached: the tenant's services made 3 outgoing calls in the last minute, of 3 \(retry after ([1-9]|[1-5]\d|60) s\)$/);
     expect(out[4]).toMatch(/^TooManyRequests 429/);
     expect(hits - before).toBe(3);
     expect(throttled('acme').outgoing_calls_per_minute).toBe(2);
@@ -114,10 +115,12 @@ tenants:
     expect((other.json() as { out: unknown[] }).out).toEqual([200, 200, 200, 200, 200]);
   });
 
-  it('an uncaught refusal answers the channel 429 with the CID', async () => {
+  it('an uncaught refusal answers the channel 429 with the CID, the quota named and its Retry-After', async () => {
     const res = await k.app.inject({ method: 'GET', url: '/t/acme/uncaught' });
     expect(res.statusCode, res.body).toBe(429);
-    expect(res.json()).toMatchObject({ result: 'Error', cid: res.headers['x-svc-cid'] });
+    expect(res.json()).toMatchObject({ result: 'Error', cid: res.headers['x-svc-cid'], details: expect.stringMatching(/^Quota outgoing_calls_per_minute reached/) });
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60);
   });
 
   it('refuses events past queued_events on a queued channel (429 TENANT_QUOTA with the CID) and on invokeAsync (TooManyRequests), not the platform’s', async () => {
@@ -130,7 +133,7 @@ tenants:
     expect(refused.json()).toMatchObject({ result: 'Error', cid: refused.headers['x-svc-cid'], details: "Quota queued_events reached: 2 events of the tenant's services are waiting in the Use queue, of 2" });
     expect(refused.headers['retry-after']).toBe('1');
     const queuer = await k.app.inject({ method: 'GET', url: '/t/acme/queuer' });
-    expect(queuer.json()).toEqual({ refused: expect.stringMatching(/^TooManyRequests 429 Quota queued_events reached/) });
+    expect(queuer.json()).toEqual({ refused: expect.stringMatching(/^TooManyRequests 429 Quota queued_events reached/), retryAfterSeconds: 1, code: 'TENANT_QUOTA' });
     expect(throttled('acme').queued_events).toBe(2);
     // The other tenant and the platform queue as they like.
     for (let i = 0; i < 3; i++) {
