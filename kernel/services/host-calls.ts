@@ -211,8 +211,7 @@ export class HostCalls {
       if (refusal) {
         // As for a refused HTTP request (server.refusal_pause_ms): a service that retries at once,
         // in a loop, costs the kernel one refusal per pause per call in flight, not thousands a second.
-        await pauseBeforeRefusal(refusal, this.refusalPauseMs());
-        return failRefused(refusal);
+        return refuseAfterPause(refusal, this.refusalPauseMs());
       }
     }
     try {
@@ -222,8 +221,7 @@ export class HostCalls {
     } catch (err) {
       if (err instanceof SvcError) {
         if (err.code === 'TENANT_QUOTA') {
-          await pauseBeforeRefusal(err, this.refusalPauseMs());
-          return failRefused(err);
+          return refuseAfterPause(err, this.refusalPauseMs());
         }
         return fail(KIND_OF[err.code] ?? 'Error', err.status, err.details);
       }
@@ -233,16 +231,14 @@ export class HostCalls {
   }
 }
 
-/** Waits 3/4 of the pause to all of it, at most the refusal's Retry-After. */
-function pauseBeforeRefusal(refusal: SvcError, pauseMs: number): Promise<void> | undefined {
+/**
+ * A tenant quota's refusal (TENANT_QUOTA): TooManyRequests in the service, with its Retry-After for
+ * the answer if uncaught, given after 3/4 of the pause to all of it (at most the Retry-After).
+ */
+async function refuseAfterPause(refusal: SvcError, pauseMs: number): Promise<string> {
   const retryAfter = retryAfterOf(refusal);
   const ms = (retryAfter !== undefined ? Math.min(pauseMs, retryAfter * 1000) : pauseMs) * (0.75 + Math.random() * 0.25);
-  return ms >= 1 ? new Promise((resolve) => setTimeout(resolve, ms)) : undefined;
-}
-
-/** A tenant quota's refusal (TENANT_QUOTA): TooManyRequests in the service, with its Retry-After for the answer if uncaught. */
-function failRefused(refusal: SvcError): string {
-  const retryAfter = retryAfterOf(refusal);
+  if (ms >= 1) await new Promise((resolve) => setTimeout(resolve, ms));
   return JSON.stringify({ ok: false, error: { kind: 'TooManyRequests', status: refusal.status, message: refusal.details, code: refusal.code, ...(retryAfter === undefined ? {} : { retryAfter }) } });
 }
 

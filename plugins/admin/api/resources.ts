@@ -143,10 +143,15 @@ export class AdminResources {
     return this.kernel.tenantConfigEntries().filter((t) => t.section === section);
   }
 
-  /** 409 for an entry a tenant's own config writes: that config is where it changes. */
+  /** Where a tenant's own config writes this entry, if it does: that config is where it changes. */
+  private tenantOrigin(section: string, name: string): string | undefined {
+    return this.tenantConfigEntries(section).find((t) => nameOf(t.entry) === name)?.origin;
+  }
+
+  /** 409 for an entry a tenant's own config writes. */
   private refuseTenantConfig(section: string, name: string): void {
-    const written = this.tenantConfigEntries(section).find((t) => nameOf(t.entry) === name);
-    if (written) throw new SvcError('CONFLICT', `${section} '${name}' is written in ${written.origin}: change it there`);
+    const origin = this.tenantOrigin(section, name);
+    if (origin !== undefined) throw new SvcError('CONFLICT', `${section} '${name}' is written in ${origin}: change it there`);
   }
 
   /** list(), with the write-only fields a plugin keeps in the store (set with a CLI command) marked set too. */
@@ -279,8 +284,8 @@ export class AdminResources {
           const entry = this.scoped(p, sectionName, written);
           const name = nameOf(entry);
           if (name === undefined) return void issues.push({ path: [sectionName, i, 'name'], message: 'required' });
-          const tenantWritten = this.tenantConfigEntries(sectionName).find((t) => nameOf(t.entry) === name);
-          if (tenantWritten) return void issues.push({ path: [sectionName, i, 'name'], message: `'${name}' is written in ${tenantWritten.origin}: change it there` });
+          const origin = this.tenantOrigin(sectionName, name);
+          if (origin !== undefined) return void issues.push({ path: [sectionName, i, 'name'], message: `'${name}' is written in ${origin}: change it there` });
           const existing = this.currentEntry(sectionName, name);
           if (!existing) created++;
           changes.push({ section: sectionName, name, action: 'upsert', entry: withKeptSecrets(section, entry, existing) });
