@@ -209,7 +209,7 @@ export class GroupedRunner implements ServiceRunner {
     const pool = new SandboxPool({
       processes,
       // The shared processes always run low (demotion.ts says why); a tenant's own start normal until busy.
-      caps: { ...o.caps, reportCpu: true, belowNormalPriority: true, demoteAboveCores: shared ? undefined : o.caps.demoteAboveCores },
+      caps: { ...o.caps, reportCpu: true, belowNormalPriority: true, demoteAboveCores: shared ? undefined : o.caps.demoteAboveCores, singleTenant: !shared },
       log: o.log.child({ sandboxGroup: group }),
       hostCall: o.hostCall,
       hostCallsDone: o.hostCallsDone,

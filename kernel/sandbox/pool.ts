@@ -25,6 +25,11 @@ export interface PoolCaps extends SandboxCaps {
    * use more than this many cores over a second (demotion.ts); 0 or absent, they start low.
    */
   demoteAboveCores?: number;
+  /**
+   * The group runs one tenant's services only (a tenant's own processes): a crash its services
+   * shared is that tenant's, so each suspect takes a strike, and SINGLE_TENANT_STRIKES quarantine.
+   */
+  singleTenant?: boolean;
 }
 
 /**
@@ -67,6 +72,11 @@ export const CALL_MARGIN_MS = 500;
 const RAW_APART_MIN = 512;
 /** Crashes pinned on one service within the window before it is quarantined. */
 const STRIKES_TO_QUARANTINE = 3;
+/**
+ * The same in a tenant's own processes, where a shared crash strikes each suspect too: a crash
+ * loop there costs every call in flight of that tenant, and about a second of CPU per crash.
+ */
+const SINGLE_TENANT_STRIKES = 2;
 const STRIKE_WINDOW_MS = 60_000;
 /** A service suspected in a crash it shared with others runs alone in its own process this long. */
 const PROBATION_MS = 60_000;
@@ -377,6 +387,8 @@ export class SandboxPool {
       if (this.probation.has(name) || this.quarantined.has(name) || !this.services.has(name)) continue;
       this.log.warn({ service: name, with: [...suspects] }, 'service shared a sandbox crash with others; it runs alone on probation');
       this.probation.set(name, { worker: this.spawn(undefined, name), until: this.clock.now() + PROBATION_MS });
+      // Only a suspect on probation: it cannot share another crash before this strike expires with its probation.
+      if (this.caps.singleTenant) this.strike(name);
     }
   }
 
@@ -388,7 +400,7 @@ export class SandboxPool {
     this.strikes.set(name, list);
     const probation = this.probation.get(name);
     if (probation) probation.until = now + PROBATION_MS;
-    if (list.length < STRIKES_TO_QUARANTINE) {
+    if (list.length < (this.caps.singleTenant ? SINGLE_TENANT_STRIKES : STRIKES_TO_QUARANTINE)) {
       this.log.warn({ service: name, crashes: list.length }, 'service crashed its sandbox process');
       return;
     }

@@ -143,6 +143,29 @@ describe('process groups', () => {
     expect(runner.stats().calls).toContainEqual({ service: 'a/crash', outcome: 'crashed', count: 3 });
   });
 
+  it("in a tenant's own processes a crash shared by its services strikes each, so the culprit's next crash quarantines it; the others serve on", async () => {
+    const gate = new Gate();
+    runner = await startRunner({ workers: 1, tenantWorkers: 1, hostCall: gate.hostCall });
+    await runner.setTenants([tenant('bad', { processes: 1 })]);
+    await deploy(runner, { 'bad/crash': CRASH, 'bad/gated': GATED });
+    const inFlight = runner.invoke(request('bad/gated'));
+    await waitFor('the call waiting on the host', () => gate.waiting.length === 1);
+    expect(await code(runner.invoke(request('bad/crash')))).toBe('SANDBOX_CRASHED');
+    expect(await code(inFlight)).toBe('SANDBOX_CRASHED');
+    expect(runner.quarantineOf('bad/crash')).toBeUndefined();
+    // Alone on probation now: its second crash within 60 s is its last (three in the platform's or the shared processes).
+    expect(await code(runner.invoke(request('bad/crash')))).toBe('SANDBOX_CRASHED');
+    expect(runner.quarantineOf('bad/crash')).toMatch(/crashed its sandbox process 2 times within 60 s/);
+    expect(await code(runner.invoke(request('bad/crash')))).toBe('SERVICE_QUARANTINED');
+    // The service that only shared the first crash keeps its one strike and serves.
+    expect(runner.quarantineOf('bad/gated')).toBeUndefined();
+    const again = runner.invoke(request('bad/gated'));
+    await waitFor('the call waiting on the host again', () => gate.waiting.length === 2);
+    gate.release();
+    expect(await code(again)).toBe('ok');
+    expect(runner.stats().calls).toContainEqual({ service: 'bad/crash', outcome: 'crashed', count: 2 });
+  });
+
   it("a tenant that changes `processes` moves with its services; groups nobody needs stop", async () => {
     runner = await startRunner({ workers: 1, tenantWorkers: 1 });
     await runner.setTenants([tenant('acme')]);
