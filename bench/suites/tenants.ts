@@ -28,6 +28,13 @@ import { ALL_ATTACKER, ATTACK_NAMES, ATTACKS, attackerOf, ORDER, serverSetup, ty
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** The victim's arrival rate, requests per second. */
 const RATE = Number(process.env.BENCH_TENANT_RATE ?? 200);
+/**
+ * The victim's load before the first round, seconds. Until 2026-12-01 (sixth session) 2: the
+ * kernel's JIT was still tiering up the victim's path 0.55 s into the first round (TurboFan
+ * finishing code on the event loop, `perf`), which stalled it 30–45 ms, and the first solo round's
+ * p99 was 3–4 times the others'.
+ */
+const WARM_UP_SECONDS = 6;
 /** The attack runs this long before the victim's round starts, so the round meets it in full swing. */
 const ATTACK_LEAD_MS = 1_000;
 /** After an attack, the longest wait for the server to fall quiet (calls run out their time limits, queues drain). */
@@ -326,7 +333,7 @@ async function runConfig(title: string, processes: number, cases: Case[], node: 
     const dir = svc.dir;
     const purge = () => purgeQueued(node, dir);
     await coolDown(svc, adminUrl, purge);
-    await victim.ask<Round>({ run: { seconds: 2 } });
+    await victim.ask<Round>({ run: { seconds: WARM_UP_SECONDS } });
 
     const results: Measured[][] = cases.map(() => []);
     for (let round = 0; round < rounds; round++) {
